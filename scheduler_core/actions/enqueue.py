@@ -1,0 +1,64 @@
+"""enqueue: admit Pending PodGroups into their queues while the queues can hold them.
+
+Queues take turns (re-pushed after each job) so one busy queue cannot admit all its jobs
+before another gets one; a job whose ``minResources`` would exceed what its queue may hold
+stays Pending.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.types import PodGroupPhase
+from scheduler_core.framework.priority_queue import PriorityQueue
+from scheduler_core.framework.registry import Action, register_action
+from scheduler_core.framework.session import Session
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.actions.enqueue")
+
+
+@register_action
+class Enqueue(Action):
+    name = "enqueue"
+
+    def execute(self, ssn: Session) -> None:
+        log.log(v(5), "Enter Enqueue ...")
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        seen: set[str] = set()
+        jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        for job in ssn.jobs.values():
+            queue = ssn.queues.get(job.queue)
+            if queue is None:
+                log.error("Failed to find Queue <%s> for Job <%s>", job.queue, job.uid)
+                continue
+            if queue.name not in seen:
+                log.log(v(5), "Added Queue <%s> for Job <%s>", queue.name, job.uid)
+                seen.add(queue.name)
+                queues.push(queue)
+            if job.is_pending():
+                log.log(v(5), "Added Job <%s> into Queue <%s>", job.uid, job.queue)
+                jobs_by_queue.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+
+        log.log(v(3), "Try to enqueue PodGroup to %d Queues", len(jobs_by_queue))
+        while not queues.empty():
+            queue = queues.pop()
+            jobs = jobs_by_queue.get(queue.name)
+            if jobs is None or jobs.empty():
+                continue
+            job = jobs.pop()
+            if job.min_resources is None or ssn.job_enqueueable(job):
+                ssn.job_enqueued(job)
+                job.phase = PodGroupPhase.INQUEUE
+                log.log(v(3), "Job <%s> enqueued into Queue <%s>", job.uid, queue.name)
+            else:
+                log.log(
+                    v(3),
+                    "Job <%s> stays Pending: Queue <%s> cannot hold its minResources",
+                    job.uid,
+                    queue.name,
+                )
+            queues.push(queue)
+        log.log(v(5), "Leaving Enqueue ...")

@@ -1,0 +1,1 @@
+"""Plain data of the engine: resources, tasks, jobs, queues, nodes, snapshots (stdlib only)."""

@@ -1,0 +1,220 @@
+"""JobInfo: a PodGroup (or a lone pod) and the gang counters Volcano derives from it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from scheduler_core.api.resource import Resource, exceeded_part
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import (
+    PodGroupPhase,
+    TaskStatus,
+    allocated_status,
+    ready_status,
+    scheduled_status,
+    valid_status,
+)
+
+
+@dataclass(slots=True)
+class JobInfo:
+    """A gang of tasks that Volcano schedules together.
+
+    ``synthesized`` marks the job of a pod that names no PodGroup: like Volcano's PodGroup
+    controller we give it a group of one (minMember 1, minResources = the pod's request).
+
+    ``tasks`` is indexed by status as well (``status_index``) because the gang counters
+    (ready, waiting, valid) are read on every hook call during preempt and reclaim.
+    """
+
+    uid: str
+    name: str
+    namespace: str
+    queue: str
+    priority: int = 0
+    min_available: int = 0
+    task_min_available: dict[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    preemptable: bool = False
+    creation_timestamp: str = ""
+    synthesized: bool = False
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
+    allocated: Resource = field(default_factory=Resource.empty)
+    total_request: Resource = field(default_factory=Resource.empty)
+
+    @property
+    def task_min_available_total(self) -> int:
+        return sum(self.task_min_available.values())
+
+    # --- task bookkeeping -------------------------------------------------------------
+
+    def add_task_info(self, task: TaskInfo) -> None:
+        self.tasks[task.uid] = task
+        self.status_index.setdefault(task.status, {})[task.uid] = task
+        if allocated_status(task.status):
+            self.allocated.add(task.resreq)
+        self.total_request.add(task.resreq)
+
+    def delete_task_info(self, task: TaskInfo) -> None:
+        existing = self.tasks.pop(task.uid, None)
+        if existing is None:
+            return
+        bucket = self.status_index.get(existing.status)
+        if bucket is not None:
+            bucket.pop(existing.uid, None)
+            if not bucket:
+                del self.status_index[existing.status]
+        if allocated_status(existing.status):
+            self.allocated.sub_without_assert(existing.resreq)
+        self.total_request.sub_without_assert(existing.resreq)
+
+    def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """Delete and re-add, so the allocated sum and the status index stay consistent."""
+        self.delete_task_info(task)
+        task.status = status
+        self.add_task_info(task)
+
+    def tasks_with(self, status: TaskStatus) -> Iterable[TaskInfo]:
+        return self.status_index.get(status, {}).values()
+
+    def _count(self, predicate: Callable[[TaskStatus], bool]) -> int:
+        count = 0
+        for status, bucket in self.status_index.items():
+            if predicate(status):
+                count += len(bucket)
+        return count
+
+    # --- gang counters (job_info.go) ----------------------------------------------------
+
+    def ready_task_num(self) -> int:
+        return self._count(ready_status)
+
+    def waiting_task_num(self) -> int:
+        return len(self.status_index.get(TaskStatus.PIPELINED, {}))
+
+    def pending_best_effort_task_num(self) -> int:
+        return sum(1 for t in self.tasks_with(TaskStatus.PENDING) if t.best_effort)
+
+    def valid_task_num(self) -> int:
+        return self._count(valid_status)
+
+    def scheduled_task_num(self) -> int:
+        return self._count(scheduled_status)
+
+    def releasing_scheduled_task_num(self) -> int:
+        return sum(1 for t in self.tasks_with(TaskStatus.RELEASING) if t.node_name)
+
+    def is_ready(self) -> bool:
+        return self.ready_task_num() + self.pending_best_effort_task_num() >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        return (
+            self.waiting_task_num() + self.ready_task_num() + self.pending_best_effort_task_num()
+            >= self.min_available
+        )
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num() + self.ready_task_num() < self.min_available
+
+    def is_pending(self) -> bool:
+        return self.phase == PodGroupPhase.PENDING
+
+    # --- minTaskMember checks -----------------------------------------------------------
+
+    def _roles_meet(self, counted: TaskStatus, pending_best_effort: bool) -> bool:
+        if self.min_available < self.task_min_available_total:
+            return True
+        per_role: dict[str, int] = {}
+        for task in self.tasks.values():
+            if task.status & counted or (
+                pending_best_effort
+                and task.status == TaskStatus.PENDING
+                and task.init_resreq.is_empty()
+            ):
+                per_role[task.role] = per_role.get(task.role, 0) + 1
+        return all(
+            per_role.get(role, 0) >= minimum
+            for role, minimum in self.task_min_available.items()
+            if minimum > 0
+        )
+
+    def check_task_valid(self) -> bool:
+        return self._roles_meet(
+            TaskStatus.BOUND
+            | TaskStatus.BINDING
+            | TaskStatus.RUNNING
+            | TaskStatus.ALLOCATED
+            | TaskStatus.SUCCEEDED
+            | TaskStatus.PIPELINED
+            | TaskStatus.PENDING,
+            pending_best_effort=False,
+        )
+
+    def check_task_ready(self) -> bool:
+        return self._roles_meet(
+            TaskStatus.BOUND
+            | TaskStatus.BINDING
+            | TaskStatus.RUNNING
+            | TaskStatus.ALLOCATED
+            | TaskStatus.SUCCEEDED,
+            pending_best_effort=True,
+        )
+
+    def check_task_pipelined(self) -> bool:
+        return self._roles_meet(
+            TaskStatus.BOUND
+            | TaskStatus.BINDING
+            | TaskStatus.RUNNING
+            | TaskStatus.ALLOCATED
+            | TaskStatus.SUCCEEDED
+            | TaskStatus.PIPELINED,
+            pending_best_effort=True,
+        )
+
+    def check_task_starving(self) -> bool:
+        """True when some role is below its minTaskMember (not used by gang's JobStarving)."""
+        if self.min_available < self.task_min_available_total:
+            return True
+        return not self._roles_meet(
+            TaskStatus.BOUND
+            | TaskStatus.BINDING
+            | TaskStatus.RUNNING
+            | TaskStatus.ALLOCATED
+            | TaskStatus.SUCCEEDED
+            | TaskStatus.PIPELINED,
+            pending_best_effort=False,
+        )
+
+    # --- resources --------------------------------------------------------------------
+
+    def get_min_resources(self) -> Resource:
+        return self.min_resources.clone() if self.min_resources is not None else Resource.empty()
+
+    def get_elastic_resources(self) -> Resource:
+        """What the job holds beyond its minResources: the part that can be given back."""
+        return exceeded_part(self.allocated, self.get_min_resources())
+
+    def clone(self) -> JobInfo:
+        job = JobInfo(
+            uid=self.uid,
+            name=self.name,
+            namespace=self.namespace,
+            queue=self.queue,
+            priority=self.priority,
+            min_available=self.min_available,
+            task_min_available=self.task_min_available,
+            min_resources=self.min_resources,
+            phase=self.phase,
+            preemptable=self.preemptable,
+            creation_timestamp=self.creation_timestamp,
+            synthesized=self.synthesized,
+        )
+        for task in self.tasks.values():
+            job.add_task_info(task.clone())
+        return job
+
+    def __str__(self) -> str:
+        return f"Job ({self.uid}): queue {self.queue}, minAvailable {self.min_available}"

@@ -1,0 +1,139 @@
+"""NodeInfo: a node's allocatable resources and how its tasks use them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler_core.api.resource import ZERO, Resource
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import TaskStatus
+
+
+class NodeError(RuntimeError):
+    """A task cannot be placed on a node (e.g. Binding beyond idle)."""
+
+
+@dataclass(slots=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """Idle / used / releasing / pipelined accounting exactly as Volcano's node_info.go.
+
+    ``future_idle`` = idle + releasing - pipelined is what preempt and reclaim compare a
+    preemptor's request against: resources being freed count, promised ones do not.
+
+    The node shares task objects with their jobs, and remembers the status each task had
+    when it was added (``recorded_status``), so that ``remove_task`` undoes exactly what
+    ``add_task`` did even after the caller changed the task's status in place (Volcano
+    stores a clone for the same reason).
+    """
+
+    name: str
+    allocatable: Resource
+    capacity: Resource
+    idle: Resource = field(default_factory=Resource.empty)
+    used: Resource = field(default_factory=Resource.empty)
+    releasing: Resource = field(default_factory=Resource.empty)
+    pipelined: Resource = field(default_factory=Resource.empty)
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    ready: bool = True
+    recorded_status: dict[str, TaskStatus] = field(default_factory=dict)
+
+    @classmethod
+    def new(
+        cls,
+        name: str,
+        allocatable: Resource,
+        capacity: Resource | None = None,
+        *,
+        labels: dict[str, str] | None = None,
+        taints: tuple[Taint, ...] = (),
+        unschedulable: bool = False,
+        ready: bool = True,
+    ) -> NodeInfo:
+        return cls(
+            name=name,
+            allocatable=allocatable,
+            capacity=capacity if capacity is not None else allocatable.clone(),
+            idle=allocatable.clone(),
+            labels=labels or {},
+            taints=taints,
+            unschedulable=unschedulable,
+            ready=ready,
+        )
+
+    def future_idle(self) -> Resource:
+        return self.idle.clone().add(self.releasing).sub_without_assert(self.pipelined)
+
+    def add_task(self, task: TaskInfo) -> None:
+        if task.uid in self.tasks:
+            raise NodeError(f"task <{task.key}> already on node <{self.name}>")
+        req = task.resreq
+        status = task.status
+        if status == TaskStatus.RELEASING:
+            self.idle.sub_without_assert(req)
+            self.releasing.add(req)
+            self.used.add(req)
+        elif status == TaskStatus.PIPELINED:
+            self.pipelined.add(req)
+        else:
+            if status == TaskStatus.BINDING:
+                fits, names = req.less_equal_with_resources_name(self.idle, ZERO)
+                if not fits:
+                    raise NodeError(
+                        f"task <{task.key}> does not fit node <{self.name}>: "
+                        f"insufficient {', '.join(names)}"
+                    )
+            self.idle.sub_without_assert(req)
+            self.used.add(req)
+        self.tasks[task.uid] = task
+        self.recorded_status[task.uid] = status
+
+    def remove_task(self, task: TaskInfo) -> None:
+        existing = self.tasks.pop(task.uid, None)
+        if existing is None:
+            return
+        req = existing.resreq
+        status = self.recorded_status.pop(task.uid)
+        if status == TaskStatus.RELEASING:
+            self.idle.add(req)
+            self.releasing.sub_without_assert(req)
+            self.used.sub_without_assert(req)
+        elif status == TaskStatus.PIPELINED:
+            self.pipelined.sub_without_assert(req)
+        else:
+            self.idle.add(req)
+            self.used.sub_without_assert(req)
+
+    def update_task(self, task: TaskInfo) -> None:
+        """Remove the recorded copy and add the task as it is now (its status changed)."""
+        self.remove_task(task)
+        self.add_task(task)
+
+    def pod_count(self) -> int:
+        return len(self.tasks)
+
+    def clone(self, tasks: dict[str, TaskInfo] | None = None) -> NodeInfo:
+        """A copy with its own accounting; ``tasks`` maps uid → the task objects to share
+        (a session's cloned tasks), defaulting to clones of this node's tasks."""
+        node = NodeInfo.new(
+            self.name,
+            self.allocatable,
+            self.capacity,
+            labels=self.labels,
+            taints=self.taints,
+            unschedulable=self.unschedulable,
+            ready=self.ready,
+        )
+        for uid, task in self.tasks.items():
+            shared = tasks.get(uid) if tasks is not None else None
+            node.add_task(shared if shared is not None else task.clone())
+        return node

@@ -1,0 +1,51 @@
+"""ClusterSnapshot: the consistent view of the cluster that one session works on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.pdb import PodDisruptionBudget
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.task import TaskInfo
+
+
+@dataclass(slots=True)
+class ClusterSnapshot:
+    """Jobs, nodes and queues, sharing task objects between jobs and nodes.
+
+    A session mutates task statuses and node accounting; ``clone`` gives it a private copy
+    so the cache (or a caller running several what-if sessions) is never touched.
+    """
+
+    jobs: dict[str, JobInfo] = field(default_factory=dict)
+    nodes: dict[str, NodeInfo] = field(default_factory=dict)
+    queues: dict[str, QueueInfo] = field(default_factory=dict)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    priority_classes: dict[str, int] = field(default_factory=dict)
+
+    def clone(self) -> ClusterSnapshot:
+        jobs = {uid: job.clone() for uid, job in self.jobs.items()}
+        tasks: dict[str, TaskInfo] = {}
+        for job in jobs.values():
+            tasks.update(job.tasks)
+        nodes = {name: node.clone(tasks) for name, node in self.nodes.items()}
+        return ClusterSnapshot(
+            jobs=jobs,
+            nodes=nodes,
+            queues=dict(self.queues),
+            pdbs=list(self.pdbs),
+            priority_classes=dict(self.priority_classes),
+        )
+
+    def task(self, uid: str) -> TaskInfo | None:
+        for node in self.nodes.values():
+            found = node.tasks.get(uid)
+            if found is not None:
+                return found
+        for job in self.jobs.values():
+            found = job.tasks.get(uid)
+            if found is not None:
+                return found
+        return None

@@ -1,0 +1,99 @@
+"""TaskInfo: one pod, reduced to what the scheduler reasons about."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler_core.api.resource import Resource
+from scheduler_core.api.types import TaskStatus
+
+
+@dataclass(slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
+class TaskInfo:
+    """A pod as a Volcano task.
+
+    ``job`` is the job id ``ns/podgroup`` (or ``ns/pod`` for a pod without a group, which we
+    treat as a job of one). Scheduling constraints are kept slim: only the fields the
+    predicates plugin reads, so 50,000 tasks stay small in memory.
+    """
+
+    uid: str
+    name: str
+    namespace: str
+    job: str
+    resreq: Resource
+    init_resreq: Resource
+    status: TaskStatus = TaskStatus.PENDING
+    node_name: str = ""
+    priority: int = 1
+    pod_priority: int = 0
+    preemptable: bool = True
+    best_effort: bool = False
+    role: str = ""
+    priority_class_name: str = ""
+    preemption_policy: str = ""
+    nominated_node_name: str = ""
+    scheduler_name: str = ""
+    creation_timestamp: str = ""
+    start_time: str = ""
+    gated: bool = False
+    disruption_target: bool = False
+    node_selector: dict[str, str] = field(default_factory=dict)
+    required_affinity: tuple[tuple[NodeSelectorRequirement, ...], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def clone(self) -> TaskInfo:
+        """A copy whose status and node can change without touching the original.
+
+        Requests and constraints are shared: nothing in a session mutates them.
+        """
+        return TaskInfo(
+            uid=self.uid,
+            name=self.name,
+            namespace=self.namespace,
+            job=self.job,
+            resreq=self.resreq,
+            init_resreq=self.init_resreq,
+            status=self.status,
+            node_name=self.node_name,
+            priority=self.priority,
+            pod_priority=self.pod_priority,
+            preemptable=self.preemptable,
+            best_effort=self.best_effort,
+            role=self.role,
+            priority_class_name=self.priority_class_name,
+            preemption_policy=self.preemption_policy,
+            nominated_node_name=self.nominated_node_name,
+            scheduler_name=self.scheduler_name,
+            creation_timestamp=self.creation_timestamp,
+            start_time=self.start_time,
+            gated=self.gated,
+            disruption_target=self.disruption_target,
+            node_selector=self.node_selector,
+            required_affinity=self.required_affinity,
+            tolerations=self.tolerations,
+            labels=self.labels,
+        )
+
+    def __str__(self) -> str:
+        return f"Task ({self.uid}:{self.key}): job {self.job}, status {self.status}"

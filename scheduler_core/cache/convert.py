@@ -1,0 +1,445 @@
+"""Kubernetes objects (plain dicts, as the API serves them) → the engine's model.
+
+Every error names the object and the field, so a person can find the bad line in a
+50-document YAML dump or in the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler_core.api.node import NodeInfo, Taint
+from scheduler_core.api.pdb import PodDisruptionBudget
+from scheduler_core.api.quantity import QuantityError
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import Resource
+from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo, Toleration
+from scheduler_core.api.types import PodGroupPhase, QueueState, task_status_from_pod
+
+GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
+PREEMPTABLE_KEY = "volcano.sh/preemptable"
+TASK_SPEC_KEY = "volcano.sh/task-spec"
+TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
+HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
+HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+
+
+class ConversionError(ValueError):
+    """An object the engine cannot use; the message names the object and field."""
+
+
+# --- small accessors ------------------------------------------------------------------------
+
+
+def _map(obj: Any, key: str) -> dict[str, Any]:
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _list(obj: Any, key: str) -> list[Any]:
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, list) else []
+
+
+def _str_map(value: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def object_name(obj: Mapping[str, Any], kind: str) -> tuple[str, str]:
+    """(namespace, name); a missing name is an error naming the kind."""
+    meta = _map(obj, "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConversionError(f"{kind}: metadata.name is required")
+    namespace = meta.get("namespace")
+    return (namespace if isinstance(namespace, str) else "", name)
+
+
+def describe(kind: str, namespace: str, name: str) -> str:
+    return f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+
+
+def resource_list(value: Any, where: str) -> Resource:
+    if value is None:
+        return Resource.empty()
+    if not isinstance(value, dict):
+        raise ConversionError(f"{where}: expected a map of resource quantities")
+    try:
+        return Resource.from_resource_list(value, where)
+    except QuantityError as exc:
+        raise ConversionError(str(exc)) from exc
+
+
+def optional_resource_list(value: Any, where: str) -> Resource | None:
+    """``None`` for an absent or empty list: Volcano checks ``len(list) != 0``."""
+    if not value:
+        return None
+    return resource_list(value, where)
+
+
+def parse_bool(text: str) -> bool | None:
+    if text in ("1", "t", "T", "true", "TRUE", "True"):
+        return True
+    if text in ("0", "f", "F", "false", "FALSE", "False"):
+        return False
+    return None
+
+
+def _int_field(value: Any, where: str, default: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConversionError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+# --- pods -----------------------------------------------------------------------------------
+
+
+def _per_dimension_max(a: Resource, b: Resource) -> Resource:
+    scalars: dict[str, float] | None = None
+    if a.scalars is not None or b.scalars is not None:
+        scalars = dict(a.scalars or {})
+        for k, q in (b.scalars or {}).items():
+            scalars[k] = max(scalars.get(k, 0.0), q)
+    return Resource(
+        max(a.milli_cpu, b.milli_cpu),
+        max(a.memory, b.memory),
+        scalars,
+        max(a.max_task_num, b.max_task_num),
+    )
+
+
+def pod_request(pod: Mapping[str, Any], where: str) -> Resource:
+    """Kubernetes' effective pod request (sidecar-aware init containers, overhead,
+    pod-level resources) plus Volcano's implicit ``pods: 1``."""
+    spec = _map(pod, "spec")
+    pod_level = _map(_map(spec, "resources"), "requests")
+    if pod_level:
+        result = resource_list(pod_level, f"{where}: spec.resources.requests")
+    else:
+        result = Resource.empty()
+        for i, container in enumerate(_list(spec, "containers")):
+            requests = _map(_map(container, "resources"), "requests")
+            result.add(resource_list(requests, f"{where}: spec.containers[{i}].resources.requests"))
+        sidecars = Resource.empty()
+        init_max = Resource.empty()
+        for i, container in enumerate(_list(spec, "initContainers")):
+            requests = _map(_map(container, "resources"), "requests")
+            req = resource_list(requests, f"{where}: spec.initContainers[{i}].resources.requests")
+            if container.get("restartPolicy") == "Always":
+                result.add(req)
+                sidecars.add(req)
+                effective = sidecars.clone()
+            else:
+                effective = req.clone().add(sidecars)
+            init_max = _per_dimension_max(init_max, effective)
+        result = _per_dimension_max(result, init_max)
+    overhead = spec.get("overhead")
+    if overhead:
+        result.add(resource_list(overhead, f"{where}: spec.overhead"))
+    result.add_scalar("pods", 1)
+    return result
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    out = []
+    for t in _list(spec, "tolerations"):
+        if isinstance(t, dict):
+            out.append(
+                Toleration(
+                    key=str(t.get("key") or ""),
+                    operator=str(t.get("operator") or "Equal"),
+                    value=str(t.get("value") or ""),
+                    effect=str(t.get("effect") or ""),
+                )
+            )
+    return tuple(out)
+
+
+def _requirements(raw: Any) -> tuple[NodeSelectorRequirement, ...]:
+    out = []
+    for expr in raw if isinstance(raw, list) else []:
+        if isinstance(expr, dict) and isinstance(expr.get("key"), str):
+            values = expr.get("values") or []
+            out.append(
+                NodeSelectorRequirement(
+                    key=expr["key"],
+                    operator=str(expr.get("operator") or "In"),
+                    values=tuple(str(x) for x in values),
+                )
+            )
+    return tuple(out)
+
+
+def _required_affinity(spec: Mapping[str, Any]) -> tuple[tuple[NodeSelectorRequirement, ...], ...]:
+    required = _map(
+        _map(_map(spec, "affinity"), "nodeAffinity"),
+        "requiredDuringSchedulingIgnoredDuringExecution",
+    )
+    terms = []
+    for term in _list(required, "nodeSelectorTerms"):
+        if isinstance(term, dict):
+            terms.append(_requirements(term.get("matchExpressions")))
+    return tuple(terms)
+
+
+def _preemptable(meta: Mapping[str, Any], default: bool) -> bool:
+    """Annotation first, then label; unparsable is false; absent is ``default``."""
+    for source in ("annotations", "labels"):
+        values = _map(meta, source)
+        if PREEMPTABLE_KEY in values:
+            return parse_bool(str(values[PREEMPTABLE_KEY])) is True
+    return default
+
+
+def _disruption_target(status: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(c, dict)
+        and c.get("type") == "DisruptionTarget"
+        and c.get("status") == "True"
+        and c.get("reason") == "PreemptionByScheduler"
+        for c in _list(status, "conditions")
+    )
+
+
+def synthesized_group_name(pod_uid: str) -> str:
+    """The PodGroup name Volcano's PodGroup controller gives a lone pod."""
+    return f"podgroup-{pod_uid}"
+
+
+def pod_job_id(pod: Mapping[str, Any]) -> tuple[str, bool]:
+    """(job id, synthesized?) of a pod: its PodGroup, or a group of one."""
+    meta = _map(pod, "metadata")
+    namespace = str(meta.get("namespace") or "default")
+    group = _map(meta, "annotations").get(GROUP_NAME_ANNOTATION)
+    if isinstance(group, str) and group:
+        return f"{namespace}/{group}", False
+    uid = str(meta.get("uid") or f"{namespace}-{meta.get('name')}")
+    return f"{namespace}/{synthesized_group_name(uid)}", True
+
+
+def pod_queue_annotation(pod: Mapping[str, Any]) -> str:
+    value = _map(_map(pod, "metadata"), "annotations").get(QUEUE_NAME_ANNOTATION)
+    return value if isinstance(value, str) else ""
+
+
+def pod_to_task(
+    pod: Mapping[str, Any], priority_classes: Mapping[str, int] | None = None
+) -> TaskInfo:
+    namespace, name = object_name(pod, "Pod")
+    namespace = namespace or "default"
+    where = describe("Pod", namespace, name)
+    meta = _map(pod, "metadata")
+    spec = _map(pod, "spec")
+    status = _map(pod, "status")
+    uid = str(meta.get("uid") or f"{namespace}/{name}")
+    request = pod_request(pod, where)
+    annotations = _str_map(meta.get("annotations"))
+    labels = _str_map(meta.get("labels"))
+
+    pod_priority_value = spec.get("priority")
+    class_name = str(spec.get("priorityClassName") or "")
+    if not isinstance(pod_priority_value, int) or isinstance(pod_priority_value, bool):
+        pod_priority_value = (priority_classes or {}).get(class_name) if class_name else None
+    pod_priority = pod_priority_value if isinstance(pod_priority_value, int) else 0
+    priority = pod_priority if isinstance(pod_priority_value, int) else 1
+    override = annotations.get(TASK_PRIORITY_ANNOTATION)
+    if override is not None:
+        try:
+            parsed = int(override)
+            if -(2**31) <= parsed < 2**31:
+                priority = parsed
+        except ValueError:
+            pass
+
+    node_name = str(spec.get("nodeName") or "")
+    deleting = bool(meta.get("deletionTimestamp"))
+    job_id, _ = pod_job_id(pod)
+    return TaskInfo(
+        uid=uid,
+        name=name,
+        namespace=namespace,
+        job=job_id,
+        resreq=request,
+        init_resreq=request,
+        status=task_status_from_pod(str(status.get("phase") or "Pending"), node_name, deleting),
+        node_name=node_name,
+        priority=priority,
+        pod_priority=pod_priority,
+        preemptable=_preemptable(meta, default=True),
+        best_effort=request.is_empty(),
+        role=annotations.get(TASK_SPEC_KEY) or labels.get(TASK_SPEC_KEY, ""),
+        priority_class_name=class_name,
+        preemption_policy=str(spec.get("preemptionPolicy") or ""),
+        nominated_node_name=str(status.get("nominatedNodeName") or ""),
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        creation_timestamp=str(meta.get("creationTimestamp") or ""),
+        start_time=str(status.get("startTime") or ""),
+        gated=bool(_list(spec, "schedulingGates")),
+        disruption_target=_disruption_target(status),
+        node_selector=_str_map(spec.get("nodeSelector")),
+        required_affinity=_required_affinity(spec),
+        tolerations=_tolerations(spec),
+        labels=labels,
+    )
+
+
+# --- nodes ----------------------------------------------------------------------------------
+
+
+def node_to_info(node: Mapping[str, Any]) -> NodeInfo:
+    _, name = object_name(node, "Node")
+    where = describe("Node", "", name)
+    spec = _map(node, "spec")
+    status = _map(node, "status")
+    allocatable = resource_list(status.get("allocatable"), f"{where}: status.allocatable")
+    capacity_raw = status.get("capacity")
+    capacity = (
+        resource_list(capacity_raw, f"{where}: status.capacity")
+        if capacity_raw
+        else allocatable.clone()
+    )
+    taints = tuple(
+        Taint(
+            key=str(t.get("key") or ""),
+            value=str(t.get("value") or ""),
+            effect=str(t.get("effect") or ""),
+        )
+        for t in _list(spec, "taints")
+        if isinstance(t, dict)
+    )
+    ready = True
+    for cond in _list(status, "conditions"):
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            ready = cond.get("status") == "True"
+    return NodeInfo.new(
+        name,
+        allocatable,
+        capacity,
+        labels=_str_map(_map(node, "metadata").get("labels")),
+        taints=taints,
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready,
+    )
+
+
+# --- Volcano CRDs ---------------------------------------------------------------------------
+
+
+def queue_to_info(queue: Mapping[str, Any]) -> QueueInfo:
+    _, name = object_name(queue, "Queue")
+    where = describe("Queue", "", name)
+    meta = _map(queue, "metadata")
+    spec = _map(queue, "spec")
+    status = _map(queue, "status")
+    reclaimable = spec.get("reclaimable")
+    if reclaimable is not None and not isinstance(reclaimable, bool):
+        raise ConversionError(f"{where}: spec.reclaimable must be true or false")
+    state_text = status.get("state")
+    try:
+        state = QueueState(state_text) if state_text else QueueState.OPEN
+    except ValueError as exc:
+        raise ConversionError(f"{where}: status.state {state_text!r} is not a queue state") from exc
+    annotations = _str_map(meta.get("annotations"))
+    return QueueInfo(
+        name=name,
+        weight=_int_field(spec.get("weight"), f"{where}: spec.weight", 1),
+        capability=optional_resource_list(spec.get("capability"), f"{where}: spec.capability"),
+        guarantee=optional_resource_list(
+            _map(spec, "guarantee").get("resource"), f"{where}: spec.guarantee.resource"
+        ),
+        deserved=optional_resource_list(spec.get("deserved"), f"{where}: spec.deserved"),
+        reclaimable_spec=reclaimable,
+        priority=_int_field(spec.get("priority"), f"{where}: spec.priority", 0),
+        parent=str(spec.get("parent") or ""),
+        state=state,
+        hierarchy=annotations.get(HIERARCHY_ANNOTATION, ""),
+        hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
+        creation_timestamp=str(meta.get("creationTimestamp") or ""),
+    )
+
+
+@dataclass(slots=True)
+class PodGroupInfo:
+    """The PodGroup fields a JobInfo is built from."""
+
+    namespace: str
+    name: str
+    queue: str
+    min_member: int
+    min_task_member: dict[str, int] = field(default_factory=dict)
+    min_resources: Resource | None = None
+    priority_class_name: str = ""
+    phase: PodGroupPhase = PodGroupPhase.PENDING
+    preemptable: bool = False
+    creation_timestamp: str = ""
+
+    @property
+    def uid(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def podgroup_to_info(pg: Mapping[str, Any], default_queue: str = "default") -> PodGroupInfo:
+    namespace, name = object_name(pg, "PodGroup")
+    namespace = namespace or "default"
+    where = describe("PodGroup", namespace, name)
+    meta = _map(pg, "metadata")
+    spec = _map(pg, "spec")
+    status = _map(pg, "status")
+    min_task_member: dict[str, int] = {}
+    for role, count in _map(spec, "minTaskMember").items():
+        min_task_member[str(role)] = _int_field(count, f"{where}: spec.minTaskMember.{role}", 0)
+    phase_text = status.get("phase")
+    try:
+        phase = PodGroupPhase(phase_text) if phase_text else PodGroupPhase.PENDING
+    except ValueError as exc:
+        raise ConversionError(f"{where}: status.phase {phase_text!r} is not a phase") from exc
+    min_resources_raw = spec.get("minResources")
+    return PodGroupInfo(
+        namespace=namespace,
+        name=name,
+        queue=str(spec.get("queue") or default_queue),
+        min_member=_int_field(spec.get("minMember"), f"{where}: spec.minMember", 1),
+        min_task_member=min_task_member,
+        min_resources=(
+            resource_list(min_resources_raw, f"{where}: spec.minResources")
+            if min_resources_raw is not None
+            else None
+        ),
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        phase=phase,
+        preemptable=_preemptable(meta, default=False),
+        creation_timestamp=str(meta.get("creationTimestamp") or ""),
+    )
+
+
+def priority_class_value(pc: Mapping[str, Any]) -> tuple[str, int, bool]:
+    _, name = object_name(pc, "PriorityClass")
+    value = pc.get("value")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConversionError(f"PriorityClass {name}: value is required and must be an integer")
+    return name, value, bool(pc.get("globalDefault"))
+
+
+def pdb_to_info(pdb: Mapping[str, Any]) -> PodDisruptionBudget:
+    namespace, name = object_name(pdb, "PodDisruptionBudget")
+    spec = _map(pdb, "spec")
+    selector = spec.get("selector")
+    status = _map(pdb, "status")
+    allowed = status.get("disruptionsAllowed")
+    return PodDisruptionBudget(
+        name=name,
+        namespace=namespace or "default",
+        match_labels=_str_map(_map(selector, "matchLabels")) if selector is not None else {},
+        match_expressions=_requirements(
+            selector.get("matchExpressions") if isinstance(selector, dict) else None
+        ),
+        disruptions_allowed=allowed if isinstance(allowed, int) else 0,
+        selects_nothing=selector is None,
+    )

@@ -1,0 +1,213 @@
+"""Volcano's scheduler configuration format (``volcano-scheduler.conf``), loaded as Volcano does.
+
+A Volcano user's file must work unchanged: the same keys (with Volcano's inconsistent
+``enable``/``enabled`` spellings), the same defaults for unset flags, the same errors for an
+unknown action or a malformed file. Plugins the engine does not have are skipped with a
+warning at session open, as Volcano does.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+log = logging.getLogger(__name__)
+
+#: YAML key of every plugin-option flag Volcano knows.
+PLUGIN_FLAGS: tuple[str, ...] = (
+    "enableJobOrder",
+    "enableHierarchy",
+    "enableJobReady",
+    "enableJobPipelined",
+    "enableTaskOrder",
+    "enablePreemptable",
+    "enableReclaimable",
+    "enablePreemptive",
+    "enableQueueOrder",
+    "enabledClusterOrder",
+    "enablePredicate",
+    "enableBestNode",
+    "enableNodeOrder",
+    "enableTargetJob",
+    "enableReservedNodes",
+    "enableJobEnqueued",
+    "enabledVictim",
+    "enableJobStarving",
+    "enabledOverused",
+    "enabledAllocatable",
+    "enabledHyperNodeOrder",
+    "enabledSubJobReady",
+    "enabledSubJobPipelined",
+    "enabledSubJobOrder",
+    "enabledHyperNodeGradient",
+)
+
+#: Flags the production loader leaves unset (false) instead of defaulting to true.
+_NOT_DEFAULTED = frozenset({"enableHierarchy", "enabledClusterOrder"})
+
+#: Every action name Volcano accepts; the engine may implement a subset.
+VOLCANO_ACTIONS: frozenset[str] = frozenset(
+    {"enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle"}
+)
+
+DEFAULT_CONF = """\
+actions: "enqueue, allocate, preempt, reclaim"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+"""
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names what is wrong and where."""
+
+
+@dataclass(slots=True)
+class PluginOption:
+    """One plugin of a tier: its name, its hook flags and its arguments."""
+
+    name: str
+    flags: dict[str, bool | None] = field(default_factory=dict)
+    arguments: dict[str, Any] = field(default_factory=dict)
+
+    def enabled(self, flag: str) -> bool:
+        """Volcano's ``isEnabled``: an unset flag is off (the loader has already defaulted it)."""
+        return self.flags.get(flag) is True
+
+
+@dataclass(slots=True)
+class Tier:
+    plugins: list[PluginOption] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class SchedulerConfiguration:
+    actions: list[str]
+    tiers: list[Tier]
+    configurations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metrics: dict[str, str] = field(default_factory=dict)
+
+    def action_arguments(self, action: str) -> dict[str, Any]:
+        return self.configurations.get(action, {})
+
+
+def parse_actions(text: str, source: str = "configuration") -> list[str]:
+    """Comma-separated, trimmed, in order; an unknown name is an error naming it."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    for name in names:
+        if name not in VOLCANO_ACTIONS:
+            known = ", ".join(sorted(VOLCANO_ACTIONS))
+            raise ConfigError(f"{source}: unknown action {name!r} (known actions: {known})")
+    return names
+
+
+def _plugin_option(raw: Any, where: str, apply_defaults: bool) -> PluginOption:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not raw["name"]:
+        raise ConfigError(f"{where}: a plugin needs a 'name'")
+    flags: dict[str, bool | None] = {}
+    for flag in PLUGIN_FLAGS:
+        value = raw.get(flag)
+        if value is not None and not isinstance(value, bool):
+            raise ConfigError(f"{where} ({raw['name']}): {flag} must be true or false")
+        if value is None and apply_defaults and flag not in _NOT_DEFAULTED:
+            value = True
+        flags[flag] = value
+    arguments = raw.get("arguments") or {}
+    if not isinstance(arguments, dict):
+        raise ConfigError(f"{where} ({raw['name']}): arguments must be a mapping")
+    return PluginOption(name=raw["name"], flags=flags, arguments=dict(arguments))
+
+
+def load_configuration(
+    text: str, source: str = "configuration", *, apply_defaults: bool = True
+) -> SchedulerConfiguration:
+    """Parse a ``volcano-scheduler.conf`` document.
+
+    ``apply_defaults=False`` keeps unset flags off, which is how Volcano's unit tests build
+    tiers; production loading (the default) turns every unset flag on except
+    ``enableHierarchy`` and ``enabledClusterOrder``.
+    """
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: malformed YAML: {exc}".replace("\n", " ")) from exc
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: expected a mapping with 'actions' and 'tiers'")
+    actions_text = raw.get("actions", "")
+    if not isinstance(actions_text, str):
+        raise ConfigError(f"{source}: 'actions' must be a comma-separated string")
+    actions = parse_actions(actions_text, source)
+
+    tiers: list[Tier] = []
+    raw_tiers = raw.get("tiers") or []
+    if not isinstance(raw_tiers, list):
+        raise ConfigError(f"{source}: 'tiers' must be a list")
+    for i, raw_tier in enumerate(raw_tiers):
+        if not isinstance(raw_tier, dict):
+            raise ConfigError(f"{source}: tiers[{i}] must be a mapping with 'plugins'")
+        raw_plugins = raw_tier.get("plugins") or []
+        if not isinstance(raw_plugins, list):
+            raise ConfigError(f"{source}: tiers[{i}].plugins must be a list")
+        plugins = [
+            _plugin_option(p, f"{source}: tiers[{i}].plugins[{j}]", apply_defaults)
+            for j, p in enumerate(raw_plugins)
+        ]
+        names = {p.name for p in plugins}
+        if "proportion" in names and any(
+            p.name == "drf" and p.flags.get("enableHierarchy") is True for p in plugins
+        ):
+            raise ConfigError(
+                f"{source}: tiers[{i}]: proportion and drf with enableHierarchy "
+                "cannot be enabled in the same tier"
+            )
+        tiers.append(Tier(plugins=plugins))
+
+    configurations: dict[str, dict[str, Any]] = {}
+    raw_confs = raw.get("configurations") or []
+    if not isinstance(raw_confs, list):
+        raise ConfigError(f"{source}: 'configurations' must be a list")
+    for k, conf in enumerate(raw_confs):
+        if not isinstance(conf, dict) or not isinstance(conf.get("name"), str):
+            raise ConfigError(f"{source}: configurations[{k}] needs a 'name'")
+        arguments = conf.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise ConfigError(f"{source}: configurations[{k}].arguments must be a mapping")
+        configurations[conf["name"]] = dict(arguments)
+
+    metrics = raw.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise ConfigError(f"{source}: 'metrics' must be a mapping")
+    return SchedulerConfiguration(
+        actions=actions,
+        tiers=tiers,
+        configurations=configurations,
+        metrics={str(k): str(v) for k, v in metrics.items()},
+    )
+
+
+def load_configuration_file(path: str | Path) -> SchedulerConfiguration:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return load_configuration(text, str(path))
+
+
+def default_configuration() -> SchedulerConfiguration:
+    return load_configuration(DEFAULT_CONF, "default configuration")

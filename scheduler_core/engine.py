@@ -1,0 +1,23 @@
+"""The engine's entry points: open a session with every plugin and action registered."""
+
+from __future__ import annotations
+
+import scheduler_core.actions
+import scheduler_core.plugins  # noqa: F401 - registers plugins and actions
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.framework.framework import close_session, open_session, run_actions
+from scheduler_core.framework.session import Session
+
+__all__ = ["close_session", "open_session", "run_actions", "run_session"]
+
+
+def run_session(
+    snapshot: ClusterSnapshot, conf: SchedulerConfiguration, actions: list[str] | None = None
+) -> Session:
+    """One full scheduling cycle on a private copy of ``snapshot``; the closed session
+    holds the decisions (evictions, bindings, pipelined tasks)."""
+    ssn = open_session(snapshot, conf)
+    run_actions(ssn, actions)
+    close_session(ssn)
+    return ssn

@@ -1,0 +1,1 @@
+"""Sessions, statements, hook dispatch and the plugin/action registries."""

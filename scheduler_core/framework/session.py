@@ -1,0 +1,428 @@
+"""Session: one scheduling cycle over a snapshot, with Volcano's tiered plugin hooks.
+
+Plugins register hooks by name on session open; every ``Session`` method below combines
+the enabled hooks exactly as Volcano's ``session_plugins.go`` does (per-tier intersection
+for victims, votes for pipelined/enqueueable, first-tier answer for starving, ...).
+Actions only ever talk to plugins through these methods.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import Resource
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.conf import SchedulerConfiguration, Tier
+from scheduler_core.framework.fit import FitError, ValidateResult
+from scheduler_core.framework.priority_queue import PriorityQueue
+from scheduler_core.framework.registry import Plugin
+
+log = logging.getLogger("scheduler_core.session")
+
+F = TypeVar("F")
+
+CompareFn = Callable[[Any, Any], int]
+VictimsFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
+PredicateFn = Callable[[TaskInfo, NodeInfo], FitError | None]
+
+
+class CycleState(dict[str, Any]):
+    """Per-preemptor scratch state of the plugins for simulated (dry-run) preemption,
+    keyed by plugin name (Volcano's ``k8sframework.CycleState``)."""
+
+    def clone(self) -> CycleState:
+        copied = CycleState()
+        for name, state in self.items():
+            copied[name] = state.clone() if hasattr(state, "clone") else state
+        return copied
+
+
+@dataclass(slots=True)
+class EventHandler:
+    """Plugins keep queue/job ``allocated`` current through these callbacks."""
+
+    allocate: Callable[[TaskInfo], None] | None = None
+    deallocate: Callable[[TaskInfo], None] | None = None
+
+
+@dataclass(slots=True)
+class Eviction:
+    """An eviction that a committed statement made effective."""
+
+    task: TaskInfo
+    node: str
+    reason: str
+    preemptor: TaskInfo | None
+
+
+@dataclass
+class Session:
+    snapshot: ClusterSnapshot
+    conf: SchedulerConfiguration
+    uid: int = 0
+    plugins: dict[str, Plugin] = field(default_factory=dict)
+    event_handlers: list[EventHandler] = field(default_factory=list)
+    evictions: list[Eviction] = field(default_factory=list)
+    bound: list[TaskInfo] = field(default_factory=list)
+    total_resource: Resource = field(default_factory=Resource.empty)
+
+    # hook maps: plugin name -> function
+    job_order_fns: dict[str, CompareFn] = field(default_factory=dict)
+    queue_order_fns: dict[str, CompareFn] = field(default_factory=dict)
+    victim_queue_order_fns: dict[str, Callable[[QueueInfo, QueueInfo, QueueInfo], int]] = field(
+        default_factory=dict
+    )
+    task_order_fns: dict[str, CompareFn] = field(default_factory=dict)
+    predicate_fns: dict[str, PredicateFn] = field(default_factory=dict)
+    pre_predicate_fns: dict[str, Callable[[TaskInfo], str | None]] = field(default_factory=dict)
+    node_order_fns: dict[str, Callable[[TaskInfo, NodeInfo], float]] = field(default_factory=dict)
+    batch_node_order_fns: dict[str, Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]] = field(
+        default_factory=dict
+    )
+    preemptable_fns: dict[str, VictimsFn] = field(default_factory=dict)
+    reclaimable_fns: dict[str, VictimsFn] = field(default_factory=dict)
+    overused_fns: dict[str, Callable[[QueueInfo], bool]] = field(default_factory=dict)
+    preemptive_fns: dict[str, Callable[[QueueInfo, list[TaskInfo]], bool]] = field(
+        default_factory=dict
+    )
+    allocatable_fns: dict[str, Callable[[QueueInfo, TaskInfo], bool]] = field(default_factory=dict)
+    job_ready_fns: dict[str, Callable[[JobInfo], bool]] = field(default_factory=dict)
+    job_pipelined_fns: dict[str, Callable[[JobInfo], int]] = field(default_factory=dict)
+    job_valid_fns: dict[str, Callable[[JobInfo], ValidateResult | None]] = field(
+        default_factory=dict
+    )
+    job_enqueueable_fns: dict[str, Callable[[JobInfo], int]] = field(default_factory=dict)
+    job_enqueued_fns: dict[str, Callable[[JobInfo], None]] = field(default_factory=dict)
+    job_starving_fns: dict[str, Callable[[JobInfo], bool]] = field(default_factory=dict)
+    cycle_state_fns: dict[str, Callable[[TaskInfo], Any]] = field(default_factory=dict)
+    simulate_allocatable_fns: dict[str, Callable[[CycleState, QueueInfo, TaskInfo], bool]] = field(
+        default_factory=dict
+    )
+    simulate_add_task_fns: dict[str, Callable[[CycleState, TaskInfo, TaskInfo, NodeInfo], None]] = (
+        field(default_factory=dict)
+    )
+    simulate_remove_task_fns: dict[
+        str, Callable[[CycleState, TaskInfo, TaskInfo, NodeInfo], None]
+    ] = field(default_factory=dict)
+
+    _uids = itertools.count(1)
+
+    def __post_init__(self) -> None:
+        self.uid = next(self._uids)
+        total = Resource.empty()
+        for node in self.snapshot.nodes.values():
+            total.add(node.allocatable)
+        self.total_resource = total
+
+    # --- convenient views ---------------------------------------------------------------
+
+    @property
+    def jobs(self) -> dict[str, JobInfo]:
+        return self.snapshot.jobs
+
+    @property
+    def nodes(self) -> dict[str, NodeInfo]:
+        return self.snapshot.nodes
+
+    @property
+    def queues(self) -> dict[str, QueueInfo]:
+        return self.snapshot.queues
+
+    @property
+    def tiers(self) -> list[Tier]:
+        return self.conf.tiers
+
+    def add_event_handler(self, handler: EventHandler) -> None:
+        self.event_handlers.append(handler)
+
+    def fire_allocate(self, task: TaskInfo) -> None:
+        for handler in self.event_handlers:
+            if handler.allocate is not None:
+                handler.allocate(task)
+
+    def fire_deallocate(self, task: TaskInfo) -> None:
+        for handler in self.event_handlers:
+            if handler.deallocate is not None:
+                handler.deallocate(task)
+
+    # --- dispatch helpers ---------------------------------------------------------------
+
+    def _tiered(self, hooks: dict[str, F], flag: str | None) -> Iterator[list[F]]:
+        """Per tier, the hooks of plugins that registered one and have ``flag`` on."""
+        for tier in self.conf.tiers:
+            fns = [
+                hooks[option.name]
+                for option in tier.plugins
+                if option.name in hooks and (flag is None or option.enabled(flag))
+            ]
+            yield fns
+
+    def _all(self, hooks: dict[str, F], flag: str | None) -> Iterator[F]:
+        for fns in self._tiered(hooks, flag):
+            yield from fns
+
+    def _victims(
+        self, hooks: dict[str, VictimsFn], flag: str, evictor: TaskInfo, evictees: list[TaskInfo]
+    ) -> list[TaskInfo]:
+        """Tiered intersection: a plugin answering with no victims vetoes its tier, and the
+        first tier that reaches a non-empty verdict decides."""
+        for fns in self._tiered(hooks, flag):
+            victims: list[TaskInfo] | None = None
+            for fn in fns:
+                candidates, vote = fn(evictor, evictees)
+                if vote == 0:
+                    continue
+                if not candidates:
+                    victims = None
+                    break
+                if victims is None:
+                    victims = list(candidates)
+                else:
+                    keep = {c.uid for c in candidates}
+                    victims = [v for v in victims if v.uid in keep]
+            if victims:
+                return victims
+        return []
+
+    # --- victim hooks -------------------------------------------------------------------
+
+    def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(self.preemptable_fns, "enablePreemptable", preemptor, preemptees)
+
+    def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
+        return self._victims(self.reclaimable_fns, "enableReclaimable", reclaimer, reclaimees)
+
+    # --- queue hooks --------------------------------------------------------------------
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(fn(queue) for fn in self._all(self.overused_fns, "enabledOverused"))
+
+    def preemptive(self, queue: QueueInfo, candidates: list[TaskInfo]) -> bool:
+        return all(
+            fn(queue, candidates) for fn in self._all(self.preemptive_fns, "enablePreemptive")
+        )
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(fn(queue, task) for fn in self._all(self.allocatable_fns, "enabledAllocatable"))
+
+    # --- job hooks ----------------------------------------------------------------------
+
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(fn(job) for fn in self._all(self.job_ready_fns, "enableJobReady"))
+
+    def _vote(self, hooks: dict[str, Callable[[JobInfo], int]], flag: str, job: JobInfo) -> bool:
+        for fns in self._tiered(hooks, flag):
+            permitted = False
+            for fn in fns:
+                result = fn(job)
+                if result < 0:
+                    return False
+                if result > 0:
+                    permitted = True
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote(self.job_pipelined_fns, "enableJobPipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote(self.job_enqueueable_fns, "enableJobEnqueued", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for fn in self._all(self.job_enqueued_fns, "enableJobEnqueued"):
+            fn(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        """Answered by the first tier that has an enabled hook; no hook at all → not starving."""
+        for fns in self._tiered(self.job_starving_fns, "enableJobStarving"):
+            if fns:
+                return all(fn(job) for fn in fns)
+        return False
+
+    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+        for fn in self._all(self.job_valid_fns, None):
+            result = fn(job)
+            if result is not None and not result.passed:
+                return result
+        return None
+
+    # --- ordering -----------------------------------------------------------------------
+
+    def _first_nonzero(self, hooks: dict[str, CompareFn], flag: str, l: Any, r: Any) -> int:
+        for fn in self._all(hooks, flag):
+            j = fn(l, r)
+            if j != 0:
+                return j
+        return 0
+
+    def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:
+        return self._first_nonzero(self.job_order_fns, "enableJobOrder", l, r)
+
+    def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:
+        j = self.job_order_compare(l, r)
+        if j != 0:
+            return j < 0
+        if l.creation_timestamp == r.creation_timestamp:
+            return l.uid < r.uid
+        return l.creation_timestamp < r.creation_timestamp
+
+    def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:
+        j = self._first_nonzero(self.queue_order_fns, "enableQueueOrder", l, r)
+        if j != 0:
+            return j < 0
+        if l.creation_timestamp == r.creation_timestamp:
+            return l.uid < r.uid
+        return l.creation_timestamp < r.creation_timestamp
+
+    def victim_queue_order_fn(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:
+        for fn in self._all(self.victim_queue_order_fns, None):
+            j = fn(l, r, preemptor)
+            if j != 0:
+                return j < 0
+        return not self.queue_order_fn(l, r)
+
+    def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
+        return self._first_nonzero(self.task_order_fns, "enableTaskOrder", l, r)
+
+    def task_order_fn(self, l: TaskInfo, r: TaskInfo) -> bool:
+        j = self.task_compare(l, r)
+        if j != 0:
+            return j < 0
+        return compare_task(l, r)
+
+    # --- predicates and node order -------------------------------------------------------
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        for fn in self._all(self.predicate_fns, "enablePredicate"):
+            err = fn(task, node)
+            if err is not None:
+                return err
+        return None
+
+    def predicate_for_allocate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        return self.predicate(task, node)
+
+    def predicate_for_preempt(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """Only unresolvable failures reject a node: plain ``Unschedulable`` (no room, too
+        many pods) is exactly what evicting victims can fix."""
+        err = self.predicate(task, node)
+        if err is not None and err.unresolvable():
+            return err
+        return None
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        for fn in self._all(self.pre_predicate_fns, "enablePredicate"):
+            err = fn(task)
+            if err:
+                return err
+        return None
+
+    def node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        scores = {node.name: 0.0 for node in nodes}
+        for fns in self._tiered(self.node_order_fns, "enableNodeOrder"):
+            for fn in fns:
+                for node in nodes:
+                    scores[node.name] += fn(task, node)
+        for bfns in self._tiered(self.batch_node_order_fns, "enableNodeOrder"):
+            for bfn in bfns:
+                for name, score in bfn(task, nodes).items():
+                    if name in scores:
+                        scores[name] += score
+        return scores
+
+    # --- simulation (topology-aware preemption) -----------------------------------------
+
+    def new_cycle_state(self, task: TaskInfo) -> CycleState:
+        state = CycleState()
+        for name, fn in self.cycle_state_fns.items():
+            state[name] = fn(task)
+        return state
+
+    def simulate_allocatable(self, state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(
+            fn(state, queue, task)
+            for fn in self._all(self.simulate_allocatable_fns, "enabledAllocatable")
+        )
+
+    def _simulate_enabled(self, name: str) -> bool:
+        for tier in self.conf.tiers:
+            for option in tier.plugins:
+                if option.name == name and (
+                    option.enabled("enablePreemptable") or option.enabled("enabledAllocatable")
+                ):
+                    return True
+        return False
+
+    def simulate_remove_task(
+        self, state: CycleState, preemptor: TaskInfo, victim: TaskInfo, node: NodeInfo
+    ) -> None:
+        for name, fn in self.simulate_remove_task_fns.items():
+            if self._simulate_enabled(name):
+                fn(state, preemptor, victim, node)
+
+    def simulate_add_task(
+        self, state: CycleState, preemptor: TaskInfo, victim: TaskInfo, node: NodeInfo
+    ) -> None:
+        for name, fn in self.simulate_add_task_fns.items():
+            if self._simulate_enabled(name):
+                fn(state, preemptor, victim, node)
+
+    # --- victims ordering (session_plugins.go BuildVictimsPriorityQueue) ----------------
+
+    def build_victims_priority_queue(
+        self, victims: list[TaskInfo], preemptor: TaskInfo
+    ) -> PriorityQueue[TaskInfo]:
+        """Pop order = eviction order: lowest value to its job and queue first."""
+        preemptor_job = self.jobs.get(preemptor.job)
+
+        def less(l: TaskInfo, r: TaskInfo) -> bool:
+            if l.job == r.job:
+                return not self.task_order_fn(l, r)
+            l_job = self.jobs.get(l.job)
+            r_job = self.jobs.get(r.job)
+            if l_job is None or r_job is None:
+                if l_job is None and r_job is None:
+                    return not self.task_order_fn(l, r)
+                return l_job is None
+            if preemptor_job is None or l_job.queue == r_job.queue:
+                cmp = self.job_order_compare(l_job, r_job)
+                if cmp != 0:
+                    return cmp > 0
+                return not self.task_order_fn(l, r)
+            l_queue = self.queues.get(l_job.queue)
+            r_queue = self.queues.get(r_job.queue)
+            p_queue = self.queues.get(preemptor_job.queue)
+            if l_queue is None or r_queue is None or p_queue is None:
+                return not self.task_order_fn(l, r)
+            return self.victim_queue_order_fn(l_queue, r_queue, p_queue)
+
+        return PriorityQueue(less, victims)
+
+
+def _split_index(name: str) -> int | None:
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
+def compare_task(l: TaskInfo, r: TaskInfo) -> bool:
+    """Volcano's fallback task order: the job controller's task index, then age, then UID."""
+    li, ri = _split_index(l.name), _split_index(r.name)
+    if li is not None and ri is not None and li != ri:
+        return li < ri
+    if l.creation_timestamp == r.creation_timestamp:
+        return l.uid < r.uid
+    return l.creation_timestamp < r.creation_timestamp

@@ -1,0 +1,214 @@
+"""Each session hook combines the plugins' answers with Volcano's tier rules.
+
+The plugins here are test doubles registered under test-only names: the subject is the
+dispatch, not any real plugin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import pytest
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import Resource
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.conf import load_configuration
+from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.fit import REJECT, ValidateResult
+from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.session import Session
+
+#: per test: plugin name -> {hook attribute name: function}
+BEHAVIOUR: dict[str, dict[str, Any]] = {}
+
+
+def _make_plugin(plugin_name: str) -> type[Plugin]:
+    class Scripted(Plugin):
+        name: ClassVar[str] = plugin_name
+
+        def on_session_open(self, ssn: Session) -> None:
+            for hook, fn in BEHAVIOUR.get(self.name, {}).items():
+                getattr(ssn, hook)[self.name] = fn
+
+    return register_plugin(Scripted)
+
+
+for _n in ("t-a", "t-b", "t-c", "t-d"):
+    _make_plugin(_n)
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    BEHAVIOUR.clear()
+
+
+def task(uid: str, job: str = "ns/j", priority: int = 1) -> TaskInfo:
+    req = Resource(1000, 0)
+    return TaskInfo(
+        uid=uid,
+        name=uid,
+        namespace="ns",
+        job=job,
+        resreq=req,
+        init_resreq=req,
+        status=TaskStatus.RUNNING,
+        priority=priority,
+    )
+
+
+def session(tiers: str) -> Session:
+    return open_session(ClusterSnapshot(), load_configuration(tiers))
+
+
+TWO_TIERS = """
+tiers:
+- plugins: [{name: t-a}, {name: t-b}]
+- plugins: [{name: t-c}, {name: t-d}]
+"""
+
+V1, V2, V3 = task("v1"), task("v2"), task("v3")
+
+
+def victims_fn(keep: list[TaskInfo], vote: int = 1) -> Callable[..., Any]:
+    return lambda _p, _cands: (list(keep), vote)
+
+
+def test_preemptable_is_the_intersection_within_a_tier_in_first_list_order() -> None:
+    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V3, V1, V2])}
+    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([V1, V3])}
+    ssn = session(TWO_TIERS)
+    assert [v.uid for v in ssn.preemptable(task("p"), [V1, V2, V3])] == ["v3", "v1"]
+
+
+def test_a_veto_in_tier_one_falls_through_to_tier_two() -> None:
+    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1, V2])}
+    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([])}
+    BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([V2])}
+    ssn = session(TWO_TIERS)
+    assert [v.uid for v in ssn.preemptable(task("p"), [V1, V2])] == ["v2"]
+
+
+def test_an_abstaining_plugin_is_ignored() -> None:
+    BEHAVIOUR["t-a"] = {"reclaimable_fns": victims_fn([], vote=0)}
+    BEHAVIOUR["t-b"] = {"reclaimable_fns": victims_fn([V1])}
+    ssn = session(TWO_TIERS)
+    assert [v.uid for v in ssn.reclaimable(task("p"), [V1])] == ["v1"]
+
+
+def test_a_tier_one_verdict_hides_tier_two() -> None:
+    BEHAVIOUR["t-a"] = {"reclaimable_fns": victims_fn([V1, V2])}
+    BEHAVIOUR["t-c"] = {"reclaimable_fns": victims_fn([V2])}
+    ssn = session(TWO_TIERS)
+    assert [v.uid for v in ssn.reclaimable(task("p"), [V1, V2])] == ["v1", "v2"]
+
+
+def test_disabled_flag_removes_a_plugin_from_the_intersection() -> None:
+    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1, V2])}
+    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([])}
+    ssn = session("tiers:\n- plugins: [{name: t-a}, {name: t-b, enablePreemptable: false}]\n")
+    assert [v.uid for v in ssn.preemptable(task("p"), [V1, V2])] == ["v1", "v2"]
+
+
+def test_no_victims_when_every_tier_vetoes() -> None:
+    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([])}
+    BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([])}
+    assert session(TWO_TIERS).preemptable(task("p"), [V1]) == []
+
+
+JOB = JobInfo(uid="ns/j", name="j", namespace="ns", queue="q")
+QUEUE = QueueInfo(name="q")
+
+
+@pytest.mark.parametrize(
+    ("votes", "expected"),
+    [
+        ({}, True),  # nothing registered: pipelined
+        ({"t-a": 0, "t-c": 0}, True),  # all abstain
+        ({"t-a": 1, "t-c": REJECT}, True),  # tier one permits: tier two never asked
+        ({"t-a": 0, "t-c": REJECT}, False),  # tier one abstains, tier two rejects
+        ({"t-a": 1, "t-b": REJECT}, False),  # any reject inside the deciding tier
+    ],
+)
+def test_job_pipelined_votes(votes: dict[str, int], expected: bool) -> None:
+    for name, vote in votes.items():
+        BEHAVIOUR[name] = {"job_pipelined_fns": lambda _j, vote=vote: vote}
+    assert session(TWO_TIERS).job_pipelined(JOB) is expected
+
+
+@pytest.mark.parametrize(
+    ("answers", "expected"),
+    [
+        ({}, False),  # no hook: not starving
+        ({"t-a": True, "t-c": False}, True),  # first tier with a hook decides
+        ({"t-a": True, "t-b": False}, False),  # all of that tier must agree
+        ({"t-c": True}, True),
+    ],
+)
+def test_job_starving_is_answered_by_the_first_tier_with_a_hook(
+    answers: dict[str, bool], expected: bool
+) -> None:
+    for name, answer in answers.items():
+        BEHAVIOUR[name] = {"job_starving_fns": lambda _j, a=answer: a}
+    assert session(TWO_TIERS).job_starving(JOB) is expected
+
+
+def test_overused_if_any_plugin_says_so_allocatable_only_if_all_do() -> None:
+    BEHAVIOUR["t-a"] = {"overused_fns": lambda _q: False, "allocatable_fns": lambda _q, _t: True}
+    BEHAVIOUR["t-d"] = {"overused_fns": lambda _q: True, "allocatable_fns": lambda _q, _t: False}
+    ssn = session(TWO_TIERS)
+    assert ssn.overused(QUEUE) is True
+    assert ssn.allocatable(QUEUE, task("p")) is False
+    assert ssn.preemptive(QUEUE, [task("p")]) is True  # no hook registered: may reclaim
+
+
+def test_job_valid_returns_the_first_failure_and_ignores_flags() -> None:
+    BEHAVIOUR["t-a"] = {"job_valid_fns": lambda _j: ValidateResult(True)}
+    BEHAVIOUR["t-c"] = {"job_valid_fns": lambda _j: ValidateResult(False, "NotEnoughTasks", "m")}
+    result = session(TWO_TIERS).job_valid(JOB)
+    assert result is not None and result.reason == "NotEnoughTasks"
+
+
+def test_orders_use_the_first_nonzero_comparator_then_age_then_uid() -> None:
+    BEHAVIOUR["t-a"] = {"task_order_fns": lambda _l, _r: 0}
+    BEHAVIOUR["t-b"] = {"task_order_fns": lambda l, r: r.priority - l.priority}
+    ssn = session(TWO_TIERS)
+    assert ssn.task_order_fn(task("x", priority=5), task("y", priority=1)) is True
+    old = JobInfo(uid="ns/b", name="b", namespace="ns", queue="q", creation_timestamp="2026-01-01")
+    new = JobInfo(uid="ns/a", name="a", namespace="ns", queue="q", creation_timestamp="2026-02-01")
+    assert ssn.job_order_fn(old, new) is True
+    same_age = JobInfo(
+        uid="ns/c", name="c", namespace="ns", queue="q", creation_timestamp="2026-01-01"
+    )
+    assert ssn.job_order_fn(old, same_age) is True  # uid "ns/b" < "ns/c"
+
+
+def test_task_fallback_order_uses_the_job_controllers_index() -> None:
+    ssn = session(TWO_TIERS)
+    assert ssn.task_order_fn(task("job-worker-2"), task("job-worker-10")) is True
+    assert ssn.task_order_fn(task("job-worker-10"), task("job-worker-2")) is False
+
+
+def test_victims_queue_pops_lowest_priority_of_the_same_job_first() -> None:
+    BEHAVIOUR["t-a"] = {"task_order_fns": lambda l, r: r.priority - l.priority}
+    ssn = session(TWO_TIERS)
+    queue = ssn.build_victims_priority_queue(
+        [task("hi", priority=9), task("lo", priority=1), task("mid", priority=5)], task("p")
+    )
+    assert [queue.pop().uid for _ in range(3)] == ["lo", "mid", "hi"]
+
+
+def test_arguments_follow_volcanos_accessor_rules() -> None:
+    args = Arguments({"i": 3, "f": 2, "b": "true", "s": "x", "bad": "yes", "ib": True})
+    assert args.get_int("i", 0) == 3
+    assert args.get_int("f", 0) == 2
+    assert args.get_int("ib", 7) == 7  # a bool is not an int
+    assert args.get_float("f", 0.0) == 2.0
+    assert args.get_bool("b", False) is True
+    assert args.get_bool("bad", False) is False
+    assert args.get_str("s", "") == "x"

@@ -1,0 +1,117 @@
+"""The scheduler configuration loads Volcano's files unchanged, with Volcano's defaults."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.conf import (
+    ConfigError,
+    default_configuration,
+    load_configuration,
+    load_configuration_file,
+)
+from scheduler_core.framework.framework import open_session
+
+VOLCANO_HELM_CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+configurations:
+- name: preempt
+  arguments:
+    enableTopologyAwarePreemption: true
+    minCandidateNodesPercentage: 20
+"""
+
+
+def test_volcano_helm_file_loads_unchanged() -> None:
+    conf = load_configuration(VOLCANO_HELM_CONF)
+    assert conf.actions == ["enqueue", "allocate", "backfill"]
+    assert [p.name for p in conf.tiers[0].plugins] == ["priority", "gang", "conformance"]
+    assert conf.action_arguments("preempt") == {
+        "enableTopologyAwarePreemption": True,
+        "minCandidateNodesPercentage": 20,
+    }
+
+
+def test_unset_flags_default_to_true_except_hierarchy_and_cluster_order() -> None:
+    gang = load_configuration(VOLCANO_HELM_CONF).tiers[0].plugins[1]
+    assert gang.enabled("enablePreemptable") is False  # explicitly off
+    assert gang.enabled("enableJobReady") is True
+    assert gang.enabled("enabledOverused") is True
+    assert gang.enabled("enableHierarchy") is False
+    assert gang.enabled("enabledClusterOrder") is False
+
+
+def test_unit_test_style_loading_leaves_unset_flags_off() -> None:
+    conf = load_configuration(VOLCANO_HELM_CONF, apply_defaults=False)
+    assert conf.tiers[0].plugins[0].enabled("enableJobOrder") is False
+
+
+def test_default_configuration_is_the_helm_chart_tiers_with_our_actions() -> None:
+    conf = default_configuration()
+    assert conf.actions == ["enqueue", "allocate", "preempt", "reclaim"]
+    assert [[p.name for p in t.plugins] for t in conf.tiers] == [
+        ["priority", "gang", "conformance"],
+        ["drf", "predicates", "proportion", "nodeorder", "binpack"],
+    ]
+    assert not conf.tiers[1].plugins[0].enabled("enablePreemptable")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('actions: "enqueue, alocate"', "unknown action 'alocate'"),
+        ("actions: [enqueue]", "'actions' must be a comma-separated string"),
+        ("tiers: {plugins: []}", "'tiers' must be a list"),
+        ("actions: 'enqueue'\ntiers:\n- plugins:\n  - enableJobOrder: true", "needs a 'name'"),
+        ("tiers:\n- plugins:\n  - name: gang\n    enableJobOrder: maybe", "must be true or false"),
+        ("actions: 'enqueue\n  tiers: [", "malformed YAML"),
+        ("- just\n- a list", "expected a mapping"),
+    ],
+)
+def test_bad_configuration_is_a_clear_error(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_configuration(text, "sched.conf")
+
+
+def test_error_names_the_file(tmp_path: object) -> None:
+    with pytest.raises(ConfigError, match=r"no-such\.conf: cannot read"):
+        load_configuration_file("/nonexistent/no-such.conf")
+
+
+def test_proportion_and_hierarchical_drf_in_one_tier_is_rejected() -> None:
+    text = """
+tiers:
+- plugins:
+  - name: drf
+    enableHierarchy: true
+  - name: proportion
+"""
+    with pytest.raises(ConfigError, match="cannot be enabled in the same tier"):
+        load_configuration(text)
+
+
+def test_unknown_plugin_is_skipped_with_a_warning_naming_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    conf = load_configuration("tiers:\n- plugins:\n  - name: no-such-plugin\n")
+    with caplog.at_level(logging.WARNING):
+        ssn = open_session(ClusterSnapshot(), conf)
+    assert "no-such-plugin" in caplog.text
+    assert ssn.plugins == {}
