@@ -21,6 +21,9 @@ from scheduler_core.api.types import (
 class JobInfo:
     """A gang of tasks that Volcano schedules together.
 
+    ``allocated`` (tasks in an allocated status) and ``pending_request`` (Pending tasks) are
+    kept as running sums so queue-level accounting is O(jobs), not O(tasks).
+
     ``synthesized`` marks the job of a pod that names no PodGroup: like Volcano's PodGroup
     controller we give it a group of one (minMember 1, minResources = the pod's request).
 
@@ -44,6 +47,7 @@ class JobInfo:
     status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     allocated: Resource = field(default_factory=Resource.empty)
     total_request: Resource = field(default_factory=Resource.empty)
+    pending_request: Resource = field(default_factory=Resource.empty)
 
     @property
     def task_min_available_total(self) -> int:
@@ -56,6 +60,8 @@ class JobInfo:
         self.status_index.setdefault(task.status, {})[task.uid] = task
         if allocated_status(task.status):
             self.allocated.add(task.resreq)
+        elif task.status == TaskStatus.PENDING:
+            self.pending_request.add(task.resreq)
         self.total_request.add(task.resreq)
 
     def delete_task_info(self, task: TaskInfo) -> None:
@@ -69,6 +75,8 @@ class JobInfo:
                 del self.status_index[existing.status]
         if allocated_status(existing.status):
             self.allocated.sub_without_assert(existing.resreq)
+        elif existing.status == TaskStatus.PENDING:
+            self.pending_request.sub_without_assert(existing.resreq)
         self.total_request.sub_without_assert(existing.resreq)
 
     def update_task_status(self, task: TaskInfo, status: TaskStatus) -> None:

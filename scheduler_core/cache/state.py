@@ -1,0 +1,391 @@
+"""ClusterState: the engine's view of the cluster, kept current one event at a time.
+
+Informers call ``upsert``/``delete`` (the ``EventSink`` protocol) from their threads; a
+static YAML file is loaded through the same calls. Each event touches only what it names:
+one task in its job and on its node, one node, one queue... and bumps ``version`` so that
+derived state (queue deserved/share) is recomputed once per batch of changes, not per
+request. Sessions get a private ``snapshot()``, or a ``whatif_snapshot`` that copies only the
+jobs and nodes a what-if (a preempt verb) may touch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.pdb import PodDisruptionBudget
+from scheduler_core.api.queue import DEFAULT_QUEUE, ROOT_QUEUE, QueueInfo
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
+from scheduler_core.cache.builder import ClusterObjects
+from scheduler_core.cache.convert import (
+    ConversionError,
+    PodGroupInfo,
+    node_to_info,
+    pdb_to_info,
+    pod_job_id,
+    pod_queue_annotation,
+    pod_to_task,
+    podgroup_to_info,
+    priority_class_value,
+    queue_to_info,
+)
+
+log = logging.getLogger("scheduler_core.cache")
+
+KINDS = ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "PodDisruptionBudget")
+
+
+def implicit_queue(name: str) -> QueueInfo:
+    return QueueInfo(name=name, weight=1, implicit=True)
+
+
+def job_from_podgroup(
+    pg: PodGroupInfo, priority_classes: Mapping[str, int], global_default: int | None
+) -> JobInfo:
+    job = JobInfo(uid=pg.uid, name=pg.name, namespace=pg.namespace, queue=pg.queue)
+    apply_podgroup(job, pg, priority_classes, global_default)
+    return job
+
+
+def apply_podgroup(
+    job: JobInfo,
+    pg: PodGroupInfo,
+    priority_classes: Mapping[str, int],
+    global_default: int | None,
+) -> None:
+    """Set a job's PodGroup fields in place, keeping its tasks."""
+    if pg.priority_class_name and pg.priority_class_name in priority_classes:
+        priority = priority_classes[pg.priority_class_name]
+    elif global_default is not None:
+        priority = global_default
+    else:
+        priority = 0
+    job.queue = pg.queue
+    job.priority = priority
+    job.min_available = pg.min_member
+    job.task_min_available = dict(pg.min_task_member)
+    job.min_resources = pg.min_resources
+    job.phase = pg.phase
+    job.preemptable = pg.preemptable
+    job.creation_timestamp = pg.creation_timestamp
+    job.synthesized = False
+
+
+def synthesized_job(task: TaskInfo, queue: str) -> JobInfo:
+    """The group of one that Volcano's PodGroup controller makes for a plain pod."""
+    min_resources = task.resreq.clone()
+    if min_resources.scalars is not None:
+        min_resources.scalars.pop("pods", None)
+    running = task.status & (TaskStatus.RUNNING | TaskStatus.BOUND | TaskStatus.RELEASING)
+    return JobInfo(
+        uid=task.job,
+        name=task.job.split("/", 1)[1],
+        namespace=task.namespace,
+        queue=queue or DEFAULT_QUEUE,
+        priority=task.pod_priority,
+        min_available=1,
+        min_resources=min_resources,
+        phase=PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING,
+        creation_timestamp=task.creation_timestamp,
+        synthesized=True,
+    )
+
+
+class ClusterState:
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.version = 0
+        self.events: Counter[tuple[str, str]] = Counter()
+        self.rejected: Counter[str] = Counter()
+        self._synced: set[str] = set()
+        self._tasks: dict[str, TaskInfo] = {}  # pod key -> task
+        self._jobs: dict[str, JobInfo] = {}
+        self._orphans: dict[str, dict[str, TaskInfo]] = {}  # job id -> tasks awaiting a PodGroup
+        self._nodes: dict[str, NodeInfo] = {}
+        self._unplaced: dict[str, dict[str, TaskInfo]] = {}  # node name -> tasks awaiting it
+        self._queues: dict[str, QueueInfo] = {}
+        self._podgroups: dict[str, PodGroupInfo] = {}
+        self._priority_classes: dict[str, tuple[int, bool]] = {}
+        self._pdbs: dict[str, PodDisruptionBudget] = {}
+
+    # --- locking ------------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self) -> Iterator[ClusterState]:
+        with self._lock:
+            yield self
+
+    # --- EventSink ----------------------------------------------------------------------
+
+    def upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        try:
+            with self._lock:
+                self._upsert(kind, obj)
+                self.version += 1
+                self.events[(kind, "upsert")] += 1
+        except ConversionError as exc:
+            self.rejected[kind] += 1
+            log.error("Ignoring %s that cannot be used: %s", kind, exc)
+
+    def delete(self, kind: str, key: str) -> None:
+        with self._lock:
+            self._delete(kind, key)
+            self.version += 1
+            self.events[(kind, "delete")] += 1
+
+    def synced(self, kind: str) -> None:
+        with self._lock:
+            self._synced.add(kind)
+
+    def has_synced(self, kinds: Iterable[str] = KINDS) -> bool:
+        return all(k in self._synced for k in kinds)
+
+    def apply_objects(self, objects: ClusterObjects) -> None:
+        """Apply a whole static cluster (a YAML file) and mark every kind synced."""
+        with self._lock:
+            self._priority_classes.update(objects.priority_classes)
+            for node in objects.nodes:
+                self._put_node(node)
+            for queue in objects.queues:
+                self._queues[queue.name] = queue
+            for pg in objects.podgroups:
+                self._put_podgroup(pg)
+            for pdb in objects.pdbs:
+                self._pdbs[pdb.key] = pdb
+            for pod in objects.pods:
+                self._put_pod(dict(pod))
+            self.version += 1
+        for kind in KINDS:
+            self.synced(kind)
+
+    # --- dispatch -----------------------------------------------------------------------
+
+    def _upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        if kind == "Pod":
+            self._put_pod(obj)
+        elif kind == "Node":
+            self._put_node(node_to_info(obj))
+        elif kind == "Queue":
+            queue = queue_to_info(obj)
+            self._queues[queue.name] = queue
+        elif kind == "PodGroup":
+            self._put_podgroup(podgroup_to_info(obj))
+        elif kind == "PriorityClass":
+            name, value, global_default = priority_class_value(obj)
+            self._priority_classes[name] = (value, global_default)
+            self._refresh_job_priorities()
+        elif kind == "PodDisruptionBudget":
+            pdb = pdb_to_info(obj)
+            self._pdbs[pdb.key] = pdb
+
+    def _delete(self, kind: str, key: str) -> None:
+        if kind == "Pod":
+            self._remove_pod(key)
+        elif kind == "Node":
+            self._remove_node(key)
+        elif kind == "Queue":
+            self._queues.pop(key, None)
+        elif kind == "PodGroup":
+            self._remove_podgroup(key)
+        elif kind == "PriorityClass":
+            self._priority_classes.pop(key, None)
+            self._refresh_job_priorities()
+        elif kind == "PodDisruptionBudget":
+            self._pdbs.pop(key, None)
+
+    # --- pods ---------------------------------------------------------------------------
+
+    def _priority_values(self) -> dict[str, int]:
+        return {name: value for name, (value, _) in self._priority_classes.items()}
+
+    def _global_default(self) -> int | None:
+        for value, is_default in self._priority_classes.values():
+            if is_default:
+                return value
+        return None
+
+    def _put_pod(self, pod: dict[str, Any]) -> None:
+        task = pod_to_task(pod, self._priority_values())
+        self._remove_pod(task.key)
+        self._tasks[task.key] = task
+        job_id, synthesized = pod_job_id(pod)
+        job = self._jobs.get(job_id)
+        if job is None and synthesized:
+            job = synthesized_job(task, pod_queue_annotation(pod))
+            self._jobs[job_id] = job
+        if job is not None:
+            job.add_task_info(task)
+        else:
+            self._orphans.setdefault(job_id, {})[task.uid] = task
+        self._place(task)
+
+    def _place(self, task: TaskInfo) -> None:
+        if not task.node_name or completed_status(task.status):
+            return
+        node = self._nodes.get(task.node_name)
+        if node is None:
+            self._unplaced.setdefault(task.node_name, {})[task.uid] = task
+            return
+        try:
+            node.add_task(task)
+        except NodeError as exc:
+            log.warning("%s", exc)
+
+    def _remove_pod(self, key: str) -> None:
+        task = self._tasks.pop(key, None)
+        if task is None:
+            return
+        job = self._jobs.get(task.job)
+        if job is not None:
+            job.delete_task_info(task)
+            if job.synthesized and not job.tasks:
+                del self._jobs[task.job]
+        orphans = self._orphans.get(task.job)
+        if orphans is not None:
+            orphans.pop(task.uid, None)
+            if not orphans:
+                del self._orphans[task.job]
+        node = self._nodes.get(task.node_name)
+        if node is not None:
+            node.remove_task(task)
+        waiting = self._unplaced.get(task.node_name)
+        if waiting is not None:
+            waiting.pop(task.uid, None)
+            if not waiting:
+                del self._unplaced[task.node_name]
+
+    # --- nodes, podgroups, priority classes -----------------------------------------------
+
+    def _put_node(self, node: NodeInfo) -> None:
+        old = self._nodes.get(node.name)
+        tasks = list(old.tasks.values()) if old is not None else []
+        tasks.extend(self._unplaced.pop(node.name, {}).values())
+        self._nodes[node.name] = node
+        for task in tasks:
+            try:
+                node.add_task(task)
+            except NodeError as exc:
+                log.warning("%s", exc)
+
+    def _remove_node(self, name: str) -> None:
+        node = self._nodes.pop(name, None)
+        if node is not None and node.tasks:
+            self._unplaced[name] = dict(node.tasks)
+
+    def _put_podgroup(self, pg: PodGroupInfo) -> None:
+        self._podgroups[pg.uid] = pg
+        job = self._jobs.get(pg.uid)
+        if job is None:
+            job = job_from_podgroup(pg, self._priority_values(), self._global_default())
+            self._jobs[pg.uid] = job
+            for task in self._orphans.pop(pg.uid, {}).values():
+                job.add_task_info(task)
+        else:
+            apply_podgroup(job, pg, self._priority_values(), self._global_default())
+
+    def _remove_podgroup(self, key: str) -> None:
+        self._podgroups.pop(key, None)
+        job = self._jobs.pop(key, None)
+        if job is not None and job.tasks:
+            self._orphans[key] = dict(job.tasks)
+
+    def _refresh_job_priorities(self) -> None:
+        values, default = self._priority_values(), self._global_default()
+        for uid, pg in self._podgroups.items():
+            job = self._jobs.get(uid)
+            if job is not None:
+                apply_podgroup(job, pg, values, default)
+
+    # --- reads --------------------------------------------------------------------------
+
+    def queues(self) -> dict[str, QueueInfo]:
+        """Defined queues plus the implicit ``default`` and ``root``."""
+        with self._lock:
+            queues = dict(self._queues)
+        for name in (DEFAULT_QUEUE, ROOT_QUEUE):
+            queues.setdefault(name, implicit_queue(name))
+        return queues
+
+    def task(self, key: str) -> TaskInfo | None:
+        return self._tasks.get(key)
+
+    def task_by_uid(self, uid: str) -> TaskInfo | None:
+        with self._lock:
+            for task in self._tasks.values():
+                if task.uid == uid:
+                    return task
+        return None
+
+    def node_names(self) -> list[str]:
+        with self._lock:
+            return list(self._nodes)
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "pods": len(self._tasks),
+                "nodes": len(self._nodes),
+                "queues": len(self._queues),
+                "podgroups": len(self._podgroups),
+                "jobs": len(self._jobs),
+                "priorityclasses": len(self._priority_classes),
+                "pdbs": len(self._pdbs),
+            }
+
+    def _session_jobs(self, queues: Mapping[str, QueueInfo]) -> dict[str, JobInfo]:
+        return {uid: job for uid, job in self._jobs.items() if job.queue in queues}
+
+    def snapshot(self) -> ClusterSnapshot:
+        """A private, consistent copy for one session (Volcano's ``Cache.Snapshot``)."""
+        with self._lock:
+            queues = self.queues()
+            shared = ClusterSnapshot(
+                jobs=self._session_jobs(queues),
+                nodes=self._nodes,
+                queues=queues,
+                pdbs=list(self._pdbs.values()),
+                priority_classes=self._priority_values(),
+            )
+            return shared.clone()
+
+    def shared_snapshot(self) -> ClusterSnapshot:
+        """The live objects, not copied: only for sessions that read and never decide
+        (computing queue shares). Call with the lock held for as long as it is used."""
+        queues = self.queues()
+        return ClusterSnapshot(
+            jobs=self._session_jobs(queues),
+            nodes=dict(self._nodes),
+            queues=queues,
+            pdbs=list(self._pdbs.values()),
+            priority_classes=self._priority_values(),
+        )
+
+    def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:
+        """Copy-on-write: everything is shared except the named nodes, the jobs with tasks
+        on them and the named jobs, which are cloned and linked to each other. A session
+        may then evict and pipeline on those nodes without touching the cache, at a cost
+        proportional to what it can touch rather than to the cluster."""
+        with self._lock:
+            snapshot = self.shared_snapshot()
+            node_names = [n for n in nodes if n in self._nodes]
+            job_ids = {j for j in jobs if j in snapshot.jobs}
+            for name in node_names:
+                for task in self._nodes[name].tasks.values():
+                    if task.job in snapshot.jobs:
+                        job_ids.add(task.job)
+            tasks: dict[str, TaskInfo] = {}
+            for uid in job_ids:
+                clone = snapshot.jobs[uid].clone()
+                snapshot.jobs[uid] = clone
+                tasks.update(clone.tasks)
+            for name in node_names:
+                snapshot.nodes[name] = self._nodes[name].clone(tasks)
+            return snapshot

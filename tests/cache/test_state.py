@@ -1,0 +1,244 @@
+"""ClusterState applies events one at a time and always agrees with a fresh build."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.builder import build_snapshot, collect
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.conf import load_configuration
+from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.statement import Statement
+
+
+def node(name: str, cpu: str = "4") -> dict[str, Any]:
+    return {
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
+    }
+
+
+def queue(name: str, weight: int = 1) -> dict[str, Any]:
+    return {"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": weight}}
+
+
+def podgroup(name: str, queue_name: str, min_member: int = 1) -> dict[str, Any]:
+    return {
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ns"},
+        "spec": {"minMember": min_member, "queue": queue_name},
+    }
+
+
+def pod(
+    name: str, group: str | None = None, node_name: str = "", cpu: str = "1", phase: str = "Running"
+) -> dict[str, Any]:
+    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "annotations": annotations,
+        },
+        "spec": {"nodeName": node_name, "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
+        "status": {"phase": phase if node_name else "Pending"},
+    }
+
+
+def key_of(obj: dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
+
+
+def summary(snap: ClusterSnapshot) -> dict[str, Any]:
+    """What sessions see: jobs with their tasks and statuses, node usage."""
+    return {
+        "jobs": {
+            uid: (
+                j.queue,
+                j.min_available,
+                sorted((t.uid, int(t.status)) for t in j.tasks.values()),
+                j.allocated.milli_cpu,
+            )
+            for uid, j in snap.jobs.items()
+        },
+        "nodes": {
+            n: (v.idle.milli_cpu, v.used.milli_cpu, sorted(v.tasks)) for n, v in snap.nodes.items()
+        },
+        "queues": sorted(snap.queues),
+    }
+
+
+def test_pods_before_their_node_and_podgroup_are_placed_when_those_arrive() -> None:
+    state = ClusterState()
+    state.upsert("Pod", pod("a", group="g", node_name="n1"))
+    assert summary(state.snapshot())["jobs"] == {}  # no PodGroup yet: not a job
+    state.upsert("Queue", queue("q"))
+    state.upsert("PodGroup", podgroup("g", "q"))
+    state.upsert("Node", node("n1"))
+    snap = state.snapshot()
+    assert list(snap.jobs["ns/g"].tasks) == ["uid-a"]
+    assert snap.nodes["n1"].used.milli_cpu == 1000
+
+
+def test_update_and_delete_touch_only_the_pod() -> None:
+    state = ClusterState()
+    for obj in (node("n1"), queue("q"), podgroup("g", "q", 2)):
+        state.upsert(obj["kind"], obj)
+    state.upsert("Pod", pod("a", group="g"))
+    assert state.snapshot().jobs["ns/g"].tasks["uid-a"].status == TaskStatus.PENDING
+    v = state.version
+    state.upsert("Pod", pod("a", group="g", node_name="n1"))  # bound and running
+    assert state.version == v + 1
+    snap = state.snapshot()
+    assert snap.jobs["ns/g"].tasks["uid-a"].status == TaskStatus.RUNNING
+    assert snap.nodes["n1"].idle.milli_cpu == 3000
+    state.delete("Pod", "ns/a")
+    snap = state.snapshot()
+    assert snap.jobs["ns/g"].tasks == {} and snap.nodes["n1"].idle.milli_cpu == 4000
+
+
+def test_deleting_a_podgroup_keeps_its_pods_on_their_nodes() -> None:
+    state = ClusterState()
+    for obj in (node("n1"), queue("q"), podgroup("g", "q"), pod("a", "g", "n1")):
+        state.upsert(obj["kind"], obj)
+    state.delete("PodGroup", "ns/g")
+    snap = state.snapshot()
+    assert "ns/g" not in snap.jobs and snap.nodes["n1"].used.milli_cpu == 1000
+    state.upsert("PodGroup", podgroup("g", "q"))
+    assert list(state.snapshot().jobs["ns/g"].tasks) == ["uid-a"]
+
+
+def test_node_replaced_keeps_its_tasks_and_a_deleted_node_gives_them_back_later() -> None:
+    state = ClusterState()
+    for obj in (node("n1"), pod("a", node_name="n1")):
+        state.upsert(obj["kind"], obj)
+    state.upsert("Node", node("n1", cpu="8"))
+    assert state.snapshot().nodes["n1"].idle.milli_cpu == 7000
+    state.delete("Node", "n1")
+    assert "n1" not in state.snapshot().nodes
+    state.upsert("Node", node("n1"))
+    assert state.snapshot().nodes["n1"].used.milli_cpu == 1000
+
+
+def test_priority_class_sets_the_job_priority_whenever_it_arrives() -> None:
+    state = ClusterState()
+    pg = podgroup("g", "default")
+    pg["spec"]["priorityClassName"] = "high"
+    state.upsert("PodGroup", pg)
+    assert state.snapshot().jobs["ns/g"].priority == 0
+    state.upsert(
+        "PriorityClass", {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000}
+    )
+    assert state.snapshot().jobs["ns/g"].priority == 1000
+
+
+def test_an_unusable_object_is_rejected_and_changes_nothing() -> None:
+    state = ClusterState()
+    state.upsert("Node", node("n1"))
+    before = summary(state.snapshot())
+    bad = pod("a", node_name="n1")
+    bad["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "many"
+    state.upsert("Pod", bad)
+    assert state.rejected["Pod"] == 1
+    assert summary(state.snapshot()) == before
+
+
+def test_snapshot_is_private_to_the_session() -> None:
+    state = ClusterState()
+    for obj in (node("n1"), pod("a", node_name="n1")):
+        state.upsert(obj["kind"], obj)
+    snap = state.snapshot()
+    snap.nodes["n1"].tasks["uid-a"].status = TaskStatus.RELEASING
+    assert state.snapshot().nodes["n1"].tasks["uid-a"].status == TaskStatus.RUNNING
+
+
+def test_whatif_session_decisions_never_reach_the_cache() -> None:
+    state = ClusterState()
+    for obj in (
+        node("n1"),
+        node("n2"),
+        queue("q"),
+        podgroup("g", "q"),
+        pod("a", "g", "n1"),
+        pod("b", "g", "n2"),
+    ):
+        state.upsert(obj["kind"], obj)
+    before = summary(state.snapshot())
+    snap = state.whatif_snapshot(["n1"])
+    assert snap.nodes["n1"] is not state.snapshot().nodes["n1"]
+    ssn = open_session(snap, load_configuration(""), clone=False)
+    stmt = Statement(ssn)
+    victim = ssn.jobs["ns/g"].tasks["uid-a"]
+    stmt.evict(victim, "preempt")
+    stmt.commit()
+    assert ssn.nodes["n1"].releasing.milli_cpu == 1000
+    assert summary(state.snapshot()) == before
+
+
+# --- property: incremental == from scratch ----------------------------------------------
+
+NAMES = ["a", "b", "c", "d"]
+EVENT = st.one_of(
+    st.tuples(
+        st.just("pod"),
+        st.sampled_from(NAMES),
+        st.sampled_from([None, "g1", "g2"]),
+        st.sampled_from(["", "n1", "n2"]),
+        st.sampled_from(["1", "2"]),
+    ),
+    st.tuples(st.just("del-pod"), st.sampled_from(NAMES)),
+    st.tuples(st.just("node"), st.sampled_from(["n1", "n2"]), st.sampled_from(["4", "8"])),
+    st.tuples(st.just("del-node"), st.sampled_from(["n1", "n2"])),
+    st.tuples(
+        st.just("pg"),
+        st.sampled_from(["g1", "g2"]),
+        st.sampled_from(["q1", "q2"]),
+        st.integers(1, 3),
+    ),
+    st.tuples(st.just("del-pg"), st.sampled_from(["g1", "g2"])),
+    st.tuples(st.just("queue"), st.sampled_from(["q1", "q2"])),
+    st.tuples(st.just("del-queue"), st.sampled_from(["q1", "q2"])),
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(EVENT, max_size=25))
+def test_incremental_state_equals_a_fresh_build_of_the_final_objects(
+    events: list[tuple[Any, ...]],
+) -> None:
+    state = ClusterState()
+    live: dict[tuple[str, str], dict[str, Any]] = {}
+    for event in events:
+        op = event[0]
+        if op == "pod":
+            obj = pod(event[1], event[2], event[3], event[4])
+        elif op == "node":
+            obj = node(event[1], event[2])
+        elif op == "pg":
+            obj = podgroup(event[1], event[2], event[3])
+        elif op == "queue":
+            obj = queue(event[1])
+        else:
+            kind = {
+                "del-pod": "Pod",
+                "del-node": "Node",
+                "del-pg": "PodGroup",
+                "del-queue": "Queue",
+            }[op]
+            key = f"ns/{event[1]}" if kind in ("Pod", "PodGroup") else event[1]
+            state.delete(kind, key)
+            live.pop((kind, key), None)
+            continue
+        state.upsert(obj["kind"], obj)
+        live[(obj["kind"], key_of(obj))] = obj
+    fresh = build_snapshot(collect(live.values()))
+    assert summary(state.snapshot()) == summary(fresh)
