@@ -55,6 +55,7 @@ class TaskInfo:
     disruption_target: bool = False
     node_selector: dict[str, str] = field(default_factory=dict)
     required_affinity: tuple[tuple[NodeSelectorRequirement, ...], ...] = ()
+    preferred_affinity: tuple[tuple[int, tuple[NodeSelectorRequirement, ...]], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
 
@@ -91,6 +92,7 @@ class TaskInfo:
             disruption_target=self.disruption_target,
             node_selector=self.node_selector,
             required_affinity=self.required_affinity,
+            preferred_affinity=self.preferred_affinity,
             tolerations=self.tolerations,
             labels=self.labels,
         )

@@ -189,6 +189,24 @@ def _required_affinity(spec: Mapping[str, Any]) -> tuple[tuple[NodeSelectorRequi
     return tuple(terms)
 
 
+def _preferred_affinity(
+    spec: Mapping[str, Any],
+) -> tuple[tuple[int, tuple[NodeSelectorRequirement, ...]], ...]:
+    """(weight, expressions) of each preferred node-affinity term, for node scoring."""
+    preferred = _map(_map(spec, "affinity"), "nodeAffinity").get(
+        "preferredDuringSchedulingIgnoredDuringExecution"
+    )
+    terms = []
+    for term in preferred if isinstance(preferred, list) else []:
+        if not isinstance(term, dict):
+            continue
+        weight = term.get("weight")
+        if isinstance(weight, int) and not isinstance(weight, bool):
+            expressions = _requirements(_map(term, "preference").get("matchExpressions"))
+            terms.append((weight, expressions))
+    return tuple(terms)
+
+
 def _preemptable(meta: Mapping[str, Any], default: bool) -> bool:
     """Annotation first, then label; unparsable is false; absent is ``default``."""
     for source in ("annotations", "labels"):
@@ -285,6 +303,7 @@ def pod_to_task(
         disruption_target=_disruption_target(status),
         node_selector=_str_map(spec.get("nodeSelector")),
         required_affinity=_required_affinity(spec),
+        preferred_affinity=_preferred_affinity(spec),
         tolerations=_tolerations(spec),
         labels=labels,
     )

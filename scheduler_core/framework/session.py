@@ -187,7 +187,9 @@ class Session:
                     victims = list(candidates)
                 else:
                     keep = {c.uid for c in candidates}
-                    victims = [v for v in victims if v.uid in keep]
+                    # Go's empty intersection is a nil slice, which the next plugin treats
+                    # as "no verdict yet": it starts the list afresh.
+                    victims = [v for v in victims if v.uid in keep] or None
             if victims:
                 return victims
         return []

@@ -233,3 +233,23 @@ def test_snapshot_groups_pods_into_jobs_and_nodes() -> None:
     assert lone.min_resources is not None and lone.min_resources.milli_cpu == 1000
     assert snap.nodes["n1"].used.milli_cpu == 2000  # a and c both use the node
     assert {"default", "root", "q"} <= set(snap.queues)
+
+
+def test_preferred_node_affinity_terms_are_kept_for_scoring() -> None:
+    p = pod(
+        affinity={
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "weight": 20,
+                        "preference": {
+                            "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]
+                        },
+                    }
+                ]
+            }
+        }
+    )
+    terms = pod_to_task(p).preferred_affinity
+    assert len(terms) == 1 and terms[0][0] == 20
+    assert terms[0][1][0].key == "zone" and terms[0][1][0].values == ("a",)

@@ -212,3 +212,11 @@ def test_arguments_follow_volcanos_accessor_rules() -> None:
     assert args.get_bool("b", False) is True
     assert args.get_bool("bad", False) is False
     assert args.get_str("s", "") == "x"
+
+
+def test_an_empty_intersection_lets_the_next_plugin_start_afresh() -> None:
+    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1])}
+    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([V2])}
+    BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([V1, V2])}
+    ssn = session("tiers:\n- plugins: [{name: t-a}, {name: t-b}, {name: t-c}]\n")
+    assert [v.uid for v in ssn.preemptable(task("p"), [V1, V2])] == ["v1", "v2"]

@@ -1,0 +1,35 @@
+"""conformance: never evict what keeps the cluster itself running.
+
+Pods of the ``system-cluster-critical`` / ``system-node-critical`` priority classes and every
+pod in ``kube-system`` are dropped from any victim list, for preempt and reclaim alike.
+"""
+
+from __future__ import annotations
+
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.fit import PERMIT
+from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.session import Session
+
+SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
+SYSTEM_NODE_CRITICAL = "system-node-critical"
+NAMESPACE_SYSTEM = "kube-system"
+
+CRITICAL_CLASSES = frozenset({SYSTEM_CLUSTER_CRITICAL, SYSTEM_NODE_CRITICAL})
+
+
+def is_critical(task: TaskInfo) -> bool:
+    return task.priority_class_name in CRITICAL_CLASSES or task.namespace == NAMESPACE_SYSTEM
+
+
+def evictable(_evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+    return [t for t in evictees if not is_critical(t)], PERMIT
+
+
+@register_plugin
+class ConformancePlugin(Plugin):
+    name = "conformance"
+
+    def on_session_open(self, ssn: Session) -> None:
+        ssn.preemptable_fns[self.name] = evictable
+        ssn.reclaimable_fns[self.name] = evictable

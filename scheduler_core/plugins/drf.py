@@ -1,0 +1,191 @@
+"""drf: Dominant Resource Fairness between jobs.
+
+A job's share is its largest fraction of any cluster resource. Jobs with a smaller share go
+first, and a preemptor may only take from jobs that would still hold at least as large a
+share as the preemptor after the eviction, so preemption never makes the allocation less fair.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.resource import Resource, share
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import allocated_status
+from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.fit import PERMIT
+from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.session import EventHandler, Session
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.plugins.drf")
+
+#: Shares closer than this are equal: preemption between equal shares is allowed.
+SHARE_DELTA = 1e-6
+
+
+@dataclass(slots=True)
+class DrfAttr:
+    """A job's allocation and the dominant share derived from it."""
+
+    allocated: Resource = field(default_factory=Resource.empty)
+    share: float = 0.0
+    dominant_resource: str = ""
+
+
+def calculate_share(
+    allocated: Resource, total: Resource, names: list[str] | None = None
+) -> tuple[str, float]:
+    """(dominant resource, its share) over the dimensions the cluster has (``total``'s
+    names, unless the caller passes them precomputed)."""
+    dominant = ""
+    result = 0.0
+    for name in names if names is not None else total.resource_names():
+        value = share(allocated.get(name), total.get(name))
+        if value > result:
+            result = value
+            dominant = name
+    return dominant, result
+
+
+@register_plugin
+class DrfPlugin(Plugin):
+    name = "drf"
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.total_resource = Resource.empty()
+        self._names: list[str] = []
+        self.job_attrs: dict[str, DrfAttr] = {}
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.total_resource = ssn.total_resource.clone()
+        self._names = self.total_resource.resource_names()
+        self.job_attrs = {}
+        log.log(v(4), "Total Allocatable %r", self.total_resource)
+        if self._hierarchy_enabled(ssn):
+            log.warning(
+                "drf: enableHierarchy (hierarchical DRF) is not supported by this scheduler; "
+                "drf behaves as flat DRF (no queue order, no reclaimable hook)"
+            )
+
+        for job in ssn.jobs.values():
+            attr = DrfAttr()
+            for status, bucket in job.status_index.items():
+                if allocated_status(status):
+                    for task in bucket.values():
+                        attr.allocated.add(task.resreq)
+            self._update_share(attr)
+            self.job_attrs[job.uid] = attr
+
+        ssn.preemptable_fns[self.name] = self.preemptable
+        ssn.job_order_fns[self.name] = self.job_order
+        ssn.add_event_handler(
+            EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
+        )
+
+    def on_session_close(self, ssn: Session) -> None:
+        self.job_attrs = {}
+
+    # --- state ----------------------------------------------------------------------------
+
+    def _hierarchy_enabled(self, ssn: Session) -> bool:
+        return any(
+            option.name == self.name and option.enabled("enableHierarchy")
+            for tier in ssn.tiers
+            for option in tier.plugins
+        )
+
+    def _update_share(self, attr: DrfAttr) -> None:
+        attr.dominant_resource, attr.share = calculate_share(
+            attr.allocated, self.total_resource, self._names
+        )
+
+    def job_share(self, job_uid: str) -> float:
+        """The job's current dominant share (0 for a job this session does not know)."""
+        attr = self.job_attrs.get(job_uid)
+        return attr.share if attr is not None else 0.0
+
+    # --- hooks ----------------------------------------------------------------------------
+
+    def preemptable(
+        self, preemptor: TaskInfo, preemptees: list[TaskInfo]
+    ) -> tuple[list[TaskInfo], int]:
+        """Victims whose job keeps a share >= the preemptor job's share after the move.
+
+        Each examined preemptee is subtracted from a per-call copy of its job's allocation,
+        victim or not, so several preemptees of one job are judged cumulatively.
+        """
+        preemptor_attr = self.job_attrs.get(preemptor.job)
+        if preemptor_attr is None:
+            return [], PERMIT
+        wanted = preemptor_attr.allocated.clone().add(preemptor.resreq)
+        _, ls = calculate_share(wanted, self.total_resource, self._names)
+
+        allocations: dict[str, Resource] = {}
+        victims: list[TaskInfo] = []
+        for preemptee in preemptees:
+            remaining = allocations.get(preemptee.job)
+            if remaining is None:
+                attr = self.job_attrs.get(preemptee.job)
+                if attr is None:
+                    continue
+                remaining = allocations[preemptee.job] = attr.allocated.clone()
+            remaining.sub_without_assert(preemptee.resreq)
+            _, rs = calculate_share(remaining, self.total_resource, self._names)
+            if ls < rs or abs(ls - rs) <= SHARE_DELTA:
+                victims.append(preemptee)
+        log.log(v(4), "Victims from DRF plugins are %s", [t.key for t in victims])
+        return victims, PERMIT
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        """Smaller dominant share first: the job furthest behind its fair share runs next."""
+        l_share = self.job_share(left.uid)
+        r_share = self.job_share(right.uid)
+        log.log(
+            v(4),
+            "DRF JobOrderFn: <%s/%s> share state: %s, <%s/%s> share state: %s",
+            left.namespace,
+            left.name,
+            l_share,
+            right.namespace,
+            right.name,
+            r_share,
+        )
+        if l_share == r_share:
+            return 0
+        return -1 if l_share < r_share else 1
+
+    # --- event handlers -------------------------------------------------------------------
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        attr = self.job_attrs.get(task.job)
+        if attr is None:
+            return
+        attr.allocated.add(task.resreq)
+        self._update_share(attr)
+        log.log(
+            v(4),
+            "DRF AllocateFunc: task <%s/%s>, resreq <%r>,  share <%s>",
+            task.namespace,
+            task.name,
+            task.resreq,
+            attr.share,
+        )
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        attr = self.job_attrs.get(task.job)
+        if attr is None:
+            return
+        attr.allocated.sub_without_assert(task.resreq)
+        self._update_share(attr)
+        log.log(
+            v(4),
+            "DRF EvictFunc: task <%s/%s>, resreq <%r>,  share <%s>",
+            task.namespace,
+            task.name,
+            task.resreq,
+            attr.share,
+        )

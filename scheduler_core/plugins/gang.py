@@ -1,0 +1,204 @@
+"""gang: a job is worth running only when at least ``minAvailable`` of its tasks run together.
+
+So the plugin refuses to start a job that cannot reach its gang (JobValid, JobReady,
+JobPipelined), asks for preemption only while the gang is short (JobStarving), orders
+unfinished gangs first, and never takes a victim that would drop its own job below
+``minAvailable`` (Preemptable = Reclaimable).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.framework.fit import PERMIT, REJECT, ValidateResult
+from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.session import Session
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.plugins.gang")
+
+#: PodGroup condition reasons (Volcano's ``v1beta1`` constants).
+NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
+NOT_ENOUGH_TASKS = "NotEnoughTasks"
+NOT_ENOUGH_RESOURCES = "NotEnoughResources"
+
+#: Volcano's ``PodGroupNotReady`` and the reason of a pending pod no one has placed.
+POD_GROUP_NOT_READY = "pod group is not ready"
+POD_REASON_UNSCHEDULABLE = "Unschedulable"
+
+
+def job_valid(job: JobInfo) -> ValidateResult | None:
+    """Not worth scheduling at all: some role, or the whole job, lacks tasks to form a gang."""
+    if not job.check_task_valid():
+        return ValidateResult(
+            passed=False,
+            reason=NOT_ENOUGH_PODS_OF_TASK,
+            message="Not enough valid pods of each task for gang-scheduling",
+        )
+    valid = job.valid_task_num()
+    if valid < job.min_available:
+        return ValidateResult(
+            passed=False,
+            reason=NOT_ENOUGH_TASKS,
+            message=(
+                "Not enough valid tasks for gang-scheduling, "
+                f"valid: {valid}, min: {job.min_available}"
+            ),
+        )
+    return None
+
+
+def job_ready(job: JobInfo) -> bool:
+    return job.check_task_ready() and job.is_ready()
+
+
+def job_pipelined(job: JobInfo) -> int:
+    """A vote, not an abstention: a gang that cannot even be pipelined must be rolled back."""
+    if job.check_task_pipelined() and job.is_pipelined():
+        return PERMIT
+    return REJECT
+
+
+def job_starving(job: JobInfo) -> bool:
+    """Only the job-level count matters for preemption; minTaskMember is ignored on purpose."""
+    return job.is_starving()
+
+
+def job_order(left: JobInfo, right: JobInfo) -> int:
+    """Jobs still short of their gang go first: finishing a gang frees nobody, starting one
+    that is nearly complete lets it run."""
+    l_ready = left.is_ready()
+    r_ready = right.is_ready()
+    log.log(
+        v(4),
+        "Gang JobOrderFn: <%s/%s> is ready: %s, <%s/%s> is ready: %s",
+        left.namespace,
+        left.name,
+        l_ready,
+        right.namespace,
+        right.name,
+        r_ready,
+    )
+    if l_ready == r_ready:
+        return 0
+    return 1 if l_ready else -1
+
+
+def gang_victims(jobs: Mapping[str, JobInfo], preemptees: list[TaskInfo]) -> list[TaskInfo]:
+    """Victims that leave every job with more than ``minAvailable`` ready tasks.
+
+    The count is kept per job across the whole call, so two victims of one job are checked
+    against what is left after the first; a preemptee whose job the session does not know is
+    never taken (its gang cannot be checked).
+    """
+    victims: list[TaskInfo] = []
+    occupied: dict[str, int] = {}
+    for preemptee in preemptees:
+        job = jobs.get(preemptee.job)
+        if job is None:
+            log.log(
+                v(4),
+                "Can not preempt task <%s/%s> because its job <%s> is not in the session",
+                preemptee.namespace,
+                preemptee.name,
+                preemptee.job,
+            )
+            continue
+        ready = occupied.get(job.uid)
+        if ready is None:
+            ready = job.ready_task_num()
+        if ready > job.min_available:
+            occupied[job.uid] = ready - 1
+            victims.append(preemptee)
+        else:
+            occupied[job.uid] = ready
+            log.log(
+                v(4),
+                "Can not preempt task <%s/%s> because job %s ready num(%d) <= "
+                "MinAvailable(%d) for gang-scheduling",
+                preemptee.namespace,
+                preemptee.name,
+                job.name,
+                ready,
+                job.min_available,
+            )
+    log.log(v(4), "Victims from Gang plugins are %s", [t.key for t in victims])
+    return victims
+
+
+def should_skip_unschedulable_for_releasing(job: JobInfo) -> bool:
+    """A gang that only waits for its own releasing pods to go is not "unschedulable"."""
+    if job.releasing_scheduled_task_num() == 0:
+        return False
+    if job.status_index.get(TaskStatus.PENDING) or job.status_index.get(TaskStatus.PIPELINED):
+        return False
+    return job.scheduled_task_num() + job.releasing_scheduled_task_num() >= job.min_available
+
+
+def is_unschedulable(job: JobInfo) -> bool:
+    """Whether Volcano would mark the PodGroup ``Unschedulable`` when the session closes."""
+    return (
+        bool(job.tasks) and not job.is_ready() and not should_skip_unschedulable_for_releasing(job)
+    )
+
+
+def _histogram(reasons: Mapping[str, int]) -> str:
+    return ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
+
+
+def fit_error_summary(job: JobInfo, pending_reasons: Mapping[str, str] | None = None) -> str:
+    """Volcano's ``JobInfo.FitError``: task counts per status, then why pending tasks wait.
+
+    ``pending_reasons`` maps a pending task's uid to its reason (e.g. ``Schedulable`` when an
+    action found it a node this cycle); a pending task without one is ``Unschedulable``.
+    """
+    by_status: dict[str, int] = {}
+    for status, bucket in job.status_index.items():
+        if bucket:
+            by_status[str(status)] = by_status.get(str(status), 0) + len(bucket)
+    by_status["minAvailable"] = job.min_available
+    message = f"{POD_GROUP_NOT_READY}, {_histogram(by_status)}"
+    pending: dict[str, int] = {}
+    for uid in job.status_index.get(TaskStatus.PENDING, {}):
+        reason = (pending_reasons or {}).get(uid, POD_REASON_UNSCHEDULABLE)
+        pending[reason] = pending.get(reason, 0) + 1
+    if pending:
+        message += f"; {TaskStatus.PENDING}: {_histogram(pending)}"
+    return message
+
+
+def unschedulable_message(job: JobInfo, pending_reasons: Mapping[str, str] | None = None) -> str:
+    """The PodGroup condition message: ``"%d/%d tasks in gang unschedulable: %s"``.
+
+    The first number is how many more tasks the gang needs (minAvailable - ready), the
+    second how many tasks the job has.
+    """
+    missing = job.min_available - job.ready_task_num()
+    return (
+        f"{missing}/{len(job.tasks)} tasks in gang unschedulable: "
+        f"{fit_error_summary(job, pending_reasons)}"
+    )
+
+
+@register_plugin
+class GangPlugin(Plugin):
+    name = "gang"
+
+    def on_session_open(self, ssn: Session) -> None:
+        jobs = ssn.jobs
+
+        def victims(_evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
+            # Permit even when empty: an empty answer vetoes the whole tier, as in Volcano.
+            return gang_victims(jobs, evictees), PERMIT
+
+        ssn.job_valid_fns[self.name] = job_valid
+        ssn.preemptable_fns[self.name] = victims
+        ssn.reclaimable_fns[self.name] = victims
+        ssn.job_order_fns[self.name] = job_order
+        ssn.job_ready_fns[self.name] = job_ready
+        ssn.job_pipelined_fns[self.name] = job_pipelined
+        ssn.job_starving_fns[self.name] = job_starving

@@ -1,0 +1,125 @@
+"""priority: PriorityClass order for tasks and jobs, and who may preempt whom by it.
+
+Between jobs only job priority counts (a PodGroup's priorityClassName); inside one job the
+tasks' own priorities decide, so a job can replace its low-priority tasks with its
+high-priority ones without touching another job of equal priority.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.fit import PERMIT
+from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.session import Session
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.plugins.priority")
+
+
+def task_order(left: TaskInfo, right: TaskInfo) -> int:
+    """Higher task priority first."""
+    log.log(
+        v(4),
+        "Priority TaskOrder: <%s/%s> priority is %d, <%s/%s> priority is %d",
+        left.namespace,
+        left.name,
+        left.priority,
+        right.namespace,
+        right.name,
+        right.priority,
+    )
+    if left.priority == right.priority:
+        return 0
+    return -1 if left.priority > right.priority else 1
+
+
+def job_order(left: JobInfo, right: JobInfo) -> int:
+    """Higher job priority first."""
+    log.log(
+        v(4),
+        "Priority JobOrderFn: <%s/%s> priority: %d, <%s/%s> priority: %d",
+        left.namespace,
+        left.name,
+        left.priority,
+        right.namespace,
+        right.name,
+        right.priority,
+    )
+    if left.priority == right.priority:
+        return 0
+    return -1 if left.priority > right.priority else 1
+
+
+def job_starving(job: JobInfo) -> bool:
+    """Some task is neither placed nor promised a place (minTaskMember is not considered)."""
+    return job.ready_task_num() + job.waiting_task_num() < len(job.tasks)
+
+
+def priority_victims(
+    jobs: Mapping[str, JobInfo], preemptor: TaskInfo, preemptees: list[TaskInfo]
+) -> list[TaskInfo]:
+    """Preemptees of strictly lower priority: job priority across jobs, task priority within
+    the preemptor's own job. Without the preemptor's job there is nothing to compare: none."""
+    preemptor_job = jobs.get(preemptor.job)
+    if preemptor_job is None:
+        return []
+    victims: list[TaskInfo] = []
+    for preemptee in preemptees:
+        preemptee_job = jobs.get(preemptee.job)
+        if preemptee_job is None:
+            log.log(
+                v(4),
+                "Can not preempt task <%s/%s> because its job <%s> is not in the session",
+                preemptee.namespace,
+                preemptee.name,
+                preemptee.job,
+            )
+            continue
+        if preemptee_job.uid != preemptor_job.uid:
+            if preemptee_job.priority >= preemptor_job.priority:
+                log.log(
+                    v(4),
+                    "Can not preempt task <%s/%s> because preemptee job has greater or equal "
+                    "job priority (%d) than preemptor (%d)",
+                    preemptee.namespace,
+                    preemptee.name,
+                    preemptee_job.priority,
+                    preemptor_job.priority,
+                )
+                continue
+        elif preemptee.priority >= preemptor.priority:
+            log.log(
+                v(4),
+                "Can not preempt task <%s/%s> because preemptee task has greater or equal "
+                "task priority (%d) than preemptor (%d)",
+                preemptee.namespace,
+                preemptee.name,
+                preemptee.priority,
+                preemptor.priority,
+            )
+            continue
+        victims.append(preemptee)
+    log.log(v(4), "Victims from Priority plugins are %s", [t.key for t in victims])
+    return victims
+
+
+@register_plugin
+class PriorityPlugin(Plugin):
+    name = "priority"
+
+    def on_session_open(self, ssn: Session) -> None:
+        jobs = ssn.jobs
+
+        def preemptable(
+            preemptor: TaskInfo, preemptees: list[TaskInfo]
+        ) -> tuple[list[TaskInfo], int]:
+            return priority_victims(jobs, preemptor, preemptees), PERMIT
+
+        ssn.task_order_fns[self.name] = task_order
+        ssn.job_order_fns[self.name] = job_order
+        ssn.preemptable_fns[self.name] = preemptable
+        ssn.job_starving_fns[self.name] = job_starving

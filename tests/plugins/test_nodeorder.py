@@ -1,0 +1,163 @@
+"""nodeorder: kube-scheduler's scores on a small node set, checked against hand computation,
+and the extender's 0..10 rescaling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
+from scheduler_core.plugins.nodeorder import (
+    balanced_score,
+    extender_scores,
+    least_requested_score,
+    most_requested_score,
+    node_affinity_score,
+    normalize_reverse,
+)
+from tests.plugins.helpers import node, pod, session, task_of, tiers
+
+
+def conf(**weights: int) -> str:
+    if not weights:
+        return tiers("nodeorder")
+    args = ", ".join(f"{k}.weight: {w}" for k, w in weights.items())
+    return f'actions: ""\ntiers:\n- plugins:\n  - name: nodeorder\n    arguments: {{{args}}}\n'
+
+
+def cluster(task: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        node("n1", "4", "8Gi"),
+        node("n2", "4", "8Gi"),
+        node("n3", "2", "8Gi"),
+        pod("busy2", node_name="n2", cpu="2", memory="2Gi"),
+        pod("busy3", node_name="n3", cpu="2", memory="2Gi"),
+        task,
+    ]
+
+
+def scores(conf_text: str, task: dict[str, Any] | None = None) -> dict[str, float]:
+    ssn = session(cluster(task or pod("p", cpu="1", memory="2Gi")), conf_text)
+    return ssn.node_scores(task_of(ssn, "ns/p"), list(ssn.nodes.values()))
+
+
+def test_default_weights() -> None:
+    # least: n1 cpu (4-1)/4 -> 75, mem (8-2)/8 -> 75 => 75; n2 cpu 1/4 -> 25, mem 4/8 -> 50 => 37
+    #        n3 cpu 3 > 2 -> 0, mem 50 => 25
+    # balanced: n1 .25/.25 -> 100; n2 .75/.5 -> 87; n3 min(1.5,1)/.5 -> std .25 -> 75
+    # taint toleration: no taints anywhere -> 100 each
+    assert scores(conf()) == {"n1": 275.0, "n2": 224.0, "n3": 200.0}
+
+
+def test_most_requested_weight() -> None:
+    # most: n1 25/25 => 25; n2 75/50 => 62; n3 cpu capped at capacity 100, mem 50 => 75
+    got = scores(conf(leastrequested=0, mostrequested=2, balancedresource=0, tainttoleration=0))
+    assert got == {"n1": 50.0, "n2": 124.0, "n3": 150.0}
+
+
+def test_weights_multiply_each_score() -> None:
+    got = scores(conf(leastrequested=3, balancedresource=0, tainttoleration=0))
+    assert got == {"n1": 225.0, "n2": 111.0, "n3": 75.0}
+
+
+def test_pod_without_requests_gets_kube_scheduler_defaults() -> None:
+    # 100m / 200Mi: n1 cpu 3900/4000 -> 97, mem (8Gi-200Mi)/8Gi -> 97; balanced skips
+    # best-effort pods (0)
+    got = scores(conf(tainttoleration=0), pod("p", cpu=None, memory=None))
+    assert got["n1"] == 97.0
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "expected"),
+    [
+        ([], {"t1": 150.0, "t2": 0.0, "t3": 300.0}),
+        # tolerating "b" leaves one intolerable taint on t1 and on t2
+        (
+            [{"key": "b", "operator": "Exists", "effect": "PreferNoSchedule"}],
+            {"t1": 0.0, "t2": 0.0, "t3": 300.0},
+        ),
+    ],
+)
+def test_taint_toleration_counts_prefer_no_schedule_taints(
+    tolerations: list[dict[str, str]], expected: dict[str, float]
+) -> None:
+    a = {"key": "a", "value": "", "effect": "PreferNoSchedule"}
+    b = {"key": "b", "value": "", "effect": "PreferNoSchedule"}
+    hard = {"key": "c", "value": "", "effect": "NoSchedule"}  # a predicate's business
+    objs = [
+        node("t1", taints=[a]),
+        node("t2", taints=[a, b]),
+        node("t3", taints=[hard]),
+        pod("p", tolerations=tolerations),
+    ]
+    ssn = session(objs, conf(leastrequested=0, balancedresource=0, tainttoleration=3))
+    got = ssn.node_scores(task_of(ssn, "ns/p"), list(ssn.nodes.values()))
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("requested", "capacity", "least", "most"),
+    [
+        (0, 4000, 100, 0),
+        (1000, 4000, 75, 25),
+        (3999, 4000, 0, 99),
+        (5000, 4000, 0, 100),
+        (1, 0, 0, 0),
+    ],
+)
+def test_resource_scorers(requested: int, capacity: int, least: int, most: int) -> None:
+    assert least_requested_score(requested, capacity) == least
+    assert most_requested_score(requested, capacity) == most
+
+
+@pytest.mark.parametrize(
+    ("fractions", "score"),
+    [([0.5, 0.5], 100), ([0.75, 0.5], 87), ([1.5, 0.0], 50), ([0.2, 0.4, 0.6], 83), ([0.3], 100)],
+)
+def test_balanced_score(fractions: list[float], score: int) -> None:
+    assert balanced_score(fractions) == score
+
+
+def test_node_affinity_sums_matching_preferred_weights() -> None:
+    zone_a = (NodeSelectorRequirement("zone", "In", ("a",)),)
+    has_gpu = (NodeSelectorRequirement("gpu", "Exists"),)
+    terms = [(10, zone_a), (5, has_gpu), (0, has_gpu), (7, ())]
+    assert node_affinity_score(terms, {"zone": "a", "gpu": "1"}) == 15
+    assert node_affinity_score(terms, {"zone": "b", "gpu": "1"}) == 5
+    assert node_affinity_score(terms, {}) == 0
+
+
+def test_normalize_reverse() -> None:
+    assert normalize_reverse({"x": 0, "y": 3, "z": 1}) == {"x": 100, "y": 0, "z": 67}
+    assert normalize_reverse({"x": 0, "y": 0}) == {"x": 100, "y": 100}
+
+
+# --- extender scale -------------------------------------------------------------------------
+
+
+def test_extender_scores_for_the_default_weights() -> None:
+    ssn = session(cluster(pod("p", cpu="1", memory="2Gi")), conf())
+    got = extender_scores(ssn, task_of(ssn, "ns/p"), list(ssn.nodes.values()))
+    # 275 -> 10, 224 -> floor(8.1), 200 -> floor(7.3)
+    assert got == {"n1": 10, "n2": 8, "n3": 7}
+
+
+def test_extender_scores_rescale_linearly_from_zero() -> None:
+    ssn = session([node(f"n{i}") for i in range(1, 6)] + [pod("p")], tiers("nodeorder"))
+    raw = {"n1": 50.0, "n2": 25.0, "n3": -5.0, "n4": 0.0, "n5": 33.3}
+
+    def fixed(_task: TaskInfo, n: NodeInfo) -> float:
+        return raw[n.name]
+
+    ssn.batch_node_order_fns.clear()
+    ssn.node_order_fns["nodeorder"] = fixed
+    got = extender_scores(ssn, task_of(ssn, "ns/p"), list(ssn.nodes.values()))
+    assert got == {"n1": 10, "n2": 5, "n3": 0, "n4": 0, "n5": 6}
+
+
+def test_extender_scores_all_zero_when_nothing_scores() -> None:
+    ssn = session(cluster(pod("p")), conf(leastrequested=0, balancedresource=0, tainttoleration=0))
+    got = extender_scores(ssn, task_of(ssn, "ns/p"), list(ssn.nodes.values()))
+    assert got == {"n1": 0, "n2": 0, "n3": 0}
