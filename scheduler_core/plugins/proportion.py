@@ -1,0 +1,450 @@
+"""proportion: weighted fair share between flat queues (Volcano's ``proportion`` plugin).
+
+Each queue with work in the session is given a *deserved* share of the cluster by iterative
+water-filling over the queue weights, bounded by its real capability and its request and
+raised to its guarantee. Everything else follows from deserved: a queue at or above it is
+overused (allocate skips it, reclaim may take from it), a task may only be allocated if the
+queue stays within it on the dimensions the task asks for, and queues with the lowest
+``allocated / deserved`` are served first.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import INFINITY, ZERO, Resource, exceeded_part, res_max
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.fit import PERMIT, REJECT
+from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.session import CycleState, EventHandler, Session
+from scheduler_core.logutil import v
+from scheduler_core.plugins.queue_attr import (
+    QueueAttr,
+    QueueAttrs,
+    deduct_sch_gated_resources,
+    flat_capability,
+    flat_real_capability,
+    format_resource_names,
+    job_usage,
+    proportion_share,
+    spec_guarantee,
+    total_guarantee,
+    trace,
+)
+
+log = logging.getLogger("scheduler_core.plugins.proportion")
+
+#: A guard, not a semantic: the loop converges in a handful of passes in practice (each pass
+#: meets a queue or hands out part of what remains); it only stops a pathological float
+#: sequence from holding a session forever.
+MAX_DESERVED_PASSES = 10_000
+
+
+def water_fill(queue_opts: Mapping[str, QueueAttr], total: Resource) -> Resource:
+    """Volcano's deserved loop; fills ``attr.deserved``/``attr.share`` in place and returns
+    what is left of ``total``.
+
+    Per pass, every queue not yet met gets ``remaining * weight / total weight`` added, then
+    is capped by its real capability (missing scalars unlimited) and its request (scalars it
+    does not request become 0), then raised to its guarantee. A queue is met when its request
+    fits its deserved, or when its deserved did not move (a cap holds it). The loop ends when
+    no unmet weight is left, nothing remains, or a pass changed nothing. ``remaining`` and the
+    total weight are fixed within a pass, so the result does not depend on queue order.
+    """
+    verbose = log.isEnabledFor(v(4))
+    remaining = total.clone()
+    meet: set[str] = set()
+    for _ in range(MAX_DESERVED_PASSES):
+        total_weight = sum(a.weight for a in queue_opts.values() if a.name not in meet)
+        if total_weight == 0:
+            trace(log, v(4), "Exiting when total weight is 0")
+            break
+        old_remaining = remaining.clone()
+        increased = Resource.empty()
+        decreased = Resource.empty()
+        for attr in queue_opts.values():
+            if verbose:
+                trace(
+                    log,
+                    v(4),
+                    "Considering Queue <%s>: weight <%d>, total weight <%d>.",
+                    attr.name,
+                    attr.weight,
+                    total_weight,
+                )
+            if attr.name in meet:
+                continue
+            old_deserved = attr.deserved.clone()
+            attr.deserved.add(remaining.clone().multi(float(attr.weight) / float(total_weight)))
+            attr.deserved.min_dimension_resource(attr.real_capability, INFINITY)
+            attr.deserved.min_dimension_resource(attr.request, ZERO)
+            attr.deserved = res_max(attr.deserved, attr.guarantee) or Resource.empty()
+            if attr.request.less_equal(attr.deserved, ZERO):
+                meet.add(attr.name)
+                met = "queue <%s> is meet"
+            elif attr.deserved.semantic_equal(old_deserved):
+                meet.add(attr.name)
+                met = "queue <%s> is meet cause of the capability"
+            else:
+                met = ""
+            if verbose:
+                _trace_pass(attr, met)
+            inc, dec = attr.deserved.diff(old_deserved, ZERO)
+            increased.add(inc)
+            decreased.add(dec)
+        remaining = exceeded_part(remaining.clone().add(decreased), increased)
+        trace(log, v(4), "Remaining resource is <%s>", remaining)
+        if remaining.is_empty() or remaining.semantic_equal(old_remaining):
+            trace(
+                log,
+                v(4),
+                "Exiting when remaining is empty or no queue has more resource request: <%s>",
+                remaining,
+            )
+            break
+    else:
+        trace(
+            log,
+            logging.ERROR,
+            "Deserved loop stopped after %d passes; remaining <%s>",
+            MAX_DESERVED_PASSES,
+            remaining,
+        )
+    # Share depends only on deserved and allocated, which the loop no longer changes for a
+    # met queue, so computing it once here equals Volcano's update on every pass.
+    for attr in queue_opts.values():
+        attr.share = proportion_share(attr)
+    return remaining
+
+
+def _trace_pass(attr: QueueAttr, met: str) -> None:
+    """Volcano's V(4) lines for one queue in one pass (share as of this pass)."""
+    attr.share = proportion_share(attr)
+    trace(log, v(4), "Format queue <%s> deserved resource to <%s>", attr.name, attr.deserved)
+    if met:
+        trace(log, v(4), met, attr.name)
+    trace(
+        log,
+        v(4),
+        "The attributes of queue <%s> in proportion: deserved <%s>, realCapability "
+        "<%s>, allocate <%s>, request <%s>, elastic <%s>, share <%0.2f>",
+        attr.name,
+        attr.deserved,
+        attr.real_capability,
+        attr.allocated,
+        attr.request,
+        attr.elastic,
+        attr.share,
+    )
+
+
+@register_plugin
+class ProportionPlugin(Plugin):
+    """``queue_opts`` (queue name -> attributes) stays readable after the session closes, so
+    reporting (simulate, /metrics) can show what the session decided from."""
+
+    name = "proportion"
+
+    def __init__(self, arguments: Arguments) -> None:
+        super().__init__(arguments)
+        self.total_resource = Resource.empty()
+        self.total_guarantee = Resource.empty()
+        self.queue_opts: dict[str, QueueAttr] = {}
+        #: job uid -> why the queue refused to admit it (Volcano records a PodGroup event).
+        self.unschedulable_reasons: dict[str, str] = {}
+        self._ssn: Session | None = None
+
+    # --- reporting ------------------------------------------------------------------------
+
+    def overused(self, queue_name: str) -> bool:
+        """Deserved within allocated on every dimension (epsilon 0.1), as the hook decides."""
+        attr = self.queue_opts.get(queue_name)
+        return attr is not None and attr.deserved.less_equal(attr.allocated, ZERO)
+
+    # --- session --------------------------------------------------------------------------
+
+    def on_session_open(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self.total_resource = ssn.total_resource.clone()
+        trace(log, v(4), "The total resource is <%s>", self.total_resource)
+        self.total_guarantee = total_guarantee(ssn.queues.values())
+        trace(log, v(4), "The total guarantee resource is <%s>", self.total_guarantee)
+
+        for job in ssn.jobs.values():
+            trace(log, v(4), "Considering Job <%s/%s>.", job.namespace, job.name)
+            attr = self.queue_opts.get(job.queue)
+            if attr is None:
+                queue = ssn.queues.get(job.queue)
+                if queue is None:
+                    log.warning(
+                        "Job <%s> names queue <%s> which is not in the session", job.uid, job.queue
+                    )
+                    continue
+                attr = self._new_attr(queue)
+                self.queue_opts[queue.name] = attr
+                trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
+            job_usage(job).add_to(attr)
+
+        water_fill(self.queue_opts, self.total_resource)
+
+        ssn.queue_order_fns[self.name] = self._queue_order
+        ssn.reclaimable_fns[self.name] = self._reclaimable
+        ssn.overused_fns[self.name] = self._overused
+        ssn.allocatable_fns[self.name] = self._allocatable
+        ssn.preemptive_fns[self.name] = self._queue_allocatable
+        ssn.simulate_allocatable_fns[self.name] = self._simulate_allocatable
+        ssn.cycle_state_fns[self.name] = self._cycle_state
+        ssn.simulate_add_task_fns[self.name] = self._simulate_add_task
+        ssn.simulate_remove_task_fns[self.name] = self._simulate_remove_task
+        ssn.job_enqueueable_fns[self.name] = self._job_enqueueable
+        ssn.job_enqueued_fns[self.name] = self._job_enqueued
+        ssn.add_event_handler(
+            EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
+        )
+
+    def on_session_close(self, ssn: Session) -> None:
+        self._ssn = None
+
+    def _new_attr(self, queue: QueueInfo) -> QueueAttr:
+        capability = flat_capability(queue)
+        guarantee = spec_guarantee(queue)
+        real = flat_real_capability(
+            self.total_resource, self.total_guarantee, guarantee, capability
+        )
+        return QueueAttr(
+            name=queue.name,
+            weight=queue.weight,
+            capability=capability if capability is not None else Resource.empty(),
+            real_capability=real,
+            guarantee=guarantee,
+        )
+
+    def _attr_of_task(self, task: TaskInfo, opts: Mapping[str, QueueAttr]) -> QueueAttr | None:
+        job = self._ssn.jobs.get(task.job) if self._ssn is not None else None
+        if job is None:
+            log.warning(
+                "Failed to find job <%s> of task <%s/%s>", task.job, task.namespace, task.name
+            )
+            return None
+        attr = opts.get(job.queue)
+        if attr is None:
+            log.warning(
+                "Failed to find queue <%s> attributes of task <%s/%s>",
+                job.queue,
+                task.namespace,
+                task.name,
+            )
+        return attr
+
+    # --- queue hooks ----------------------------------------------------------------------
+
+    def _queue_order(self, l: QueueInfo, r: QueueInfo) -> int:
+        """Higher queue priority first, then the queue furthest below its deserved share."""
+        if l.priority != r.priority:
+            return r.priority - l.priority
+        lattr, rattr = self.queue_opts.get(l.name), self.queue_opts.get(r.name)
+        if lattr is None or rattr is None or lattr.share == rattr.share:
+            return 0
+        return -1 if lattr.share < rattr.share else 1
+
+    def _overused(self, queue: QueueInfo) -> bool:
+        attr = self.queue_opts.get(queue.name)
+        if attr is None:
+            return False
+        overused = attr.deserved.less_equal(attr.allocated, ZERO)
+        if overused:
+            trace(
+                log,
+                v(3),
+                "Queue <%s> is overused: deserved <%s>, allocated <%s>, share <%s>",
+                queue.name,
+                attr.deserved,
+                attr.allocated,
+                attr.share,
+            )
+        return overused
+
+    def _queue_allocatable(self, queue: QueueInfo, candidates: list[TaskInfo]) -> bool:
+        """Can the queue grow by ``candidates`` and stay within deserved on the dimensions
+        they request (no epsilon)? Used both to allocate and to decide who may reclaim."""
+        if not queue.is_open():
+            trace(
+                log,
+                v(3),
+                "Queue <%s> current state: %s, is not in open state",
+                queue.name,
+                queue.state,
+            )
+            return False
+        attr = self.queue_opts.get(queue.name)
+        if attr is None:
+            return False
+        return _fits_deserved(queue.name, attr, candidates)
+
+    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return self._queue_allocatable(queue, [task])
+
+    def _reclaimable(
+        self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]
+    ) -> tuple[list[TaskInfo], int]:
+        """A reclaimee is a victim while its queue, less the victims already chosen in this
+        call, is still above deserved; the reclaimer does not matter here."""
+        del reclaimer
+        victims: list[TaskInfo] = []
+        allocations: dict[str, Resource] = {}
+        for reclaimee in reclaimees:
+            job = self._ssn.jobs.get(reclaimee.job) if self._ssn is not None else None
+            if job is None:
+                continue
+            attr = self.queue_opts.get(job.queue)
+            if attr is None:
+                continue
+            allocated = allocations.get(job.queue)
+            if allocated is None:
+                allocated = allocations[job.queue] = attr.allocated.clone()
+            if not allocated.less_equal(attr.deserved, ZERO):
+                allocated.sub_without_assert(reclaimee.resreq)
+                victims.append(reclaimee)
+        trace(log, v(4), "Victims from proportion plugins are %s", [t.key for t in victims])
+        return victims, PERMIT
+
+    # --- job hooks ------------------------------------------------------------------------
+
+    def _job_enqueueable(self, job: JobInfo) -> int:
+        """Admit a job only if its minResources, on top of what the queue holds and has
+        already admitted (less what it could give back), fits the real capability."""
+        queue = self._ssn.queues.get(job.queue) if self._ssn is not None else None
+        if queue is None or not queue.is_open():
+            trace(
+                log,
+                v(3),
+                "Queue <%s> current state: %s, is not open state, reject job <%s>.",
+                job.queue,
+                queue.state if queue is not None else "missing",
+                job.uid,
+            )
+            return REJECT
+        attr = self.queue_opts.get(job.queue)
+        if attr is None or job.min_resources is None:
+            return PERMIT
+        min_req = job.get_min_resources()
+        r = min_req.clone().add(attr.allocated).add(attr.inqueue).sub_without_assert(attr.elastic)
+        fits, names = r.less_equal_with_dimension_and_resources_name(attr.real_capability, min_req)
+        if fits:
+            return PERMIT
+        message = format_resource_names("queue resource quota insufficient", "insufficient", names)
+        self.unschedulable_reasons[job.uid] = message
+        trace(
+            log,
+            v(3),
+            "Job <%s> cannot be enqueued into queue <%s>: %s",
+            job.uid,
+            job.queue,
+            message,
+        )
+        return REJECT
+
+    def _job_enqueued(self, job: JobInfo) -> None:
+        """The admitted job's minResources are reserved in its queue for this session."""
+        if job.min_resources is None:
+            return
+        attr = self.queue_opts.get(job.queue)
+        if attr is not None:
+            attr.inqueue.add(deduct_sch_gated_resources(job, job.get_min_resources()))
+
+    # --- events ---------------------------------------------------------------------------
+
+    def _on_allocate(self, task: TaskInfo) -> None:
+        attr = self._attr_of_task(task, self.queue_opts)
+        if attr is None:
+            return
+        attr.allocated.add(task.resreq)
+        attr.share = proportion_share(attr)
+        trace(
+            log,
+            v(4),
+            "Proportion AllocateFunc: task <%s/%s>, resreq <%s>,  share <%s>",
+            task.namespace,
+            task.name,
+            task.resreq,
+            attr.share,
+        )
+
+    def _on_deallocate(self, task: TaskInfo) -> None:
+        attr = self._attr_of_task(task, self.queue_opts)
+        if attr is None:
+            return
+        attr.allocated.sub_without_assert(task.resreq)
+        attr.share = proportion_share(attr)
+        trace(
+            log,
+            v(4),
+            "Proportion EvictFunc: task <%s/%s>, resreq <%s>,  share <%s>",
+            task.namespace,
+            task.name,
+            task.resreq,
+            attr.share,
+        )
+
+    # --- simulation -----------------------------------------------------------------------
+
+    def _cycle_state(self, task: TaskInfo) -> QueueAttrs:
+        del task
+        return QueueAttrs({name: attr.clone() for name, attr in self.queue_opts.items()})
+
+    def _state(self, state: CycleState) -> QueueAttrs | None:
+        attrs = state.get(self.name)
+        return attrs if isinstance(attrs, QueueAttrs) else None
+
+    def _simulate_allocatable(self, state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
+        """As AllocatableFn on the what-if copy; Volcano skips the open-state check here."""
+        attrs = self._state(state)
+        attr = attrs.get(queue.name) if attrs is not None else None
+        if attr is None:
+            return False
+        return _fits_deserved(queue.name, attr, [task])
+
+    def _simulate_add_task(
+        self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo
+    ) -> None:
+        del preemptor, node
+        attrs = self._state(state)
+        attr = self._attr_of_task(task, attrs) if attrs is not None else None
+        if attr is not None:
+            attr.allocated.add(task.resreq)
+            attr.share = proportion_share(attr)
+
+    def _simulate_remove_task(
+        self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo
+    ) -> None:
+        del preemptor, node
+        attrs = self._state(state)
+        attr = self._attr_of_task(task, attrs) if attrs is not None else None
+        if attr is not None:
+            attr.allocated.sub_without_assert(task.resreq)
+            attr.share = proportion_share(attr)
+
+
+def _fits_deserved(queue_name: str, attr: QueueAttr, candidates: list[TaskInfo]) -> bool:
+    total_req = Resource.empty()
+    for task in candidates:
+        total_req.add(task.resreq)
+    future_used = attr.allocated.clone().add(total_req)
+    fits, _ = future_used.less_equal_with_dimension_and_resources_name(attr.deserved, total_req)
+    if not fits:
+        trace(
+            log,
+            v(3),
+            "Queue <%s>: deserved <%s>, allocated <%s>; Candidate <%s>: resource request <%s>",
+            queue_name,
+            attr.deserved,
+            attr.allocated,
+            ", ".join(task.name for task in candidates),
+            total_req,
+        )
+    return fits

@@ -1,0 +1,281 @@
+"""The per-queue attribute record that proportion and capacity both keep, and the job-derived
+quantities they both add into it.
+
+Both plugins answer every queue question (order, overuse, allocatable, reclaim, enqueue) from
+the same few vectors per queue: what it deserves, what it holds, what it asks for, what its
+admitted jobs have reserved (``inqueue``) and what it holds beyond its jobs' minimum
+(``elastic``). Keeping the record and the arithmetic that fills it in one place means the
+two plugins cannot drift apart where Volcano's do not. Volcano's helpers named here are
+``GetInqueueResource``, ``CalculateAllocatedTaskNum`` and ``JobInfo.DeductSchGatedResources``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import INFINITY, MIN_RESOURCE, Resource, exceeded_part, share
+from scheduler_core.api.types import PodGroupPhase, TaskStatus, allocated_status
+from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.plugins.queue_attr")
+
+MAX_FLOAT = sys.float_info.max
+
+
+@dataclass(slots=True, eq=False)
+class QueueAttr:
+    """One queue as the fair-share plugins see it during a session.
+
+    ``ancestors`` lists the queue's ancestors root first and ``children`` its direct
+    children's names; both stay empty outside capacity's hierarchical mode. ``weight`` is
+    only meaningful to proportion.
+    """
+
+    name: str
+    weight: int = 0
+    share: float = 0.0
+    deserved: Resource = field(default_factory=Resource.empty)
+    allocated: Resource = field(default_factory=Resource.empty)
+    request: Resource = field(default_factory=Resource.empty)
+    inqueue: Resource = field(default_factory=Resource.empty)
+    elastic: Resource = field(default_factory=Resource.empty)
+    capability: Resource = field(default_factory=Resource.empty)
+    real_capability: Resource = field(default_factory=Resource.empty)
+    guarantee: Resource = field(default_factory=Resource.empty)
+    ancestors: list[str] = field(default_factory=list)
+    children: list[str] = field(default_factory=list)
+
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    def clone(self) -> QueueAttr:
+        """A copy whose resources can be changed by a what-if without touching the session."""
+        return QueueAttr(
+            name=self.name,
+            weight=self.weight,
+            share=self.share,
+            deserved=self.deserved.clone(),
+            allocated=self.allocated.clone(),
+            request=self.request.clone(),
+            inqueue=self.inqueue.clone(),
+            elastic=self.elastic.clone(),
+            capability=self.capability.clone(),
+            real_capability=self.real_capability.clone(),
+            guarantee=self.guarantee.clone(),
+            ancestors=list(self.ancestors),
+            children=list(self.children),
+        )
+
+
+class QueueAttrs(dict[str, QueueAttr]):
+    """Queue name -> attributes; the plugins' entry in a preemptor's cycle state.
+
+    Simulated preemption adds and removes tasks on a copy, and a copy of a copy must not
+    share resources with it either, hence ``clone`` is deep.
+    """
+
+    def clone(self) -> QueueAttrs:
+        return QueueAttrs({name: attr.clone() for name, attr in self.items()})
+
+
+def trace(logger: logging.Logger, level: int, msg: str, *args: object) -> None:
+    """Log with Resource arguments rendered now, and only when the level is on.
+
+    The plugins change their resources in place; a handler that formats a record later (a
+    queue handler, pytest's capture) would otherwise print the value the resource has by
+    then, and formatting unconditionally would cost the hot paths.
+    """
+    if logger.isEnabledFor(level):
+        logger.log(level, msg, *(repr(a) if isinstance(a, Resource) else a for a in args))
+
+
+# --- share -------------------------------------------------------------------------------
+
+
+def proportion_share(attr: QueueAttr) -> float:
+    """``max`` over the deserved dimensions (>= epsilon) of allocated / deserved; 0 with none.
+
+    Written out per dimension rather than over ``resource_names()``: it runs for every queue
+    on every allocate and evict event.
+    """
+    deserved, allocated = attr.deserved, attr.allocated
+    result = 0.0
+    if deserved.milli_cpu >= MIN_RESOURCE:
+        result = share(allocated.milli_cpu, deserved.milli_cpu)
+    if deserved.memory >= MIN_RESOURCE:
+        result = max(result, share(allocated.memory, deserved.memory))
+    if deserved.scalars:
+        held = allocated.scalars or {}
+        for name, quant in deserved.scalars.items():
+            if quant >= MIN_RESOURCE:
+                result = max(result, share(held.get(name, 0.0), quant))
+    return result
+
+
+def capacity_share(attr: QueueAttr) -> float:
+    """As proportion's, except a queue with nothing deserved (best effort) is at 1, so it is
+    served only after every queue with a deserved share has reached it."""
+    if attr.deserved.is_empty():
+        return 1.0
+    return proportion_share(attr)
+
+
+# --- queue spec ----------------------------------------------------------------------------
+
+
+def total_guarantee(queues: Iterable[QueueInfo]) -> Resource:
+    """What every queue together is guaranteed: nobody else may count on it."""
+    total = Resource.empty()
+    for queue in queues:
+        if queue.guarantee is not None:
+            total.add(queue.guarantee)
+    return total
+
+
+def spec_guarantee(queue: QueueInfo) -> Resource:
+    return queue.guarantee.clone() if queue.guarantee is not None else Resource.empty()
+
+
+def flat_capability(queue: QueueInfo) -> Resource | None:
+    """``spec.capability`` with a missing (or non-positive) cpu or memory read as unlimited;
+    ``None`` when the spec sets no capability at all."""
+    if queue.capability is None:
+        return None
+    capability = queue.capability.clone()
+    if capability.milli_cpu <= 0:
+        capability.milli_cpu = MAX_FLOAT
+    if capability.memory <= 0:
+        capability.memory = MAX_FLOAT
+    return capability
+
+
+def flat_real_capability(
+    total: Resource, guarantees: Resource, guarantee: Resource, capability: Resource | None
+) -> Resource:
+    """What the queue could ever get: the cluster minus every guarantee, plus its own
+    guarantee, capped by its capability."""
+    real = exceeded_part(total, guarantees).clone().add(guarantee)
+    if capability is not None:
+        real.min_dimension_resource(capability, INFINITY)
+    return real
+
+
+def hierarchy_enabled(conf: SchedulerConfiguration, plugin: str) -> bool:
+    """``ssn.HierarchyEnabled``: the first option naming the plugin decides."""
+    for tier in conf.tiers:
+        for option in tier.plugins:
+            if option.name == plugin:
+                return option.enabled("enableHierarchy")
+    return False
+
+
+def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
+    """``util.FormatResourceNames``: ``"prefix: verb a, verb b"``."""
+    if not names:
+        return prefix
+    return f"{prefix}: " + ", ".join(f"{verb} {name}" for name in names)
+
+
+# --- job contributions -----------------------------------------------------------------------
+
+
+def allocated_task_num(job: JobInfo) -> int:
+    """``CalculateAllocatedTaskNum``: tasks holding resources on a node."""
+    return sum(
+        len(bucket) for status, bucket in job.status_index.items() if allocated_status(status)
+    )
+
+
+def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
+    """``GetInqueueResource``: the part of the job's minResources it does not hold yet.
+
+    Per dimension named in minResources: ``max(0, min - allocated)``; a scalar the job holds
+    none of is reserved in full. Scalars are compared in the engine's units (milli, ``pods``
+    whole) on both sides.
+    """
+    minimum = job.min_resources
+    inqueue = Resource.empty()
+    if minimum is None:
+        return inqueue
+    if minimum.milli_cpu - allocated.milli_cpu > 0:
+        inqueue.milli_cpu = minimum.milli_cpu - allocated.milli_cpu
+    if minimum.memory - allocated.memory > 0:
+        inqueue.memory = minimum.memory - allocated.memory
+    if minimum.scalars is not None:
+        scalars: dict[str, float] = {}
+        held = allocated.scalars or {}
+        for name, quant in minimum.scalars.items():
+            if name not in held:
+                scalars[name] = quant
+            elif quant - held[name] > 0:
+                scalars[name] = quant - held[name]
+        inqueue.scalars = scalars
+    return inqueue
+
+
+def deduct_sch_gated_resources(job: JobInfo, res: Resource) -> Resource:
+    """``DeductSchGatedResources``: pods held back by scheduling gates reserve nothing yet.
+
+    Returns ``res`` itself when no task is gated (the common case), else a copy reduced by
+    the gated tasks' requests, never below zero; scalars absent from ``res`` stay absent.
+    """
+    gated = Resource.empty()
+    for task in job.tasks.values():
+        if task.gated:
+            gated.add(task.resreq)
+    if gated.is_empty():
+        return res
+    result = res.clone()
+    result.milli_cpu = max(result.milli_cpu - gated.milli_cpu, 0.0)
+    result.memory = max(result.memory - gated.memory, 0.0)
+    if result.scalars and gated.scalars:
+        for name, quant in list(result.scalars.items()):
+            if name in gated.scalars:
+                result.scalars[name] = max(quant - gated.scalars[name], 0.0)
+    trace(log, v(3), "Gated resources: %s, MinResource: %s: Result: %s", gated, res, result)
+    return result
+
+
+@dataclass(slots=True)
+class JobUsage:
+    """What one job adds to its queue (and, in a hierarchy, to every ancestor)."""
+
+    allocated: Resource
+    request: Resource
+    inqueue: Resource
+    elastic: Resource
+
+    def add_to(self, attr: QueueAttr) -> None:
+        attr.allocated.add(self.allocated)
+        attr.request.add(self.request)
+        attr.inqueue.add(self.inqueue)
+        attr.elastic.add(self.elastic)
+
+
+def job_usage(job: JobInfo) -> JobUsage:
+    """Allocated = tasks on nodes; request = those plus pending ones; inqueue = what an
+    admitted (Inqueue) or running-at-gang-size job still reserves of its minResources;
+    elastic = what the job holds beyond its minResources."""
+    allocated = Resource.empty()
+    request = Resource.empty()
+    for status, bucket in job.status_index.items():
+        if allocated_status(status):
+            for task in bucket.values():
+                allocated.add(task.resreq)
+                request.add(task.resreq)
+        elif status == TaskStatus.PENDING:
+            for task in bucket.values():
+                request.add(task.resreq)
+    inqueue = Resource.empty()
+    if job.min_resources is not None and (
+        job.phase == PodGroupPhase.INQUEUE
+        or (job.phase == PodGroupPhase.RUNNING and allocated_task_num(job) >= job.min_available)
+    ):
+        inqueue.add(deduct_sch_gated_resources(job, inqueue_resource(job, job.allocated)))
+    return JobUsage(allocated, request, inqueue, job.get_elastic_resources())
