@@ -203,7 +203,8 @@ class ClusterState:
 
     # --- pods ---------------------------------------------------------------------------
 
-    def _priority_values(self) -> dict[str, int]:
+    def priority_values(self) -> dict[str, int]:
+        """PriorityClass name -> value."""
         return {name: value for name, (value, _) in self._priority_classes.items()}
 
     def _global_default(self) -> int | None:
@@ -213,7 +214,7 @@ class ClusterState:
         return None
 
     def _put_pod(self, pod: dict[str, Any]) -> None:
-        task = pod_to_task(pod, self._priority_values())
+        task = pod_to_task(pod, self.priority_values())
         self._remove_pod(task.key)
         self._tasks[task.key] = task
         job_id, synthesized = pod_job_id(pod)
@@ -284,12 +285,12 @@ class ClusterState:
         self._podgroups[pg.uid] = pg
         job = self._jobs.get(pg.uid)
         if job is None:
-            job = job_from_podgroup(pg, self._priority_values(), self._global_default())
+            job = job_from_podgroup(pg, self.priority_values(), self._global_default())
             self._jobs[pg.uid] = job
             for task in self._orphans.pop(pg.uid, {}).values():
                 job.add_task_info(task)
         else:
-            apply_podgroup(job, pg, self._priority_values(), self._global_default())
+            apply_podgroup(job, pg, self.priority_values(), self._global_default())
 
     def _remove_podgroup(self, key: str) -> None:
         self._podgroups.pop(key, None)
@@ -298,7 +299,7 @@ class ClusterState:
             self._orphans[key] = dict(job.tasks)
 
     def _refresh_job_priorities(self) -> None:
-        values, default = self._priority_values(), self._global_default()
+        values, default = self.priority_values(), self._global_default()
         for uid, pg in self._podgroups.items():
             job = self._jobs.get(uid)
             if job is not None:
@@ -352,7 +353,7 @@ class ClusterState:
                 nodes=self._nodes,
                 queues=queues,
                 pdbs=list(self._pdbs.values()),
-                priority_classes=self._priority_values(),
+                priority_classes=self.priority_values(),
             )
             return shared.clone()
 
@@ -365,7 +366,7 @@ class ClusterState:
             nodes=dict(self._nodes),
             queues=queues,
             pdbs=list(self._pdbs.values()),
-            priority_classes=self._priority_values(),
+            priority_classes=self.priority_values(),
         )
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:
