@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource, share
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import allocated_status
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT
 from scheduler_core.framework.registry import Plugin, register_plugin
@@ -73,10 +72,7 @@ class DrfPlugin(Plugin):
 
         for job in ssn.jobs.values():
             attr = DrfAttr()
-            for status, bucket in job.status_index.items():
-                if allocated_status(status):
-                    for task in bucket.values():
-                        attr.allocated.add(task.resreq)
+            attr.allocated.add(job.allocated)  # the job's running sum of allocated tasks
             self._update_share(attr)
             self.job_attrs[job.uid] = attr
 
