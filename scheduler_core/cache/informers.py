@@ -1,0 +1,335 @@
+"""The set of informers feeding the engine's cluster state, with readiness and metrics.
+
+One :class:`~scheduler_core.cache.reflector.Reflector` per watched kind (per namespace when the
+service is restricted to namespaces), all sharing one ``kubernetes.client.ApiClient`` built from
+a kubeconfig or the in-cluster service account, so authentication of every kind (tokens, client
+certificates, exec plugins) is the client's business, not ours.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
+
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from .kinds import ALL_KINDS, KindSpec
+from .reflector import EVENT_TYPES, RESTART_REASONS, Reflector, ReflectorOptions, ReflectorStatus
+
+log = logging.getLogger(__name__)
+
+METRIC_PREFIX = "queue_extender_informer"
+USER_AGENT = "kube-queue-extender/informers"
+
+
+class EventSink(Protocol):
+    """What the engine's cluster state implements to receive the informers' output.
+
+    ``kind`` is a :class:`KindSpec` ``kind`` ("Pod", "Node", "PriorityClass",
+    "PodDisruptionBudget", "Queue", "PodGroup"). Calls for one kind never overlap; calls for
+    different kinds come from different threads, so the sink locks. ``delete`` may name a key
+    the sink does not hold (an object whose upsert the sink refused): it must be a no-op then.
+    """
+
+    def upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        """Add or replace the object (decoded JSON) under its key."""
+
+    def delete(self, kind: str, key: str) -> None:
+        """Forget the object with key ``namespace/name`` (or ``name`` if cluster-scoped)."""
+
+    def synced(self, kind: str) -> None:
+        """The initial list (or a relist) of ``kind`` has been fully applied."""
+
+
+class _NamespacedSink:
+    """Merges the reflectors of one kind restricted to several namespaces into one sink view.
+
+    Each namespace needs its own list and watch (a field selector cannot OR namespaces, and a
+    cluster-wide watch needs cluster-wide RBAC), so one kind has several threads. This wrapper
+    keeps the sink's promise: calls for a kind never overlap (a lock), and ``synced(kind)`` is
+    only said once every namespace has listed.
+    """
+
+    def __init__(self, sink: EventSink, namespaces: int) -> None:
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._expected = namespaces
+        self._synced: set[int] = set()
+
+    def scope(self, index: int) -> EventSink:
+        return _ScopeSink(self, index)
+
+    def upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._sink.upsert(kind, obj)
+
+    def delete(self, kind: str, key: str) -> None:
+        with self._lock:
+            self._sink.delete(kind, key)
+
+    def synced(self, kind: str, index: int) -> None:
+        with self._lock:
+            self._synced.add(index)
+            if len(self._synced) == self._expected:
+                self._sink.synced(kind)
+
+
+class _ScopeSink:
+    def __init__(self, shared: _NamespacedSink, index: int) -> None:
+        self._shared = shared
+        self._index = index
+
+    def upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        self._shared.upsert(kind, obj)
+
+    def delete(self, kind: str, key: str) -> None:
+        self._shared.delete(kind, key)
+
+    def synced(self, kind: str) -> None:
+        self._shared.synced(kind, self._index)
+
+
+def build_api_client(
+    kubeconfig: str | None = None,
+    *,
+    context: str | None = None,
+    in_cluster: bool | None = None,
+    min_pool_size: int = 0,
+) -> Any:
+    """An ``ApiClient`` configured like kubectl would be.
+
+    An explicit kubeconfig path wins; otherwise the in-cluster service account when running in
+    a pod (``KUBERNETES_SERVICE_HOST`` set) or when ``in_cluster`` is true; otherwise the usual
+    ``$KUBECONFIG`` / ``~/.kube/config``. The connection pool is widened so every watch keeps a
+    connection of its own and lists still find one free.
+    """
+    configuration = k8s_client.Configuration()
+    if kubeconfig:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig,
+            context=context,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    elif in_cluster or (in_cluster is None and os.environ.get("KUBERNETES_SERVICE_HOST")):
+        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
+    else:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            context=context, client_configuration=configuration, persist_config=False
+        )
+    current = configuration.connection_pool_maxsize or 0
+    configuration.connection_pool_maxsize = max(current, min_pool_size)
+    # TCP keepalive with client-go's timings, so a proxy silently dropping an idle watch is
+    # noticed by the kernel too, not only by the watch read timeout.
+    configuration.keep_alive = True
+    api_client = k8s_client.ApiClient(configuration=configuration)
+    api_client.user_agent = USER_AGENT  # names us in the API server's audit log
+    return api_client
+
+
+class InformerSet:
+    """Starts, stops and reports on the reflectors of every watched kind."""
+
+    def __init__(
+        self,
+        sink: EventSink,
+        *,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        in_cluster: bool | None = None,
+        namespaces: Sequence[str] = (),
+        kinds: Sequence[KindSpec] = ALL_KINDS,
+        options: ReflectorOptions | None = None,
+        registry: CollectorRegistry | None = None,
+        api_client: Any = None,
+    ) -> None:
+        self.kinds: tuple[KindSpec, ...] = tuple(kinds)
+        self.namespaces: tuple[str, ...] = tuple(dict.fromkeys(n for n in namespaces if n))
+        self.options = options or ReflectorOptions()
+        self._started = False
+        self._stopped = False
+        self._owns_client = api_client is None
+        self.reflectors: dict[str, list[Reflector]] = {}
+        plan = [
+            (spec, self.namespaces if spec.namespaced and self.namespaces else (None,))
+            for spec in self.kinds
+        ]
+        if api_client is None:
+            watches = sum(len(scopes) for _, scopes in plan)
+            api_client = build_api_client(
+                kubeconfig, context=context, in_cluster=in_cluster, min_pool_size=watches + 4
+            )
+        self.api_client = api_client
+        for spec, scopes in plan:
+            if len(scopes) == 1:
+                sinks: list[EventSink] = [sink]
+            else:
+                shared = _NamespacedSink(sink, len(scopes))
+                sinks = [shared.scope(i) for i in range(len(scopes))]
+            self.reflectors[spec.kind] = [
+                Reflector(spec, api_client, scope_sink, namespace=ns, options=self.options)
+                for ns, scope_sink in zip(scopes, sinks, strict=True)
+            ]
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.registry.register(InformerCollector(self))
+
+    def all_reflectors(self) -> Iterator[Reflector]:
+        for group in self.reflectors.values():
+            yield from group
+
+    def start(self) -> None:
+        """Start every reflector; returns at once (see :meth:`wait_for_sync`)."""
+        if self._started:
+            raise RuntimeError("informers already started")
+        self._started = True
+        log.info(
+            "starting informers for %s%s",
+            ", ".join(spec.plural for spec in self.kinds),
+            f" in namespaces {', '.join(self.namespaces)}" if self.namespaces else "",
+        )
+        for reflector in self.all_reflectors():
+            reflector.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop every reflector (cutting their watches) and close the client we built."""
+        self._stopped = True
+        for reflector in self.all_reflectors():
+            reflector.stop(timeout=0)
+        deadline = time.monotonic() + timeout
+        for reflector in self.all_reflectors():
+            reflector.stop(timeout=max(0.0, deadline - time.monotonic()))
+        if self._owns_client:
+            self.api_client.close()
+
+    def has_synced(self) -> bool:
+        return all(r.has_synced() for r in self.all_reflectors())
+
+    def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Block until every informer has synced or ``timeout`` passes; says which."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for reflector in self.all_reflectors():
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not reflector.wait_for_sync(remaining):
+                return False
+        return True
+
+    def statuses(self) -> list[ReflectorStatus]:
+        return [r.status() for r in self.all_reflectors()]
+
+    def readiness(self) -> tuple[bool, str]:
+        """(ready, reason): ready once every informer synced; the reason names the laggards."""
+        if not self._started:
+            return False, "informers not started"
+        if self._stopped:
+            return False, "informers stopped"
+        waiting = [s for s in self.statuses() if not s.synced]
+        if not waiting:
+            return True, f"all {len(self.kinds)} informers synced"
+        parts = [f"{status.name} ({status.describe()})" for status in waiting]
+        return False, "waiting for initial sync: " + ", ".join(parts)
+
+
+class InformerCollector(Collector):
+    """Exposes the reflectors' counters at scrape time.
+
+    The reflector threads only bump plain integers (cheaper than prometheus children on the
+    per-event path); this turns them into metric families, summing namespaces of one kind.
+    Registered on the caller's registry, never on the process-global one.
+    """
+
+    def __init__(self, informers: InformerSet) -> None:
+        self._informers = informers
+
+    def describe(self) -> Iterable[Metric]:
+        return _Families().all()
+
+    def collect(self) -> Iterable[Metric]:
+        f = _Families()
+        now = time.monotonic()
+        for kind, group in self._informers.reflectors.items():
+            event_counts = dict.fromkeys(EVENT_TYPES, 0)
+            restart_counts = dict.fromkeys(RESTART_REASONS, 0)
+            relist_count = 0
+            last_event: float | None = None
+            durations: list[float] = []
+            for reflector in group:
+                stats = reflector.stats
+                for etype, count in dict(stats.events).items():
+                    event_counts[etype] += count
+                for reason, count in dict(stats.watch_restarts).items():
+                    restart_counts[reason] += count
+                relist_count += stats.relists
+                if stats.last_event_at is not None:
+                    last_event = max(last_event or stats.last_event_at, stats.last_event_at)
+                if stats.sync_duration is not None:
+                    durations.append(stats.sync_duration)
+            for etype, count in event_counts.items():
+                f.events.add_metric([kind, etype.lower()], count)
+            for reason, count in restart_counts.items():
+                f.restarts.add_metric([kind, reason], count)
+            f.relists.add_metric([kind], relist_count)
+            if last_event is not None:
+                f.age.add_metric([kind], max(0.0, now - last_event))
+            if durations:
+                f.duration.add_metric([kind], max(durations))
+            f.synced.add_metric([kind], 1.0 if all(r.has_synced() for r in group) else 0.0)
+            f.objects.add_metric([kind], sum(r.object_count for r in group))
+        return f.all()
+
+
+class _Families:
+    """Fresh, empty metric families for one scrape."""
+
+    def __init__(self) -> None:
+        p = METRIC_PREFIX
+        self.events = CounterMetricFamily(
+            f"{p}_events",
+            "Watch events and list results applied to the cache, by kind and type.",
+            labels=["kind", "type"],
+        )
+        self.relists = CounterMetricFamily(
+            f"{p}_relists", "Lists after the initial one (410 Gone etc.).", labels=["kind"]
+        )
+        self.restarts = CounterMetricFamily(
+            f"{p}_watch_restarts",
+            "Watches that ended and were reopened, by reason.",
+            labels=["kind", "reason"],
+        )
+        self.age = GaugeMetricFamily(
+            f"{p}_last_event_age_seconds",
+            "Seconds since the last watch event, bookmark or list page.",
+            labels=["kind"],
+        )
+        self.duration = GaugeMetricFamily(
+            f"{p}_sync_duration_seconds",
+            "Duration of the last complete list (initial sync or relist).",
+            labels=["kind"],
+        )
+        self.synced = GaugeMetricFamily(
+            f"{p}_synced", "1 once the initial list has been applied.", labels=["kind"]
+        )
+        self.objects = GaugeMetricFamily(
+            f"{p}_objects", "Objects currently tracked by the informer.", labels=["kind"]
+        )
+
+    def all(self) -> list[Metric]:
+        return [
+            self.events,
+            self.relists,
+            self.restarts,
+            self.age,
+            self.duration,
+            self.synced,
+            self.objects,
+        ]

@@ -1,0 +1,92 @@
+"""The Kubernetes resources the engine watches, and how to address them over REST.
+
+The reflector talks to the API server with raw paths rather than the generated typed API
+classes (they would materialise typed models, see python-stack.md), so the one place that
+knows a resource's group, version, plural and scope is this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    """One watched resource type.
+
+    ``custom`` marks a CustomResourceDefinition that may legitimately be absent from a
+    cluster (Volcano not installed yet): a 404 on its list is then reported as "CRD not
+    installed" rather than as a broken API server.
+    """
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+    custom: bool = False
+
+    @property
+    def api_version(self) -> str:
+        """The ``apiVersion`` string objects of this kind carry (``v1`` for the core group)."""
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def api_prefix(self) -> str:
+        """The URL prefix of the group: legacy ``/api/v1`` for core, ``/apis/g/v`` otherwise."""
+        return f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+
+    @property
+    def resource(self) -> str:
+        """The qualified name a person (and RBAC) uses: ``queues.scheduling.volcano.sh``."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def crd_name(self) -> str:
+        """The name of the CRD as ``kubectl get crd`` shows it, with the served version."""
+        return f"{self.resource}/{self.version}"
+
+    def list_path(self, namespace: str | None = None) -> str:
+        """Collection path for list and watch, restricted to ``namespace`` when given.
+
+        Cluster-scoped kinds ignore the namespace: restricting them makes no sense and the
+        API server would answer 404.
+        """
+        if namespace and self.namespaced:
+            return f"{self.api_prefix}/namespaces/{namespace}/{self.plural}"
+        return f"{self.api_prefix}/{self.plural}"
+
+    def key_of(self, obj: dict[str, Any]) -> str:
+        """The cache key of a decoded object: ``namespace/name`` or ``name``."""
+        meta = obj["metadata"]
+        namespace = meta.get("namespace")
+        name: str = meta["name"]
+        return f"{namespace}/{name}" if namespace else name
+
+
+POD = KindSpec("Pod", "", "v1", "pods", namespaced=True)
+NODE = KindSpec("Node", "", "v1", "nodes", namespaced=False)
+PRIORITY_CLASS = KindSpec(
+    "PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False
+)
+POD_DISRUPTION_BUDGET = KindSpec(
+    "PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", namespaced=True
+)
+QUEUE = KindSpec(
+    "Queue", "scheduling.volcano.sh", "v1beta1", "queues", namespaced=False, custom=True
+)
+POD_GROUP = KindSpec(
+    "PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True, custom=True
+)
+
+ALL_KINDS: tuple[KindSpec, ...] = (
+    POD,
+    NODE,
+    PRIORITY_CLASS,
+    POD_DISRUPTION_BUDGET,
+    QUEUE,
+    POD_GROUP,
+)
+
+BY_KIND: dict[str, KindSpec] = {spec.kind: spec for spec in ALL_KINDS}

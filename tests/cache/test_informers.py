@@ -1,0 +1,258 @@
+"""InformerSet: every kind from one kubeconfig, readiness, namespaces, metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import prometheus_client
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from scheduler_core.cache.informers import InformerSet
+from scheduler_core.cache.kinds import ALL_KINDS
+from scheduler_core.cache.reflector import ReflectorOptions
+from tests.fakeapi import FakeApiServer, RecordingSink, wait_until, write_kubeconfig
+
+TOKEN = "informer-token"
+FAST = ReflectorOptions(
+    page_size=5,
+    backoff_initial=0.02,
+    backoff_cap=0.2,
+    backoff_jitter=0.5,
+    min_watch_timeout=60,
+    watch_read_timeout=30,
+    list_read_timeout=5,
+    connect_timeout=2,
+)
+
+MakeInformers = Callable[..., tuple[InformerSet, RecordingSink]]
+
+
+def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
+    server.add("Pod", {"metadata": {"name": "p", "namespace": namespace}})
+    server.add("Node", {"metadata": {"name": "n"}})
+    server.add("PriorityClass", {"metadata": {"name": "high"}, "value": 1000})
+    server.add("PodDisruptionBudget", {"metadata": {"name": "pdb", "namespace": namespace}})
+    server.add("Queue", {"metadata": {"name": "q"}, "spec": {"weight": 1}})
+    server.add("PodGroup", {"metadata": {"name": "g", "namespace": namespace}})
+
+
+@pytest.fixture
+def kubeconfig(fake_api: FakeApiServer, tmp_path: Path) -> str:
+    fake_api.token = TOKEN
+    return str(write_kubeconfig(tmp_path / "kubeconfig", fake_api.url, token=TOKEN))
+
+
+@pytest.fixture
+def make_informers(kubeconfig: str) -> Iterator[MakeInformers]:
+    made: list[InformerSet] = []
+
+    def make(start: bool = True, **kwargs: Any) -> tuple[InformerSet, RecordingSink]:
+        sink = RecordingSink()
+        kwargs.setdefault("kubeconfig", kubeconfig)
+        kwargs.setdefault("options", FAST)
+        informers = InformerSet(sink, **kwargs)
+        made.append(informers)
+        if start:
+            informers.start()
+        return informers, sink
+
+    yield make
+    for informers in made:
+        informers.stop()
+
+
+def test_every_kind_syncs_through_the_kubeconfig(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    seed_one_of_each(fake_api)
+    informers, sink = make_informers()
+    assert informers.wait_for_sync(5)
+    assert informers.readiness() == (True, "all 6 informers synced")
+    expected = {
+        "Pod": {"default/p"},
+        "Node": {"n"},
+        "PriorityClass": {"high"},
+        "PodDisruptionBudget": {"default/pdb"},
+        "Queue": {"q"},
+        "PodGroup": {"default/g"},
+    }
+    assert {spec.kind: sink.keys(spec.kind) for spec in ALL_KINDS} == expected
+    assert all(sink.synced_count[spec.kind] == 1 for spec in ALL_KINDS)
+    paths = {r.path for r in fake_api.request_log if r.status == 200}
+    assert paths == {
+        "/api/v1/pods",
+        "/api/v1/nodes",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+        "/apis/policy/v1/poddisruptionbudgets",
+        "/apis/scheduling.volcano.sh/v1beta1/queues",
+        "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+    }
+    assert {r.user_agent for r in fake_api.request_log} == {"kube-queue-extender/informers"}
+    fake_api.add("Queue", {"metadata": {"name": "q2"}, "spec": {"weight": 3}})
+    wait_until(lambda: sink.keys("Queue") == {"q", "q2"}, message="queue event")
+
+
+def test_not_ready_until_every_kind_synced_and_the_reason_names_them(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    for i in range(8):
+        fake_api.add("Pod", {"metadata": {"name": f"p{i}", "namespace": "default"}})
+    fake_api.set_crd_installed("scheduling.volcano.sh", "queues", False)
+    # Pods get stuck after their first page; PDBs are forbidden.
+    fake_api.fail_next(1_000_000, 500, path="/api/v1/pods", with_continue=True)
+    fake_api.fail_next(1_000_000, 403, path="/apis/policy/v1/poddisruptionbudgets")
+    informers, sink = make_informers()
+
+    def reason() -> str:
+        return informers.readiness()[1]
+
+    wait_until(lambda: "queues (CRD" in reason() and "5 listed;" in reason(), message="reasons")
+    ready, text = informers.readiness()
+    assert not ready
+    assert text.startswith("waiting for initial sync: ")
+    assert "queues (CRD queues.scheduling.volcano.sh/v1beta1 not installed)" in text
+    assert "pods (5 listed; list failed: HTTP 500" in text
+    assert "poddisruptionbudgets (0 listed; list failed: HTTP 403 Forbidden" in text
+    assert "nodes" not in text  # synced kinds are not named
+    assert not informers.wait_for_sync(0.2)
+    assert not informers.has_synced()
+
+    fake_api.fail_next(0)
+    fake_api.set_crd_installed("scheduling.volcano.sh", "queues", True)
+    assert informers.wait_for_sync(5)
+    assert informers.readiness()[0]
+    assert len(sink.keys("Pod")) == 8
+
+
+def test_readiness_before_start_and_after_stop(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    informers, _ = make_informers(start=False)
+    assert informers.readiness() == (False, "informers not started")
+    informers.start()
+    assert informers.wait_for_sync(5)
+    informers.stop()
+    assert informers.readiness() == (False, "informers stopped")
+    assert not any(r.running for r in informers.all_reflectors())
+    wait_until(lambda: fake_api.open_watches == 0, message="watches closed")
+
+
+def test_bad_credentials_are_the_reason(
+    fake_api: FakeApiServer, make_informers: MakeInformers, tmp_path: Path
+) -> None:
+    wrong = write_kubeconfig(tmp_path / "wrong", fake_api.url, token="not-the-token")
+    informers, _ = make_informers(kubeconfig=str(wrong))
+    wait_until(lambda: "HTTP 401" in informers.readiness()[1], message="401 reported")
+    assert not informers.readiness()[0]
+
+
+def test_namespace_restriction(fake_api: FakeApiServer, make_informers: MakeInformers) -> None:
+    for namespace in ("team-a", "team-b", "team-c"):
+        fake_api.add("Pod", {"metadata": {"name": "p", "namespace": namespace}})
+        fake_api.add("PodGroup", {"metadata": {"name": "g", "namespace": namespace}})
+        fake_api.add("PodDisruptionBudget", {"metadata": {"name": "b", "namespace": namespace}})
+    fake_api.add("Node", {"metadata": {"name": "n"}})
+    slow_b = "/api/v1/namespaces/team-b/pods"
+    fake_api.fail_next(1_000_000, 500, path=slow_b)
+    informers, sink = make_informers(namespaces=["team-a", "team-b"])
+
+    team_b_failing = "pods in team-b (0 listed; list failed: HTTP 500"
+    wait_until(lambda: team_b_failing in informers.readiness()[1], message="team-b failing")
+    wait_until(lambda: informers.reflectors["Pod"][0].has_synced(), message="team-a pods synced")
+    # One namespace listed is not the kind synced.
+    assert sink.synced_count["Pod"] == 0
+    assert "pods in team-a" not in informers.readiness()[1]
+    fake_api.fail_next(0)
+    assert informers.wait_for_sync(5)
+    assert sink.synced_count["Pod"] == 1
+
+    assert sink.keys("Pod") == {"team-a/p", "team-b/p"}
+    assert sink.keys("PodGroup") == {"team-a/g", "team-b/g"}
+    assert sink.keys("PodDisruptionBudget") == {"team-a/b", "team-b/b"}
+    assert sink.keys("Node") == {"n"}  # cluster-scoped kinds are not restricted
+    listed_paths = {r.path for r in fake_api.requests(watch=False)}
+    assert "/api/v1/pods" not in listed_paths
+    assert "/api/v1/namespaces/team-a/pods" in listed_paths
+    assert "/apis/scheduling.volcano.sh/v1beta1/namespaces/team-b/podgroups" in listed_paths
+    assert "/apis/scheduling.volcano.sh/v1beta1/queues" in listed_paths
+
+    fake_api.add("Pod", {"metadata": {"name": "q", "namespace": "team-b"}})
+    fake_api.add("Pod", {"metadata": {"name": "q", "namespace": "team-c"}})
+    fake_api.add("Pod", {"metadata": {"name": "q", "namespace": "team-a"}})
+    wait_until(lambda: "team-a/q" in sink.keys("Pod") and "team-b/q" in sink.keys("Pod"))
+    assert "team-c/q" not in sink.keys("Pod")
+
+
+def test_metrics_on_the_callers_registry_only(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    for i in range(3):
+        fake_api.add("Pod", {"metadata": {"name": f"p{i}", "namespace": "default"}})
+    registry = CollectorRegistry()
+    informers, sink = make_informers(registry=registry)
+    assert informers.registry is registry
+    assert informers.wait_for_sync(5)
+    wait_until(lambda: fake_api.open_watches == 6, message="all watching")
+
+    def sample(name: str, **labels: str) -> float | None:
+        value: float | None = registry.get_sample_value(f"queue_extender_informer_{name}", labels)
+        return value
+
+    fake_api.add("Pod", {"metadata": {"name": "new", "namespace": "default"}})
+    wait_until(lambda: sample("events_total", kind="Pod", type="added") == 1, message="added")
+    assert sample("events_total", kind="Pod", type="listed") == 3
+    assert sample("synced", kind="Queue") == 1
+    assert sample("objects", kind="Pod") == 4
+    duration = sample("sync_duration_seconds", kind="Pod")
+    assert duration is not None and duration >= 0
+    age = sample("last_event_age_seconds", kind="Pod")
+    assert age is not None and age >= 0
+
+    # Force a relist of pods: disconnected while history is compacted away.
+    fake_api.fail_next(1_000_000, 500, watch=True, path="/api/v1/pods")
+    fake_api.drop_watches()
+    fake_api.delete("Pod", "default/p0")
+    fake_api.compact()
+    fake_api.fail_next(0)
+    wait_until(lambda: sample("relists_total", kind="Pod") == 1, message="relist counted")
+    wait_until(lambda: "default/p0" not in sink.keys("Pod"), message="deletion reconciled")
+    assert sample("watch_restarts_total", kind="Pod", reason="expired") == 1
+    assert (sample("watch_restarts_total", kind="Node", reason="dropped") or 0) >= 1
+    assert sample("events_total", kind="Pod", type="list_deleted") == 1
+
+    assert (
+        prometheus_client.REGISTRY.get_sample_value(
+            "queue_extender_informer_events_total", {"kind": "Pod", "type": "added"}
+        )
+        is None
+    )
+    text = generate_latest(registry).decode()
+    assert "# TYPE queue_extender_informer_events_total counter" in text
+    assert "# TYPE queue_extender_informer_last_event_age_seconds gauge" in text
+
+
+def test_each_informer_set_gets_its_own_registry_by_default(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    first, _ = make_informers(start=False)
+    second, _ = make_informers(start=False)
+    assert first.registry is not second.registry
+    assert first.registry is not prometheus_client.REGISTRY
+
+
+def test_restricting_kinds_and_sharing_options(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    from scheduler_core.cache.kinds import NODE, QUEUE
+
+    fake_api.set_crd_installed("scheduling.volcano.sh", "podgroups", False)
+    informers, sink = make_informers(kinds=[NODE, QUEUE], options=replace(FAST, page_size=1))
+    assert informers.wait_for_sync(5)  # podgroups are not watched, so they cannot block
+    assert set(informers.reflectors) == {"Node", "Queue"}
+    assert informers.readiness() == (True, "all 2 informers synced")
+    assert all(r.options.page_size == 1 for r in informers.all_reflectors())
+    assert sink.synced_count == {"Node": 1, "Queue": 1}
