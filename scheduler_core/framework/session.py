@@ -187,9 +187,12 @@ class Session:
                     victims = list(candidates)
                 else:
                     keep = {c.uid for c in candidates}
-                    # Go's empty intersection is a nil slice, which the next plugin treats
-                    # as "no verdict yet": it starts the list afresh.
-                    victims = [v for v in victims if v.uid in keep] or None
+                    # An empty intersection stays empty for the rest of the tier: every
+                    # plugin that voted vetoed the others' victims. (Volcano's newest code
+                    # restarts the list from the next plugin's vote, a nil-slice accident that
+                    # drops earlier vetoes, e.g. gang's; its older code and its comments keep
+                    # the veto, and so do we: no victim may break a gang, DESIGN §5.)
+                    victims = [v for v in victims if v.uid in keep]
             if victims:
                 return victims
         return []

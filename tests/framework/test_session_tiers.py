@@ -214,9 +214,17 @@ def test_arguments_follow_volcanos_accessor_rules() -> None:
     assert args.get_str("s", "") == "x"
 
 
-def test_an_empty_intersection_lets_the_next_plugin_start_afresh() -> None:
+def test_an_empty_intersection_is_a_veto_for_the_rest_of_the_tier() -> None:
+    """A=[v1], B=[v2] leave no common victim: C's [v1, v2] must not resurrect them."""
     BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1])}
     BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([V2])}
     BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([V1, V2])}
     ssn = session("tiers:\n- plugins: [{name: t-a}, {name: t-b}, {name: t-c}]\n")
-    assert [v.uid for v in ssn.preemptable(task("p"), [V1, V2])] == ["v1", "v2"]
+    assert ssn.preemptable(task("p"), [V1, V2]) == []
+
+
+def test_after_a_tier_vetoes_by_intersection_the_next_tier_decides() -> None:
+    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1])}
+    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([V2])}
+    BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([V2])}
+    assert [v.uid for v in session(TWO_TIERS).preemptable(task("p"), [V1, V2])] == ["v2"]

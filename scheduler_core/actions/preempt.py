@@ -1,0 +1,425 @@
+"""The preempt action: starving jobs take resources from lower-value work of their OWN queue.
+
+Volcano's ``actions/preempt`` (reference §11, seeds 000 and 003). Two phases per queue,
+queues in queue order:
+
+1. between jobs: each starving job, in job order, gets one statement; its pending tasks
+   preempt tasks of other jobs of the queue until the job stops starving; the statement is
+   committed only if the job is then pipelined (gang), otherwise everything is undone;
+2. inside jobs: each starving job's pending tasks may displace lower-value tasks of the
+   same job, one committed statement per task, stopping at the job's first failure.
+
+Preempt never crosses queues; taking from other queues is reclaim's job.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from scheduler_core.actions.topology import find_candidates, select_candidate
+from scheduler_core.actions.victims import (
+    PREDICATE_ERROR_CACHE_KEY,
+    PredicateHelper,
+    TaskFilter,
+    inter_job_filter,
+    intra_job_filter,
+    sort_nodes_by_score,
+    validate_victims,
+)
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import ZERO, Resource
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.fit import FitCode
+from scheduler_core.framework.priority_queue import PriorityQueue
+from scheduler_core.framework.registry import Action, register_action
+from scheduler_core.framework.session import Session
+from scheduler_core.framework.statement import Statement, StatementError
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.actions.preempt")
+
+ENABLE_TOPOLOGY_AWARE_PREEMPTION_KEY = "enableTopologyAwarePreemption"
+TOPOLOGY_AWARE_PREEMPT_WORKER_NUM_KEY = "topologyAwarePreemptWorkerNum"
+MIN_CANDIDATE_NODES_PERCENTAGE_KEY = "minCandidateNodesPercentage"
+MIN_CANDIDATE_NODES_ABSOLUTE_KEY = "minCandidateNodesAbsolute"
+MAX_CANDIDATE_NODES_ABSOLUTE_KEY = "maxCandidateNodesAbsolute"
+#: Not a Volcano argument: fixes the topology-aware offset sequence (tests, what-if runs).
+RANDOM_SEED_KEY = "randomSeed"
+
+
+def preemptor_fits_on_node(
+    ssn: Session, queue: QueueInfo, preemptor: TaskInfo, node: NodeInfo
+) -> bool:
+    """Room in the queue AND on the node AND the predicates pass.
+
+    The queue test comes first on purpose: when the queue is at its deserved share,
+    evicting same-queue victims is what makes room, even on a node with idle resources.
+    """
+    return (
+        ssn.allocatable(queue, preemptor)
+        and preemptor.init_resreq.less_equal(node.future_idle(), ZERO)
+        and ssn.predicate(preemptor, node) is None
+    )
+
+
+def terminating_by_preemption(task: TaskInfo) -> bool:
+    """Deleted (Releasing) with a ``DisruptionTarget`` condition from the scheduler."""
+    return task.status == TaskStatus.RELEASING and task.disruption_target
+
+
+def task_eligible_to_preempt(ssn: Session, preemptor: TaskInfo) -> str | None:
+    """Why ``preemptor`` may not preempt now, or None (Volcano's ``taskEligibleToPreempt``).
+
+    A pod nominated to a node waits while lower-priority pods there are still terminating
+    for it, unless that node became hopeless (UnschedulableAndUnresolvable).
+    """
+    if preemptor.preemption_policy == "Never":
+        return "not eligible to preempt other tasks due to preemptionPolicy is Never"
+    nominated = preemptor.nominated_node_name
+    if not nominated:
+        return None
+    node = ssn.nodes.get(nominated)
+    if node is None:
+        return "not eligible due to the pod's nominated node is not found in the session"
+    err = ssn.predicate(preemptor, node)
+    if err is None:
+        return (
+            "not eligible due to the pod's nominated node is already schedulable, which "
+            "should not happen as preemption means no node is schedulable"
+        )
+    if err.code == FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE:
+        return None
+    for task in node.tasks.values():
+        if task.pod_priority < preemptor.pod_priority and terminating_by_preemption(task):
+            return (
+                "not eligible due to a terminating pod caused by preemption on the nominated node"
+            )
+    return None
+
+
+def _pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
+    """The job's pending, non-gated tasks in task order (highest value first)."""
+    return PriorityQueue(
+        ssn.task_order_fn, [t for t in job.tasks_with(TaskStatus.PENDING) if not t.gated]
+    )
+
+
+@register_action
+class PreemptAction(Action):
+    name = "preempt"
+
+    def __init__(self) -> None:
+        self.enable_predicate_error_cache = True
+        self.enable_topology_aware_preemption = False
+        self.topology_aware_preempt_worker_num = 16
+        self.min_candidate_nodes_percentage = 10
+        self.min_candidate_nodes_absolute = 1
+        self.max_candidate_nodes_absolute = 100
+        self.rng = random.Random()
+
+    def initialize(self, arguments: Arguments) -> None:
+        self.enable_predicate_error_cache = arguments.get_bool(
+            PREDICATE_ERROR_CACHE_KEY, self.enable_predicate_error_cache
+        )
+        self.enable_topology_aware_preemption = arguments.get_bool(
+            ENABLE_TOPOLOGY_AWARE_PREEMPTION_KEY, self.enable_topology_aware_preemption
+        )
+        self.topology_aware_preempt_worker_num = arguments.get_int(
+            TOPOLOGY_AWARE_PREEMPT_WORKER_NUM_KEY, self.topology_aware_preempt_worker_num
+        )
+        self.min_candidate_nodes_percentage = arguments.get_int(
+            MIN_CANDIDATE_NODES_PERCENTAGE_KEY, self.min_candidate_nodes_percentage
+        )
+        self.min_candidate_nodes_absolute = arguments.get_int(
+            MIN_CANDIDATE_NODES_ABSOLUTE_KEY, self.min_candidate_nodes_absolute
+        )
+        self.max_candidate_nodes_absolute = arguments.get_int(
+            MAX_CANDIDATE_NODES_ABSOLUTE_KEY, self.max_candidate_nodes_absolute
+        )
+        seed = arguments.get_int(RANDOM_SEED_KEY, -1)
+        self.rng = random.Random(seed) if seed >= 0 else random.Random()
+
+    # --- Execute ------------------------------------------------------------------------
+
+    def execute(self, ssn: Session) -> None:
+        log.log(v(5), "Enter Preempt ...")
+        try:
+            self._execute(ssn)
+        finally:
+            log.log(v(5), "Leaving Preempt ...")
+
+    def _execute(self, ssn: Session) -> None:
+        preemptors_map: dict[str, PriorityQueue[JobInfo]] = {}
+        preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
+        under_request_by_queue: dict[str, list[JobInfo]] = {}
+
+        for job in list(ssn.jobs.values()):
+            if job.is_pending():
+                continue
+            result = ssn.job_valid(job)
+            if result is not None and not result.passed:
+                log.log(
+                    v(4),
+                    "Job <%s/%s> Queue <%s> skip preemption, reason: %s, message %s",
+                    job.namespace,
+                    job.name,
+                    job.queue,
+                    result.reason,
+                    result.message,
+                )
+                continue
+            if job.queue not in ssn.queues:
+                log.log(
+                    v(3),
+                    "Queue <%s> not found for Job <%s/%s>, skip preemption",
+                    job.queue,
+                    job.namespace,
+                    job.name,
+                )
+                continue
+            if not ssn.job_starving(job):
+                continue
+            if job.queue not in preemptors_map:
+                preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
+            preemptors_map[job.queue].push(job)
+            under_request_by_queue.setdefault(job.queue, []).append(job)
+            preemptor_tasks[job.uid] = _pending_tasks(ssn, job)
+
+        queues = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in preemptors_map])
+        helper = PredicateHelper(enable_error_cache=self.enable_predicate_error_cache)
+
+        while not queues.empty():
+            queue = queues.pop()
+            self._between_jobs(ssn, queue, preemptors_map, preemptor_tasks, helper)
+            self._within_jobs(ssn, under_request_by_queue.get(queue.uid, []), helper)
+
+    def _between_jobs(
+        self,
+        ssn: Session,
+        queue: QueueInfo,
+        preemptors_map: dict[str, PriorityQueue[JobInfo]],
+        preemptor_tasks: dict[str, PriorityQueue[TaskInfo]],
+        helper: PredicateHelper,
+    ) -> None:
+        """Phase 1: one statement per job, kept only if the whole gang got pipelined."""
+        while True:
+            preemptors = preemptors_map.get(queue.uid)
+            if preemptors is None or preemptors.empty():
+                log.log(v(4), "No preemptors in Queue <%s>, break.", queue.name)
+                return
+            preemptor_job = preemptors.pop()
+            stmt = Statement(ssn)
+            while True:
+                if not ssn.job_starving(preemptor_job):
+                    break
+                tasks = preemptor_tasks[preemptor_job.uid]
+                if tasks.empty():
+                    log.log(
+                        v(3),
+                        "No preemptor task in job <%s/%s>.",
+                        preemptor_job.namespace,
+                        preemptor_job.name,
+                    )
+                    break
+                preemptor = tasks.pop()
+                accept = inter_job_filter(ssn, preemptor, preemptor_job)
+                _, err = self.preempt(ssn, stmt, preemptor, accept, helper)
+                if err is not None:
+                    log.log(
+                        v(3),
+                        "Preemptor <%s/%s> failed to preempt Task , err: %s",
+                        preemptor.namespace,
+                        preemptor.name,
+                        err,
+                    )
+            if ssn.job_pipelined(preemptor_job):
+                stmt.commit()
+            else:
+                stmt.discard()
+
+    def _within_jobs(self, ssn: Session, jobs: list[JobInfo], helper: PredicateHelper) -> None:
+        """Phase 2: a fresh look at each job's pending tasks; every success is committed on
+        its own, the first failure ends the job."""
+        for job in jobs:
+            preemptors = _pending_tasks(ssn, job)
+            while not preemptors.empty():
+                preemptor = preemptors.pop()
+                stmt = Statement(ssn)
+                assigned, err = self.preempt(
+                    ssn, stmt, preemptor, intra_job_filter(preemptor), helper
+                )
+                if err is not None:
+                    log.log(
+                        v(3),
+                        "Preemptor <%s/%s> failed to preempt Task , err: %s",
+                        preemptor.namespace,
+                        preemptor.name,
+                        err,
+                    )
+                if not assigned:
+                    stmt.discard()
+                    break
+                stmt.commit()
+
+    # --- one preemptor ------------------------------------------------------------------
+
+    def preempt(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        preemptor: TaskInfo,
+        accept: TaskFilter,
+        helper: PredicateHelper,
+    ) -> tuple[bool, str | None]:
+        """Try to make room for ``preemptor`` on one node; on success its evictions and
+        pipeline are merged into ``stmt``. Returns (assigned, why not)."""
+        reason = task_eligible_to_preempt(ssn, preemptor)
+        if reason is not None:
+            return False, reason
+        pre = ssn.pre_predicate(preemptor)
+        if pre is not None:
+            return False, (
+                f"PrePredicate for task {preemptor.namespace}/{preemptor.name} failed for: {pre}"
+            )
+        # Volcano also drops nodes that allocate found UnschedulableAndUnresolvable for this
+        # task; our session keeps no such record, and the preempt predicate below rejects
+        # exactly those nodes again.
+        all_nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
+        nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
+        if self.enable_topology_aware_preemption:
+            return self.topology_aware_preempt(ssn, stmt, preemptor, accept, nodes)
+        return self.normal_preempt(ssn, stmt, preemptor, accept, nodes)
+
+    def normal_preempt(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        preemptor: TaskInfo,
+        accept: TaskFilter,
+        nodes: list[NodeInfo],
+    ) -> tuple[bool, str | None]:
+        """Best-scored node first; evict lowest-value victims until the preemptor fits, with
+        a statement per node so a node that does not work out keeps its pods."""
+        job = ssn.jobs.get(preemptor.job)
+        queue = ssn.queues.get(job.queue) if job is not None else None
+        if queue is None:
+            return False, f"not found Job {preemptor.job} in Session"
+        scores = ssn.node_scores(preemptor, nodes)
+        for node in sort_nodes_by_score(nodes, scores):
+            log.log(
+                v(3),
+                "Considering Task <%s/%s> on Node <%s>.",
+                preemptor.namespace,
+                preemptor.name,
+                node.name,
+            )
+            preemptees = [task for task in node.tasks.values() if accept(task)]
+            victims = ssn.preemptable(preemptor, preemptees)
+            err = validate_victims(preemptor, node, victims)
+            if err is not None:
+                log.log(v(3), "No validated victims on Node <%s>: %s", node.name, err)
+                continue
+
+            node_stmt = Statement(ssn)
+            victims_queue = ssn.build_victims_priority_queue(victims, preemptor)
+            preempted = Resource.empty()
+            fits = preemptor_fits_on_node(ssn, queue, preemptor, node)
+            while not victims_queue.empty() and not fits:
+                preemptee = victims_queue.pop()
+                log.log(
+                    v(3),
+                    "Try to preempt Task <%s/%s> for Task <%s/%s>",
+                    preemptee.namespace,
+                    preemptee.name,
+                    preemptor.namespace,
+                    preemptor.name,
+                )
+                node_stmt.evict(preemptee, "preempt", preemptor)
+                preempted.add(preemptee.resreq)
+                fits = preemptor_fits_on_node(ssn, queue, preemptor, node)
+
+            log.log(
+                v(3),
+                "Preempted <%s> for Task <%s/%s> requested <%s>.",
+                preempted,
+                preemptor.namespace,
+                preemptor.name,
+                preemptor.init_resreq,
+            )
+            if fits:
+                try:
+                    node_stmt.pipeline(preemptor, node.name, not preempted.is_empty())
+                except StatementError:
+                    log.error(
+                        "Failed to pipeline Task <%s/%s> on Node <%s>",
+                        preemptor.namespace,
+                        preemptor.name,
+                        node.name,
+                    )
+                    node_stmt.discard()
+                    continue
+                stmt.merge(node_stmt)
+                return True, None
+            node_stmt.discard()
+        return False, None
+
+    def topology_aware_preempt(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        preemptor: TaskInfo,
+        accept: TaskFilter,
+        nodes: list[NodeInfo],
+    ) -> tuple[bool, str | None]:
+        """Dry-run candidate nodes, choose one by the four levels, evict its victims."""
+        candidates, statuses = find_candidates(
+            ssn,
+            preemptor,
+            accept,
+            nodes,
+            self.rng,
+            self.min_candidate_nodes_percentage,
+            self.min_candidate_nodes_absolute,
+            self.max_candidate_nodes_absolute,
+        )
+        if not candidates:
+            return False, f"no candidates that fit the pod, the status of the nodes are {statuses}"
+        best = select_candidate(candidates)
+        if best is None or not best.name:
+            return False, "no candidate node for preemption"
+        node = ssn.nodes[best.name]
+        tmp = Statement(ssn)
+        for victim in best.victims:
+            task = node.tasks.get(victim.uid)
+            if task is None:
+                tmp.discard()
+                return False, (
+                    f"failed to prepare candidate: task {victim.key} is not on node {node.name}"
+                )
+            log.log(
+                v(3),
+                "Try to preempt Task <%s/%s> for Task <%s/%s>",
+                task.namespace,
+                task.name,
+                preemptor.namespace,
+                preemptor.name,
+            )
+            tmp.evict(task, "preempt", preemptor)
+        try:
+            tmp.pipeline(preemptor, best.name, True)
+        except StatementError as exc:
+            log.error(
+                "Failed to pipeline Task <%s/%s> on Node <%s>",
+                preemptor.namespace,
+                preemptor.name,
+                best.name,
+            )
+            tmp.discard()
+            return False, str(exc)
+        stmt.merge(tmp)
+        return True, None
