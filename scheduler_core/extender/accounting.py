@@ -1,0 +1,171 @@
+"""Queue accounting for the extender: a read-only session kept current, plus assumptions.
+
+kube-scheduler asks the extender about one pod at a time and binds it later; the informers
+see the binding only afterwards. Between the two, the pod is *assumed*: added to its queue's
+allocation through the plugins' own event handlers, so two quick filters cannot both spend
+the same share. An assumption ends when the cluster shows the pod bound (its resources are
+then counted for real), shows it deleted, or after a TTL.
+
+Deserved shares are recomputed by opening a session on the live state, at most once per
+batch of changes (``min_refresh_interval``), never per request.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.engine import close_session, open_session
+from scheduler_core.framework.session import Session
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.extender")
+
+
+@dataclass(slots=True)
+class Assumption:
+    task: TaskInfo
+    queue: str
+    expires: float
+    seen_in_cluster: bool = False
+
+
+class QueueAccounting:
+    def __init__(
+        self,
+        state: ClusterState,
+        conf: SchedulerConfiguration,
+        *,
+        assume_ttl: float = 30.0,
+        min_refresh_interval: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = state
+        self.conf = conf
+        self.assume_ttl = assume_ttl
+        self.min_refresh_interval = min_refresh_interval
+        self.clock = clock
+        self.assumed: dict[str, Assumption] = {}  # pod key -> assumption
+        self._session: Session | None = None
+        self._version = -1
+        self._built_at = 0.0
+        self.refreshes = 0
+
+    # --- the accounting session ---------------------------------------------------------
+
+    def session(self) -> Session:
+        """The current read-only session, rebuilt when the cluster changed (rate-limited)."""
+        now = self.clock()
+        stale = self._session is None or (
+            self.state.version != self._version
+            and now - self._built_at >= self.min_refresh_interval
+        )
+        if stale:
+            self._rebuild(now)
+        else:
+            self._expire(now)
+        assert self._session is not None
+        return self._session
+
+    def _rebuild(self, now: float) -> None:
+        if self._session is not None:
+            close_session(self._session)
+        with self.state.locked():
+            version = self.state.version
+            ssn = open_session(self.state.shared_snapshot(), self.conf, clone=False)
+            self._reconcile(now)
+        for assumption in self.assumed.values():
+            self._fire(ssn, assumption, allocate=True)
+        self._session, self._version, self._built_at = ssn, version, now
+        self.refreshes += 1
+        log.log(
+            v(5),
+            "Accounting session %d rebuilt at cluster version %d with %d assumed pods",
+            ssn.uid,
+            version,
+            len(self.assumed),
+        )
+
+    def _reconcile(self, now: float) -> None:
+        """Drop assumptions the cluster has caught up with (bound, deleted) or that expired."""
+        for key, assumption in list(self.assumed.items()):
+            task = self.state.task(key)
+            if task is not None:
+                assumption.seen_in_cluster = True
+                if task.status != TaskStatus.PENDING:
+                    log.log(
+                        v(4), "Assumed pod <%s> is now %s: assumption confirmed", key, task.status
+                    )
+                    del self.assumed[key]
+                    continue
+            elif assumption.seen_in_cluster:
+                log.log(v(4), "Assumed pod <%s> was deleted: assumption released", key)
+                del self.assumed[key]
+                continue
+            if assumption.expires <= now:
+                log.log(
+                    v(3),
+                    "Assumed pod <%s> was not bound within %.0fs: assumption expired",
+                    key,
+                    self.assume_ttl,
+                )
+                del self.assumed[key]
+
+    def _expire(self, now: float) -> None:
+        expired = [k for k, a in self.assumed.items() if a.expires <= now]
+        for key in expired:
+            assumption = self.assumed.pop(key)
+            if self._session is not None:
+                self._fire(self._session, assumption, allocate=False)
+            log.log(
+                v(3),
+                "Assumed pod <%s> was not bound within %.0fs: assumption expired",
+                key,
+                self.assume_ttl,
+            )
+
+    @staticmethod
+    def _fire(ssn: Session, assumption: Assumption, *, allocate: bool) -> None:
+        """Tell the plugins the task holds (or no longer holds) resources in its queue."""
+        task = assumption.task
+        if task.job not in ssn.jobs:
+            return
+        status = task.status
+        task.status = TaskStatus.ALLOCATED
+        try:
+            if allocate:
+                ssn.fire_allocate(task)
+            else:
+                ssn.fire_deallocate(task)
+        finally:
+            task.status = status
+
+    # --- assumptions --------------------------------------------------------------------
+
+    def assume(self, task: TaskInfo, job: JobInfo) -> None:
+        """Count ``task`` in its queue's allocation until the cluster shows its fate."""
+        ssn = self.session()
+        previous = self.assumed.pop(task.key, None)
+        if previous is not None:
+            self._fire(ssn, previous, allocate=False)
+        assumption = Assumption(task=task, queue=job.queue, expires=self.clock() + self.assume_ttl)
+        self.assumed[task.key] = assumption
+        self._fire(ssn, assumption, allocate=True)
+        log.log(
+            v(4), "Assumed pod <%s> into queue <%s> for %.0fs", task.key, job.queue, self.assume_ttl
+        )
+
+    def release(self, key: str) -> None:
+        assumption = self.assumed.pop(key, None)
+        if assumption is not None and self._session is not None:
+            self._fire(self._session, assumption, allocate=False)
+
+    def assumed_in_job(self, job_id: str) -> int:
+        return sum(1 for a in self.assumed.values() if a.task.job == job_id)

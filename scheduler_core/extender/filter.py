@@ -1,0 +1,197 @@
+"""filter: may this pod start now, as far as its queue and its gang are concerned?
+
+Node fit is kube-scheduler's business (it calls us only with nodes that passed its own
+filters); ours is the queue. Every node gets the same answer, and every rejected node is
+listed with a reason a person can act on, never dropped: a node dropped silently can never
+become a preemption candidate.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import ZERO, Resource
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task
+from scheduler_core.cache.state import synthesized_job
+from scheduler_core.engine import open_session
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.extender.decisions import FilterResult, Rejection
+from scheduler_core.framework.session import Session
+from scheduler_core.logutil import v
+from scheduler_core.report import queue_attrs
+
+log = logging.getLogger("scheduler_core.extender.filter")
+
+
+class PodContext:
+    """The requesting pod as the engine sees it: its task, job, queue and the session that
+    knows them (the shared accounting session, or a one-off one when the cache has not
+    seen the pod or its job yet)."""
+
+    def __init__(self, acct: QueueAccounting, pod: dict[str, Any]) -> None:
+        self.acct = acct
+        self.task: TaskInfo = pod_to_task(pod, acct.state.priority_values())
+        self.task.status = TaskStatus.PENDING
+        self.task.node_name = ""
+        job_id, self.synthesized = pod_job_id(pod)
+        self.job_id = job_id
+        ssn = acct.session()
+        job = ssn.jobs.get(job_id)
+        if job is None and self.synthesized:
+            job = synthesized_job(self.task, pod_queue_annotation(pod))
+        self.queue_name = job.queue if job is not None else ""
+        self.job: JobInfo | None = job
+        self.ssn: Session = ssn
+        if job is not None and (job_id not in ssn.jobs or self.task.uid not in job.tasks):
+            self.ssn, self.job = self._one_off_session(job)
+
+    def _one_off_session(self, job: JobInfo) -> tuple[Session, JobInfo]:
+        """A session that includes this pod: the cache lags kube-scheduler by a moment."""
+        with self.acct.state.locked():
+            snapshot = self.acct.state.shared_snapshot()
+            own = job.clone()
+            if self.task.uid not in own.tasks:
+                own.add_task_info(self.task.clone())
+            snapshot.jobs[own.uid] = own
+            ssn = open_session(snapshot, self.acct.conf, clone=False)
+        for assumption in self.acct.assumed.values():
+            self.acct._fire(ssn, assumption, allocate=True)
+        log.log(
+            v(4), "Pod <%s> is not in the cache yet: one-off session %d", self.task.key, ssn.uid
+        )
+        return ssn, own
+
+    @property
+    def queue(self) -> QueueInfo | None:
+        return self.ssn.queues.get(self.queue_name)
+
+
+def _dims(resource: Resource) -> str:
+    parts = []
+    for name, value in resource.to_quantities().items():
+        if name == "pods":
+            continue
+        parts.append(f"{name} {value:g}" if name != "memory" else f"memory {value / 2**30:.3g}Gi")
+    return ", ".join(parts) or "nothing"
+
+
+def queue_quota_reason(ssn: Session, queue: QueueInfo, task: TaskInfo) -> str:
+    attr = queue_attrs(ssn).get(queue.name)
+    if attr is None:
+        return f"queue {queue.name} cannot take more work now"
+    limit = attr.deserved if "proportion" in ssn.plugins else attr.real_capability
+    what = "deserved share" if "proportion" in ssn.plugins else "capability"
+    return (
+        f"queue {queue.name} would exceed its {what}: allocated ({_dims(attr.allocated)}) + "
+        f"this pod ({_dims(task.resreq)}) > {what} ({_dims(limit)}); "
+        "waiting for the queue's share to grow or for reclaim"
+    )
+
+
+def admission_reason(ssn: Session, queue: QueueInfo, job: JobInfo) -> str:
+    attr = queue_attrs(ssn).get(queue.name)
+    held = f" on top of what the queue holds ({_dims(attr.allocated)})" if attr else ""
+    limit = f" ({_dims(attr.real_capability)})" if attr else ""
+    return (
+        f"queue {queue.name} cannot admit job {job.uid} now: its minResources "
+        f"({_dims(job.get_min_resources())}){held} exceed the queue's real capability{limit}; "
+        "waiting for capacity to free up or for preemption"
+    )
+
+
+def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Rejection | None:
+    """The queue and gang checks, in the order a person would debug them."""
+    job, queue, ssn, task = ctx.job, ctx.queue, ctx.ssn, ctx.task
+    if job is None:
+        return Rejection("podgroup-missing", f"PodGroup {ctx.job_id} does not exist (yet)", True)
+    if queue is None:
+        return Rejection("queue-missing", f"queue {ctx.queue_name} does not exist", False)
+    if not queue.is_open():
+        return Rejection("queue-closed", f"queue {queue.name} is {queue.state}", False)
+    invalid = ssn.job_valid(job)
+    if invalid is not None:
+        return Rejection(
+            "gang-invalid", f"gang {job.uid}: {invalid.message or invalid.reason}", True
+        )
+    if (
+        job.ready_task_num() == 0
+        and job.min_resources is not None
+        and not ssn.job_enqueueable(job)
+    ):
+        return Rejection("queue-capability", admission_reason(ssn, queue, job), True)
+    if not ssn.allocatable(queue, task):
+        return Rejection("queue-overused", queue_quota_reason(ssn, queue, task), True)
+    gang = gang_shortfall(ctx, node_names)
+    if gang is not None:
+        return Rejection("gang-unsatisfiable", gang, True)
+    return None
+
+
+def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
+    """A gang is held back rather than placed in part: unless there is room, right now, for
+    every member still missing, none of them starts.
+
+    "Room" is the future-idle sum over the nodes kube-scheduler offered for this pod (they
+    passed its own filters: taints, affinity, fit), or over every schedulable node when no
+    list is given (explain). A sum ignores how members pack onto nodes: it can pass a gang
+    that later fits only in part, never reject one that fits.
+    """
+    job = ctx.job
+    assert job is not None
+    have = job.ready_task_num() + job.waiting_task_num() + ctx.acct.assumed_in_job(job.uid)
+    need = job.min_available - have
+    if need <= 1:
+        return None
+    pending = sorted(
+        (t for t in job.tasks_with(TaskStatus.PENDING) if t.key not in ctx.acct.assumed),
+        key=lambda t: t.uid != ctx.task.uid,
+    )[:need]
+    wanted = Resource.empty()
+    for t in pending:
+        wanted.add(t.resreq)
+    free = Resource.empty()
+    if node_names is None:
+        offered = [n for n in ctx.ssn.nodes.values() if not n.unschedulable]
+    else:
+        offered = [ctx.ssn.nodes[n] for n in dict.fromkeys(node_names) if n in ctx.ssn.nodes]
+    for node in offered:
+        free.add(node.future_idle())
+    fits, names = wanted.less_equal_with_resources_name(free, ZERO)
+    if fits:
+        return None
+    return (
+        f"gang {job.uid} needs {need} more pods ({_dims(wanted)}) to reach minMember "
+        f"{job.min_available}, but the nodes offered have only {_dims(free)} free; "
+        f"insufficient {', '.join(names)}"
+    )
+
+
+def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
+    ctx = PodContext(acct, pod)
+    # A pod filtered again (its bind failed, or the scheduler retried) must not be counted
+    # against itself: release its own assumption before judging it.
+    acct.release(ctx.task.key)
+    rejection = check_pod(ctx, node_names)
+    if rejection is not None:
+        log.log(v(3), "Filter rejected pod <%s>: %s", ctx.task.key, rejection.reason)
+        return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
+    assert ctx.job is not None
+    known = set(acct.state.node_names())
+    passed = [n for n in node_names if n in known]
+    unknown = Rejection("node-unknown", "node is not in the extender's cache yet", True)
+    failed = {n: unknown for n in node_names if n not in known}
+    if passed:
+        acct.assume(ctx.task, ctx.job)
+    log.log(
+        v(4),
+        "Filter passed pod <%s> in queue <%s> on %d nodes",
+        ctx.task.key,
+        ctx.queue_name,
+        len(passed),
+    )
+    return FilterResult(passed=passed, failed=failed)

@@ -1,0 +1,171 @@
+"""filter answers per queue and gang, lists every node it rejects, and assumes what it passes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler_core.extender.filter import filter_pod
+from tests.extender.conftest import accounting
+from tests.plugins.helpers import node, pod, podgroup, queue
+
+NODES = ["n1", "n2"]
+
+
+def base() -> list[dict[str, Any]]:
+    """Two 4-CPU nodes; queues a (weight 1) and b (weight 1); b runs 4 CPU on n2."""
+    objs: list[dict[str, Any]] = [
+        node("n1"),
+        node("n2"),
+        queue("a"),
+        queue("b"),
+        podgroup("busy", 1, queue="b"),
+    ]
+    objs += [pod(f"b{i}", group="busy", node_name="n2") for i in range(4)]
+    return objs
+
+
+def lone(name: str, queue_name: str, cpu: str = "1") -> dict[str, Any]:
+    p = pod(name, cpu=cpu, memory="1Gi")
+    p["metadata"]["annotations"]["scheduling.volcano.sh/queue-name"] = queue_name
+    return p
+
+
+def closed(name: str) -> dict[str, Any]:
+    q = queue(name)
+    q["status"]["state"] = "Closed"
+    return q
+
+
+@pytest.mark.parametrize(
+    ("extra", "the_pod", "code", "resolvable"),
+    [
+        ([], lone("p", "no-such-queue"), "queue-missing", False),
+        ([closed("c")], lone("p", "c"), "queue-closed", False),
+        ([], pod("p", group="ghost"), "podgroup-missing", True),
+        ([podgroup("g3", 3, queue="a")], pod("p", group="g3"), "gang-invalid", True),
+        # queue a's fair share is 4 CPU (b holds its 4 and wants no more): 5 CPU is over it
+        ([], lone("p", "a", cpu="5"), "queue-overused", True),
+    ],
+)
+def test_rejections_list_every_node_with_a_reason(
+    extra: list[dict[str, Any]], the_pod: dict[str, Any], code: str, resolvable: bool
+) -> None:
+    acct, _ = accounting(base() + extra + ([the_pod] if "group" in str(the_pod) else []))
+    result = filter_pod(acct, the_pod, NODES)
+    assert result.passed == []
+    assert set(result.failed) == set(NODES)
+    rejection = result.failed["n1"]
+    assert (rejection.code, rejection.resolvable) == (code, resolvable)
+    assert rejection.reason  # a sentence a person can act on
+    assert acct.assumed == {}
+
+
+def test_queue_capability_rejects_a_job_whose_min_resources_cannot_be_admitted() -> None:
+    q = queue("capped")
+    q["spec"]["capability"] = {"cpu": "2"}
+    pg = podgroup("big", 1, queue="capped", phase="Pending")
+    pg["spec"]["minResources"] = {"cpu": "3"}
+    p = pod("p", group="big")
+    acct, _ = accounting([*base(), q, pg, p])
+    rejection = filter_pod(acct, p, NODES).failed["n1"]
+    assert rejection.code == "queue-capability"
+    assert "minResources" in rejection.reason
+
+
+def test_a_gang_is_held_back_until_the_cluster_can_hold_all_its_missing_members() -> None:
+    pg = podgroup("trio", 3, queue="a")
+    members = [pod(f"t{i}", group="trio", cpu="2") for i in range(3)]  # needs 6 CPU, 4 free
+    acct, _ = accounting([*base(), pg, *members])
+    rejection = filter_pod(acct, members[0], NODES).failed["n1"]
+    assert rejection.code == "gang-unsatisfiable"
+    assert "minMember 3" in rejection.reason
+
+
+def test_a_gang_that_fits_passes_member_by_member() -> None:
+    pg = podgroup("duo", 2, queue="a")
+    members = [pod(f"d{i}", group="duo", cpu="2") for i in range(2)]
+    acct, _ = accounting([*base(), pg, *members])
+    assert filter_pod(acct, members[0], NODES).passed == NODES
+    # the first member is assumed: the second needs room for itself only
+    assert filter_pod(acct, members[1], NODES).passed == NODES
+
+
+def test_passing_pod_is_assumed_so_back_to_back_filters_cannot_overspend_a_queue() -> None:
+    first, second = lone("p1", "a", cpu="3"), lone("p2", "a", cpu="3")
+    acct, _ = accounting([*base(), first, second])
+    assert filter_pod(acct, first, NODES).passed == NODES
+    assert "ns/p1" in acct.assumed
+    result = filter_pod(acct, second, NODES)
+    assert result.passed == [] and result.failed["n1"].code == "queue-overused"
+
+
+def test_filtering_the_same_pod_again_does_not_count_it_twice() -> None:
+    p = lone("p", "a", cpu="4")
+    acct, _ = accounting([*base(), p])
+    assert filter_pod(acct, p, NODES).passed == NODES
+    assert filter_pod(acct, p, NODES).passed == NODES
+    assert list(acct.assumed) == ["ns/p"]
+
+
+def test_assumption_ends_when_the_pod_is_bound_and_counts_for_real() -> None:
+    first, second = lone("p1", "a", cpu="3"), lone("p2", "a", cpu="1")
+    acct, _ = accounting([*base(), first, second])
+    filter_pod(acct, first, NODES)
+    bound = lone("p1", "a", cpu="3")
+    bound["spec"]["nodeName"] = "n1"
+    bound["status"]["phase"] = "Running"
+    acct.state.upsert("Pod", bound)
+    assert filter_pod(acct, second, NODES).passed == NODES  # 3 + 1 <= 4
+    assert "ns/p1" not in acct.assumed
+    third = lone("p3", "a", cpu="1")
+    acct.state.upsert("Pod", third)
+    assert filter_pod(acct, third, NODES).failed["n1"].code == "queue-overused"
+
+
+def test_assumption_ends_when_the_pod_is_deleted() -> None:
+    first, second = lone("p1", "a", cpu="3"), lone("p2", "a", cpu="3")
+    acct, _ = accounting([*base(), first, second])
+    filter_pod(acct, first, NODES)
+    acct.state.delete("Pod", "ns/p1")
+    assert filter_pod(acct, second, NODES).passed == NODES
+
+
+def test_assumption_expires_after_its_ttl() -> None:
+    first, second = lone("p1", "a", cpu="3"), lone("p2", "a", cpu="3")
+    acct, clock = accounting([*base(), first, second], ttl=30)
+    filter_pod(acct, first, NODES)
+    clock.now += 31
+    assert filter_pod(acct, second, NODES).passed == NODES
+    assert "ns/p1" not in acct.assumed
+
+
+def test_a_pod_the_cache_has_not_seen_yet_is_judged_in_its_queue() -> None:
+    acct, _ = accounting(base())
+    assert filter_pod(acct, lone("new", "a", cpu="2"), NODES).passed == NODES
+    assert filter_pod(acct, lone("big", "a", cpu="5"), NODES).failed["n1"].code == (
+        "queue-overused"
+    )
+    # more than the whole cluster can ever hold: no job of that size can be admitted
+    assert filter_pod(acct, lone("huge", "a", cpu="9"), NODES).failed["n1"].code == (
+        "queue-capability"
+    )
+
+
+def test_unknown_nodes_fail_with_a_reason_while_known_ones_pass() -> None:
+    p = lone("p", "a")
+    acct, _ = accounting([*base(), p])
+    result = filter_pod(acct, p, ["n1", "n9"])
+    assert result.passed == ["n1"]
+    assert result.failed["n9"].code == "node-unknown" and result.failed["n9"].resolvable
+
+
+def test_gang_room_is_counted_on_the_nodes_offered_for_the_pod() -> None:
+    pg = podgroup("duo", 2, queue="a")
+    members = [pod(f"d{i}", group="duo", cpu="3") for i in range(2)]  # 6 CPU: n1 has 4
+    acct, _ = accounting([*base(), node("n3"), pg, *members])
+    assert filter_pod(acct, members[0], ["n1", "n3"]).passed == ["n1", "n3"]
+    acct.release("ns/d0")
+    # n3 is not offered (say, tainted for this pod): n1 alone cannot hold both members
+    assert filter_pod(acct, members[0], ["n1"]).failed["n1"].code == "gang-unsatisfiable"
