@@ -118,11 +118,7 @@ def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Rejection
         return Rejection(
             "gang-invalid", f"gang {job.uid}: {invalid.message or invalid.reason}", True
         )
-    if (
-        job.ready_task_num() == 0
-        and job.min_resources is not None
-        and not ssn.job_enqueueable(job)
-    ):
+    if job.ready_task_num() == 0 and job.min_resources is not None and not ssn.job_enqueueable(job):
         return Rejection("queue-capability", admission_reason(ssn, queue, job), True)
     if not ssn.allocatable(queue, task):
         return Rejection("queue-overused", queue_quota_reason(ssn, queue, task), True)

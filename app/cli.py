@@ -1,0 +1,38 @@
+"""The ``queue-extender`` command: ``serve`` (the extender) and ``simulate`` (offline)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from app.serve_cli import add_serve_parser, run_serve
+from app.simulate import add_simulate_parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="queue-extender",
+        description="Volcano queue fair-share, preemption and reclaim for kube-scheduler.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    add_serve_parser(subparsers).set_defaults(func=serve)
+    add_simulate_parser(subparsers)
+    return parser
+
+
+def serve(args: argparse.Namespace) -> int:
+    # Imported here so `simulate` does not pay for the web stack.
+    from app.engine_backend import backend_from_args
+
+    return run_serve(args, backend_from_args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    result: int = args.func(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,247 @@
+"""The engine behind the HTTP port: cluster source, queue accounting and the verbs.
+
+One object owns the cluster state (fed by informers, or loaded once from a YAML file) and
+the accounting session; every verb takes the state's lock, because the informers' threads
+write to it while the event loop reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from app.ports import FilterDecision, NodeVictims, QueueMetrics
+from scheduler_core.api.resource import Resource
+from scheduler_core.cache.convert import (
+    GROUP_NAME_ANNOTATION,
+    QUEUE_NAME_ANNOTATION,
+    ConversionError,
+)
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.cache.yaml_source import load_cluster_file, load_cluster_text
+from scheduler_core.conf import (
+    SchedulerConfiguration,
+    default_configuration,
+    load_configuration_file,
+)
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.extender.filter import PodContext, check_pod, filter_pod
+from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.extender.prioritize import prioritize_pod
+from scheduler_core.report import queue_attrs, session_report
+
+log = logging.getLogger("app.engine")
+
+DEMO_CLUSTER = "demo-cluster.yaml"
+
+
+@dataclass(slots=True)
+class BackendOptions:
+    scheduler_names: tuple[str, ...] = ("queue-scheduler",)
+    manage_annotated: bool = False
+    assume_ttl: float = 30.0
+    refresh_interval: float = 0.0
+    namespaces: tuple[str, ...] = field(default_factory=tuple)
+
+
+class EngineBackend:
+    """Implements ``app.ports.ExtenderBackend`` with the Volcano-style engine."""
+
+    def __init__(
+        self,
+        state: ClusterState,
+        conf: SchedulerConfiguration,
+        options: BackendOptions | None = None,
+        *,
+        informers: Any = None,
+        source: str = "static",
+    ) -> None:
+        self.state = state
+        self.conf = conf
+        self.options = options or BackendOptions()
+        self.informers = informers
+        self.source = source
+        self.accounting = QueueAccounting(
+            state,
+            conf,
+            assume_ttl=self.options.assume_ttl,
+            min_refresh_interval=self.options.refresh_interval,
+        )
+        self.registry: CollectorRegistry | None = (
+            informers.registry if informers is not None else None
+        )
+
+    # --- port -----------------------------------------------------------------------------
+
+    def readiness(self) -> tuple[bool, str]:
+        if self.informers is not None:
+            ready, reason = self.informers.readiness()
+            if not ready:
+                return False, str(reason)
+        if not self.state.has_synced():
+            return False, "cluster state has not been loaded"
+        return True, f"serving from {self.source}"
+
+    def is_managed(self, pod: dict[str, Any]) -> bool:
+        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+        scheduler = (spec or {}).get("schedulerName") or "default-scheduler"
+        if scheduler in self.options.scheduler_names:
+            return True
+        if self.options.manage_annotated:
+            meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+            annotations = (meta or {}).get("annotations") or {}
+            return isinstance(annotations, dict) and bool(
+                annotations.get(GROUP_NAME_ANNOTATION) or annotations.get(QUEUE_NAME_ANNOTATION)
+            )
+        return False
+
+    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision:
+        with self.state.locked():
+            try:
+                result = filter_pod(self.accounting, pod, node_names)
+            except ConversionError as exc:
+                return FilterDecision([], {}, {}, error=f"cannot read the pod: {exc}")
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        codes: dict[str, str] = {}
+        for node, rejection in result.failed.items():
+            (failed if rejection.resolvable else unresolvable)[node] = rejection.reason
+            codes[node] = rejection.code
+        return FilterDecision(result.passed, failed, unresolvable, reason_codes=codes)
+
+    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> list[tuple[str, int]]:
+        with self.state.locked():
+            return prioritize_pod(self.accounting, pod, node_names)
+
+    def preempt(
+        self, pod: dict[str, Any], candidates: dict[str, list[str]]
+    ) -> dict[str, NodeVictims]:
+        with self.state.locked():
+            chosen = preempt_pod(self.accounting, pod, candidates)
+        return {
+            node: NodeVictims(uids=victims.uids, num_pdb_violations=victims.num_pdb_violations)
+            for node, victims in chosen.items()
+        }
+
+    def queue_metrics(self) -> list[QueueMetrics]:
+        with self.state.locked():
+            ssn = self.accounting.session()
+            attrs = queue_attrs(ssn)
+            rows = []
+            for name, queue in sorted(ssn.queues.items()):
+                attr = attrs.get(name)
+                if attr is None and queue.implicit:
+                    continue
+                empty = Resource.empty()
+                rows.append(
+                    QueueMetrics(
+                        name=name,
+                        weight=float(queue.weight),
+                        share=float(attr.share) if attr is not None else 0.0,
+                        overused=ssn.overused(queue) if attr is not None else False,
+                        allocated=attr.allocated if attr is not None else empty,
+                        request=attr.request if attr is not None else empty,
+                        deserved=attr.deserved if attr is not None else empty,
+                        inqueue=attr.inqueue if attr is not None else empty,
+                        capability=queue.capability,
+                        real_capability=attr.real_capability if attr is not None else None,
+                    )
+                )
+            return rows
+
+    def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """What filter would answer and why, without assuming the pod."""
+        with self.state.locked():
+            try:
+                ctx = PodContext(self.accounting, pod)
+            except ConversionError as exc:
+                return {"error": str(exc)}
+            rejection = check_pod(ctx)
+            job = ctx.job
+            attrs = queue_attrs(ctx.ssn)
+            attr = attrs.get(ctx.queue_name)
+            return {
+                "pod": ctx.task.key,
+                "managed": self.is_managed(pod),
+                "job": None
+                if job is None
+                else {
+                    "name": job.uid,
+                    "minAvailable": job.min_available,
+                    "ready": job.ready_task_num(),
+                    "pending": len(list(job.tasks_with(ctx.task.status))),
+                    "assumed": self.accounting.assumed_in_job(job.uid),
+                    "synthesized": job.synthesized,
+                },
+                "queue": ctx.queue_name or None,
+                "queueState": None
+                if attr is None
+                else {
+                    "deserved": attr.deserved.to_quantities(),
+                    "allocated": attr.allocated.to_quantities(),
+                    "share": attr.share,
+                },
+                "request": ctx.task.resreq.to_quantities(),
+                "verdict": "pass" if rejection is None else "reject",
+                "code": None if rejection is None else rejection.code,
+                "reason": None if rejection is None else rejection.reason,
+                "preemptionMayHelp": None if rejection is None else rejection.resolvable,
+            }
+
+    def debug_state(self) -> dict[str, Any]:
+        with self.state.locked():
+            ssn = self.accounting.session()
+            report = session_report(ssn)
+            return {
+                "source": self.source,
+                "clusterVersion": self.state.version,
+                "objects": self.state.counts(),
+                "queues": report["queues"],
+                "jobs": report["jobs"],
+                "assumed": sorted(
+                    {"pod": key, "queue": a.queue} for key, a in self.accounting.assumed.items()
+                ),
+            }
+
+
+# --- construction from the serve flags -------------------------------------------------------
+
+
+def demo_cluster_text() -> str:
+    return resources.files("app").joinpath("demo", DEMO_CLUSTER).read_text(encoding="utf-8")
+
+
+def backend_from_args(args: argparse.Namespace) -> EngineBackend:
+    """The backend ``serve`` runs: a static file, the demo cluster, or live informers.
+    Raises ValueError with a one-line reason on a bad file or flag."""
+    conf = load_configuration_file(args.conf) if args.conf else default_configuration()
+    options = BackendOptions(
+        scheduler_names=tuple(args.scheduler_names),
+        manage_annotated=args.manage_annotated,
+        assume_ttl=float(args.assume_ttl),
+    )
+    state = ClusterState()
+    if args.kubeconfig or args.in_cluster:
+        from scheduler_core.cache.informers import InformerSet
+
+        informers = InformerSet(
+            state, kubeconfig=args.kubeconfig, in_cluster=True if args.in_cluster else None
+        )
+        informers.start()
+        source = "the API server (" + (args.kubeconfig or "in-cluster") + ")"
+        return EngineBackend(state, conf, options, informers=informers, source=source)
+    if args.cluster:
+        loaded = load_cluster_file(args.cluster)
+        source = args.cluster
+    else:
+        loaded = load_cluster_text(demo_cluster_text(), "demo cluster")
+        source = "the bundled demo cluster"
+    if loaded.skipped:
+        log.info("%s", loaded.skipped_summary())
+    state.apply_objects(loaded.objects)
+    return EngineBackend(state, conf, options, source=source)

@@ -1,0 +1,114 @@
+"""The port between the HTTP service and the scheduling engine.
+
+The HTTP layer knows the engine only through `ExtenderBackend`; the engine adapter (owned
+elsewhere) implements it. Keeping this contract to plain data means the service can be
+tested with a scripted backend and the engine can be tested without HTTP.
+
+Threading contract: the service calls every backend method on its event-loop thread, one
+call at a time, so decisions are serialised exactly as kube-scheduler's scheduling cycle is.
+A backend method must therefore never block on I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class ResourceLike(Protocol):
+    """Read-only view of a Volcano `Resource` (milli-CPU, memory bytes, milli scalars).
+
+    Properties (not plain attributes) so that an engine class whose `scalars` is a plain
+    dict, or a frozen dataclass, still satisfies the protocol.
+    """
+
+    @property
+    def milli_cpu(self) -> float: ...
+
+    @property
+    def memory(self) -> float: ...
+
+    @property
+    def scalars(self) -> Mapping[str, float] | None: ...
+
+
+@dataclass(slots=True)
+class FilterDecision:
+    """The engine's answer to filter.
+
+    `failed` nodes may be helped by preemption (kube-scheduler's Unschedulable);
+    `failed_unresolvable` nodes cannot (UnschedulableAndUnresolvable). `reason_codes` maps a
+    rejected node to a short, stable code (e.g. "queue-overused") for the rejection metric,
+    since the human reasons carry numbers and would explode label cardinality.
+    """
+
+    node_names: list[str]
+    failed: dict[str, str]
+    failed_unresolvable: dict[str, str]
+    error: str = ""
+    reason_codes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class NodeVictims:
+    """Victims on one node, highest priority first (kube-scheduler reads `Pods[0]`)."""
+
+    uids: list[str]
+    num_pdb_violations: int
+
+
+@dataclass(slots=True)
+class QueueMetrics:
+    """One queue's state for the `volcano_queue_*` gauges, read at scrape time."""
+
+    name: str
+    weight: float
+    share: float
+    overused: bool
+    allocated: ResourceLike
+    request: ResourceLike
+    deserved: ResourceLike
+    inqueue: ResourceLike
+    capability: ResourceLike | None = None
+    real_capability: ResourceLike | None = None
+
+
+class ExtenderBackend(Protocol):
+    """What the HTTP service needs from the engine.
+
+    Pods arrive as the decoded Kubernetes JSON (`dict`), exactly as kube-scheduler sent them.
+    The service never calls a verb for a pod the backend does not manage (`is_managed`
+    false): it answers those with kube-scheduler-neutral pass-through itself.
+    """
+
+    def readiness(self) -> tuple[bool, str]:
+        """(ready, reason); the reason is shown by /readyz while not ready."""
+        ...
+
+    def is_managed(self, pod: dict[str, Any]) -> bool: ...
+
+    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision: ...
+
+    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> list[tuple[str, int]]:
+        """(node, score) pairs, score in 0..10 (`MaxExtenderPriority`)."""
+        ...
+
+    def preempt(
+        self, pod: dict[str, Any], candidates: dict[str, list[str]]
+    ) -> dict[str, NodeVictims]:
+        """candidates: node -> kube-scheduler's proposed victim UIDs (lists may be empty).
+
+        Returns only the nodes that have a valid victim set.
+        """
+        ...
+
+    def queue_metrics(self) -> list[QueueMetrics]: ...
+
+    def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """A JSON-able account of how the engine sees this pod (POST /debug/explain)."""
+        ...
+
+    def debug_state(self) -> dict[str, Any]:
+        """A JSON-able dump of queues and caches (GET /debug/queues)."""
+        ...

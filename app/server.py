@@ -1,0 +1,281 @@
+"""The FastAPI application factory for the extender service.
+
+`create_app(backend, settings)` wires routes, metrics and auth around one backend and holds
+no module-level state, so tests and benchmarks can run several apps side by side. FastAPI
+is used for routing and for the OpenAPI description of the wire; the verb handlers read raw
+bytes and return pre-encoded bytes, so FastAPI never validates or encodes a request body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from prometheus_client import CollectorRegistry
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from app import routes_debug, routes_ops
+from app.metrics import QueueCollector, ServiceMetrics, iter_registries
+from app.ports import ExtenderBackend
+from app.routes_common import OnError, VerbContext
+from app.routes_filter import make_filter_endpoint
+from app.routes_preempt import make_preempt_endpoint
+from app.routes_prioritize import make_prioritize_endpoint
+from app.security import BearerAuthMiddleware, TokenFile
+from app.wire import (
+    ErrorModel,
+    ExtenderArgs,
+    ExtenderFilterResult,
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    HostPriority,
+)
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+FIXED_PATHS = frozenset(
+    {"/healthz", "/readyz", "/metrics", "/debug/queues", "/debug/explain", "/noop"}
+    | {"/openapi.json", "/docs", "/docs/oauth2-redirect"}
+)
+TITLE = "kube-queue-extender"
+VERSION = "0.1.0"
+
+
+@dataclass(slots=True)
+class ServerSettings:
+    """Everything `create_app` needs besides the backend.
+
+    `registry`: the app's metric registry; pass one to register other collectors on it
+    (e.g. the informers'); a fresh one is made otherwise. `extra_registries` are rendered
+    after it on /metrics.
+    """
+
+    url_prefix: str = "/"
+    filter_verb: str = "filter"
+    prioritize_verb: str = "prioritize"
+    preempt_verb: str = "preempt"
+    on_error: OnError = "pass"
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    registry: CollectorRegistry | None = None
+    extra_registries: tuple[CollectorRegistry, ...] = ()
+    token_file: str | None = None
+    token_recheck_seconds: float = 1.0
+    metrics_auth: bool = False
+
+
+def verb_path(prefix: str, verb: str) -> str:
+    """kube-scheduler's URL rule: `TrimRight(urlPrefix, "/") + "/" + verb`."""
+    base = prefix.strip()
+    if base and not base.startswith("/"):
+        base = "/" + base
+    return base.rstrip("/") + "/" + verb.strip().strip("/")
+
+
+def verb_paths(settings: ServerSettings) -> dict[str, str]:
+    """verb -> path, refusing empty, duplicate or reserved paths."""
+    paths: dict[str, str] = {}
+    for verb, name in (
+        ("filter", settings.filter_verb),
+        ("prioritize", settings.prioritize_verb),
+        ("preempt", settings.preempt_verb),
+    ):
+        if not name.strip().strip("/"):
+            raise ValueError(f"the {verb} verb name must not be empty")
+        path = verb_path(settings.url_prefix, name)
+        if path in FIXED_PATHS:
+            raise ValueError(f"the {verb} path {path} collides with a built-in endpoint")
+        if path in paths.values():
+            raise ValueError(f"the {verb} path {path} is used by another verb")
+        paths[verb] = path
+    return paths
+
+
+def _check(settings: ServerSettings) -> None:
+    if settings.on_error not in ("pass", "fail"):
+        raise ValueError(f"on_error must be 'pass' or 'fail', not {settings.on_error!r}")
+    if settings.max_body_bytes <= 0:
+        raise ValueError("max_body_bytes must be positive")
+
+
+def _json_body(ref: dict[str, Any]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
+
+
+def _answers(ok: type[BaseModel] | dict[str, Any], bad: type[BaseModel]) -> dict[int | str, Any]:
+    ok_doc: dict[str, Any] = {"description": "The answer"}
+    if isinstance(ok, dict):
+        ok_doc["content"] = {"application/json": {"schema": ok}}
+    else:
+        ok_doc["model"] = ok
+    return {
+        200: ok_doc,
+        400: {"model": bad, "description": "Malformed, incomplete or oversized request"},
+        401: {"model": ErrorModel, "description": "Bearer token missing or wrong"},
+        500: {"model": ErrorModel, "description": "Backend failure under on_error=fail"},
+    }
+
+
+_REQUEST_MODELS: tuple[type[BaseModel], ...] = (ExtenderArgs, ExtenderPreemptionArgs)
+
+
+def _request_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Model name -> `$ref`, and the definitions to add to `components.schemas`."""
+    refs, top = models_json_schema(
+        [(m, "validation") for m in _REQUEST_MODELS],
+        ref_template="#/components/schemas/{model}",
+    )
+    return {model.__name__: dict(ref) for (model, _), ref in refs.items()}, top.get("$defs", {})
+
+
+def _install_openapi(app: FastAPI, defs: dict[str, Any]) -> None:
+    """FastAPI documents only bodies it parses; ours are parsed by hand, so add them."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, definition in defs.items():
+                schemas.setdefault(name, definition)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None) -> FastAPI:
+    """The extender service around `backend`."""
+    settings = settings if settings is not None else ServerSettings()
+    _check(settings)
+    paths = verb_paths(settings)
+    registry = settings.registry if settings.registry is not None else CollectorRegistry()
+    # The queue collector goes first so that a failure while reading the queues is already
+    # counted in the same scrape's queue_extender_errors_total.
+    queue_collector = QueueCollector(backend.queue_metrics)
+    registry.register(queue_collector)
+    metrics = ServiceMetrics(registry)
+    queue_errors = metrics.verb("queue_metrics")
+    queue_collector.on_error = lambda _exc: queue_errors.error()
+    ctx = VerbContext(
+        backend=backend,
+        metrics=metrics,
+        on_error=settings.on_error,
+        max_body_bytes=settings.max_body_bytes,
+    )
+
+    app = FastAPI(
+        title=TITLE,
+        version=VERSION,
+        description="Volcano-style queue fair share, preemption and reclaim for kube-scheduler, "
+        "served as a kube-scheduler HTTP extender (k8s.io/kube-scheduler/extender/v1).",
+        redoc_url=None,
+    )
+    app.state.metrics = metrics
+    app.state.registry = registry
+    app.state.settings = settings
+    refs, defs = _request_schemas()
+
+    app.add_api_route(
+        paths["filter"],
+        make_filter_endpoint(ctx),
+        methods=["POST"],
+        name="filter",
+        summary="kube-scheduler filter verb",
+        responses=_answers(ExtenderFilterResult, ExtenderFilterResult),
+        openapi_extra=_json_body(refs[ExtenderArgs.__name__]),
+    )
+    host_list = {"type": "array", "items": {"$ref": "#/components/schemas/HostPriority"}}
+    defs.setdefault("HostPriority", HostPriority.model_json_schema())
+    app.add_api_route(
+        paths["prioritize"],
+        make_prioritize_endpoint(ctx),
+        methods=["POST"],
+        name="prioritize",
+        summary="kube-scheduler prioritize verb (HostPriorityList)",
+        responses=_answers(host_list, ErrorModel),
+        openapi_extra=_json_body(refs[ExtenderArgs.__name__]),
+    )
+    app.add_api_route(
+        paths["preempt"],
+        make_preempt_endpoint(ctx),
+        methods=["POST"],
+        name="preempt",
+        summary="kube-scheduler preempt verb",
+        responses=_answers(ExtenderPreemptionResult, ErrorModel),
+        openapi_extra=_json_body(refs[ExtenderPreemptionArgs.__name__]),
+    )
+    _add_ops_routes(app, backend, ctx, registry, settings)
+    _install_openapi(app, defs)
+    if settings.token_file:
+        open_paths = OPEN_PATHS if settings.metrics_auth else OPEN_PATHS | {"/metrics"}
+        app.add_middleware(
+            BearerAuthMiddleware,
+            tokens=TokenFile(settings.token_file, settings.token_recheck_seconds),
+            open_paths=open_paths,
+        )
+    return app
+
+
+def _add_ops_routes(
+    app: FastAPI,
+    backend: ExtenderBackend,
+    ctx: VerbContext,
+    registry: CollectorRegistry,
+    settings: ServerSettings,
+) -> None:
+    text = {"content": {"text/plain": {"schema": {"type": "string"}}}}
+    app.add_api_route(
+        "/healthz",
+        routes_ops.healthz,
+        methods=["GET"],
+        responses={200: {"description": "Serving", **text}},
+    )
+    app.add_api_route(
+        "/readyz",
+        routes_ops.make_readyz(backend),
+        methods=["GET"],
+        responses={
+            200: {"description": "Caches synced", **text},
+            503: {"description": "Not ready, with the reason", **text},
+        },
+    )
+    app.add_api_route(
+        "/metrics",
+        routes_ops.make_metrics(tuple(iter_registries(registry, settings.extra_registries))),
+        methods=["GET"],
+        responses={200: {"description": "Prometheus text format", **text}},
+    )
+    app.add_api_route(
+        "/debug/queues",
+        routes_debug.make_debug_queues(ctx),
+        methods=["GET"],
+        responses={
+            200: {"description": "The engine's queue state"},
+            500: {"model": ErrorModel, "description": "The backend failed"},
+        },
+    )
+    pod_body = _json_body({"type": "object", "description": "A v1.Pod"})
+    app.add_api_route(
+        "/debug/explain",
+        routes_debug.make_debug_explain(ctx),
+        methods=["POST"],
+        openapi_extra=pod_body,
+        responses={
+            200: {"description": "How the engine sees this pod"},
+            400: {"model": ErrorModel, "description": "Malformed request"},
+            500: {"model": ErrorModel, "description": "The backend failed"},
+        },
+    )
+    app.add_api_route(
+        "/noop",
+        routes_ops.noop,
+        methods=["POST"],
+        responses={200: {"description": "Always {}"}},
+    )

@@ -1,0 +1,424 @@
+"""kube-scheduler's extender wire format (`k8s.io/kube-scheduler/extender/v1`).
+
+Those Go structs have no JSON tags, so kube-scheduler writes PascalCase keys, sends `null`
+for the unused alternative (`Nodes` vs `NodeNames`, `NodeNameToVictims` vs
+`NodeNameToMetaVictims`) and decodes answers case-insensitively. We mirror Go both ways:
+keys in are matched like Go's decoder (exact, else case-folded; unknown keys ignored; the
+last duplicate wins), keys out are exactly what `json.Marshal` writes.
+
+The hot path is bytes -> `orjson.loads` -> plain lists/dicts -> bytes; the pydantic models
+at the bottom only document the wire in the OpenAPI schema and are never used to parse or
+encode a request (FastAPI's encoder costs ~15x more on a 5,000-name answer).
+Embedded Kubernetes objects (the Pod, Nodes, victim Pods) are passed through as sent, since
+kube-scheduler always writes them in their canonical camelCase form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.ports import NodeVictims
+
+MAX_EXTENDER_PRIORITY = 10
+MIN_EXTENDER_PRIORITY = 0
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+class WireError(ValueError):
+    """A request kube-scheduler could not have meant: answered with HTTP 400."""
+
+
+@dataclass(slots=True)
+class DecodedArgs:
+    """A decoded filter/prioritize request.
+
+    `node_items` is not None when the request carried full Node objects (the extender is
+    configured `nodeCacheCapable: false`), and filter then answers with `Nodes`;
+    `names_given` is true when it carried `NodeNames`, and filter then answers with names.
+    `node_names` is the input node set: `NodeNames` when given, else the items' names.
+    """
+
+    pod: dict[str, Any]
+    node_names: list[str]
+    node_items: list[dict[str, Any]] | None
+    item_names: list[str]
+    names_given: bool
+
+
+@dataclass(slots=True)
+class DecodedPreemptionArgs:
+    """A decoded preempt request: candidate node -> proposed victim UIDs (maybe empty)."""
+
+    pod: dict[str, Any]
+    candidates: dict[str, list[str]]
+    pdb_violations: dict[str, int]
+
+
+def _keys(*names: str) -> dict[str, str]:
+    table = {name.casefold(): name for name in names}
+    table.update({name: name for name in names})
+    return table
+
+
+_ARGS_KEYS = _keys("Pod", "Nodes", "NodeNames")
+_PREEMPT_KEYS = _keys("Pod", "NodeNameToVictims", "NodeNameToMetaVictims")
+_VICTIMS_KEYS = _keys("Pods", "NumPDBViolations")
+_META_POD_KEYS = _keys("UID")
+_LIST_KEYS = _keys("items", "metadata")
+_OBJECT_KEYS = _keys("metadata")
+_META_KEYS = _keys("name", "uid")
+
+
+def go_fields(obj: Mapping[str, Any], table: Mapping[str, str]) -> dict[str, Any]:
+    """The known fields of a JSON object, matched to their canonical names as Go does.
+
+    Go's decoder tries the exact field name, then a case-insensitive match (Unicode simple
+    folding, hence `casefold`: `ſ` matches `s`); keys matching no field are ignored, and a
+    field given twice keeps the last value.
+    """
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        name = table.get(key)
+        if name is None:
+            name = table.get(key.casefold())
+            if name is None:
+                continue
+        out[name] = value
+    return out
+
+
+def _load_object(body: bytes, what: str) -> dict[str, Any]:
+    if not body:
+        raise WireError(f"empty request body: expected a JSON {what} object")
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise WireError(f"malformed JSON: {one_line(str(exc))}") from None
+    if not isinstance(doc, dict):
+        raise WireError(f"request body must be a JSON {what} object, got {_kind(doc)}")
+    return doc
+
+
+def _pod(fields: Mapping[str, Any]) -> dict[str, Any]:
+    pod = fields.get("Pod")
+    if pod is None:
+        raise WireError("missing Pod: the request must carry the pod being scheduled")
+    if not isinstance(pod, dict):
+        raise WireError(f"Pod must be a JSON object, got {_kind(pod)}")
+    return pod
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
+        type(value), "number"
+    )
+
+
+def one_line(text: str) -> str:
+    """Messages end up in kube-scheduler events and in one log line: keep them on one line."""
+    return " ".join(text.split())
+
+
+def _meta_field(obj: Any, field: str, where: str) -> str:
+    if not isinstance(obj, dict):
+        raise WireError(f"{where} must be a JSON object, got {_kind(obj)}")
+    meta = go_fields(obj, _OBJECT_KEYS).get("metadata")
+    value = go_fields(meta, _META_KEYS).get(field) if isinstance(meta, dict) else None
+    if not isinstance(value, str) or not value:
+        raise WireError(f"{where} has no metadata.{field}")
+    return value
+
+
+def parse_extender_args(body: bytes) -> DecodedArgs:
+    """Decode an `ExtenderArgs` (the filter and prioritize request)."""
+    fields = go_fields(_load_object(body, "ExtenderArgs"), _ARGS_KEYS)
+    pod = _pod(fields)
+    raw_names = fields.get("NodeNames")
+    names: list[str] = []
+    if raw_names is not None:
+        if not isinstance(raw_names, list) or not all(isinstance(n, str) for n in raw_names):
+            raise WireError("NodeNames must be an array of strings or null")
+        names = raw_names
+    items: list[dict[str, Any]] | None = None
+    item_names: list[str] = []
+    raw_nodes = fields.get("Nodes")
+    if raw_nodes is not None:
+        if not isinstance(raw_nodes, dict):
+            raise WireError(f"Nodes must be a NodeList object or null, got {_kind(raw_nodes)}")
+        raw_items = go_fields(raw_nodes, _LIST_KEYS).get("items")
+        if raw_items is None:
+            raw_items = []
+        if not isinstance(raw_items, list):
+            raise WireError(f"Nodes.items must be an array, got {_kind(raw_items)}")
+        item_names = [_meta_field(n, "name", f"Nodes.items[{i}]") for i, n in enumerate(raw_items)]
+        items = raw_items
+        if raw_names is None:
+            names = item_names
+    return DecodedArgs(
+        pod=pod,
+        node_names=names,
+        node_items=items,
+        item_names=item_names,
+        names_given=raw_names is not None,
+    )
+
+
+def _pdb_violations(value: Any, node: str) -> int:
+    if value is None:
+        return 0
+    # JSON Schema (and so the OpenAPI document) counts 3.0 as an integer; Go would not. Be
+    # lenient with integral floats, but only where a float is exact (a huge number decoded
+    # as a float may have been rounded into range).
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not _I64_MIN <= value <= _I64_MAX:
+        raise WireError(f"NumPDBViolations of node {node!r} must be a 64-bit integer")
+    return value
+
+
+def _victim_list(node: str, victims: Any, field: str) -> tuple[list[Any], int]:
+    if victims is None:
+        return [], 0
+    if not isinstance(victims, dict):
+        raise WireError(f"{field}[{node!r}] must be an object, got {_kind(victims)}")
+    fields = go_fields(victims, _VICTIMS_KEYS)
+    pods = fields.get("Pods")
+    if pods is None:
+        pods = []
+    if not isinstance(pods, list):
+        raise WireError(f"{field}[{node!r}].Pods must be an array, got {_kind(pods)}")
+    return pods, _pdb_violations(fields.get("NumPDBViolations"), node)
+
+
+def _meta_uid(pod: Any, where: str) -> str:
+    if not isinstance(pod, dict):
+        raise WireError(f"{where} must be an object, got {_kind(pod)}")
+    uid = go_fields(pod, _META_POD_KEYS).get("UID")
+    if not isinstance(uid, str) or not uid:
+        raise WireError(f"{where} has no UID")
+    return uid
+
+
+def _victims_map(
+    source: Any, field: str, uid_of: Callable[[Any, str], str]
+) -> tuple[dict[str, list[str]], dict[str, int]]:
+    if not isinstance(source, dict):
+        raise WireError(f"{field} must be an object, got {_kind(source)}")
+    candidates: dict[str, list[str]] = {}
+    pdb: dict[str, int] = {}
+    for node, victims in source.items():
+        pods, pdb[node] = _victim_list(node, victims, field)
+        where = f"{field}[{node!r}].Pods"
+        candidates[node] = [uid_of(p, f"{where}[{i}]") for i, p in enumerate(pods)]
+    return candidates, pdb
+
+
+def _pod_uid(pod: Any, where: str) -> str:
+    return _meta_field(pod, "uid", where)
+
+
+def parse_preemption_args(body: bytes) -> DecodedPreemptionArgs:
+    """Decode an `ExtenderPreemptionArgs`, in either node-cache or full-object form.
+
+    When both maps are present (kube-scheduler never sends both) both are validated and the
+    node-cache one is used.
+    """
+    fields = go_fields(_load_object(body, "ExtenderPreemptionArgs"), _PREEMPT_KEYS)
+    pod = _pod(fields)
+    candidates: dict[str, list[str]] = {}
+    pdb: dict[str, int] = {}
+    full = fields.get("NodeNameToVictims")
+    if full is not None:
+        candidates, pdb = _victims_map(full, "NodeNameToVictims", _pod_uid)
+    meta = fields.get("NodeNameToMetaVictims")
+    if meta is not None:
+        candidates, pdb = _victims_map(meta, "NodeNameToMetaVictims", _meta_uid)
+    return DecodedPreemptionArgs(pod=pod, candidates=candidates, pdb_violations=pdb)
+
+
+def parse_pod(body: bytes) -> dict[str, Any]:
+    """Decode a bare Pod object (POST /debug/explain)."""
+    return _load_object(body, "Pod")
+
+
+def encode_filter_result(
+    args: DecodedArgs,
+    passed: list[str],
+    failed: Mapping[str, str],
+    unresolvable: Mapping[str, str],
+    error: str = "",
+) -> bytes:
+    """An `ExtenderFilterResult` in the form that was asked (names, Node objects, or both)."""
+    nodes: dict[str, Any] | None = None
+    if args.node_items is not None:
+        if passed == args.item_names:
+            kept = args.node_items
+        else:
+            passing = set(passed)
+            pairs = zip(args.node_items, args.item_names, strict=True)
+            kept = [item for item, name in pairs if name in passing]
+        nodes = {"metadata": {}, "items": kept}
+    return orjson.dumps(
+        {
+            "Nodes": nodes,
+            "NodeNames": passed if args.names_given or nodes is None else None,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": error,
+        }
+    )
+
+
+def encode_filter_error(message: str) -> bytes:
+    """A filter answer that kube-scheduler reads as an error (non-empty `Error`)."""
+    return orjson.dumps(
+        {
+            "Nodes": None,
+            "NodeNames": None,
+            "FailedNodes": {},
+            "FailedAndUnresolvableNodes": {},
+            "Error": one_line(message),
+        }
+    )
+
+
+def encode_host_priorities(node_names: Iterable[str], scores: Mapping[str, int]) -> bytes:
+    """A `HostPriorityList`: one entry per input node, in input order, unscored nodes 0."""
+    return orjson.dumps([{"Host": n, "Score": scores.get(n, 0)} for n in node_names])
+
+
+def encode_zero_priorities(node_names: Iterable[str]) -> bytes:
+    return orjson.dumps([{"Host": n, "Score": 0} for n in node_names])
+
+
+def encode_preemption_result(victims: Mapping[str, NodeVictims]) -> bytes:
+    """An `ExtenderPreemptionResult`; always `NodeNameToMetaVictims`, as the client expects."""
+    return orjson.dumps(
+        {
+            "NodeNameToMetaVictims": {
+                node: {
+                    "Pods": [{"UID": uid} for uid in v.uids],
+                    "NumPDBViolations": v.num_pdb_violations,
+                }
+                for node, v in victims.items()
+            }
+        }
+    )
+
+
+def encode_error(message: str) -> bytes:
+    """The body of a non-filter error answer (kube-scheduler only reads the status code)."""
+    return orjson.dumps({"Error": one_line(message)})
+
+
+# --- OpenAPI documentation of the wire (never used on the hot path) -----------------------
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class NamedObjectMeta(_Wire):
+    """Kubernetes `metadata` of a Node; the extender reads only the name."""
+
+    name: str = Field(min_length=1)
+
+
+class UIDObjectMeta(_Wire):
+    """Kubernetes `metadata` of a victim Pod; the extender reads only the UID."""
+
+    uid: str = Field(min_length=1)
+
+
+class Node(_Wire):
+    """A Kubernetes `v1.Node`, passed through untouched."""
+
+    metadata: NamedObjectMeta
+
+
+class NodeList(_Wire):
+    """A Kubernetes `v1.NodeList` (`nodeCacheCapable: false`)."""
+
+    metadata: Any = None
+    items: list[Node] | None = None
+
+
+class VictimPod(_Wire):
+    """A Kubernetes `v1.Pod` proposed as a victim (`nodeCacheCapable: false`)."""
+
+    metadata: UIDObjectMeta
+
+
+class ExtenderArgs(_Wire):
+    """`ExtenderArgs`: the filter and prioritize request. Keys match case-insensitively."""
+
+    Pod: dict[str, Any] = Field(description="The v1.Pod being scheduled.")
+    Nodes: NodeList | None = Field(None, description="Candidate nodes (nodeCacheCapable: false).")
+    NodeNames: list[str] | None = Field(
+        None, description="Candidate node names (nodeCacheCapable)."
+    )
+
+
+class ExtenderFilterResult(BaseModel):
+    """`ExtenderFilterResult`; the unused form of the node list is null."""
+
+    Nodes: NodeList | None
+    NodeNames: list[str] | None
+    FailedNodes: dict[str, str] = Field(description="Unschedulable: preemption may help.")
+    FailedAndUnresolvableNodes: dict[str, str] = Field(description="Preemption cannot help.")
+    Error: str
+
+
+class HostPriority(BaseModel):
+    Host: str
+    Score: int = Field(ge=MIN_EXTENDER_PRIORITY, le=MAX_EXTENDER_PRIORITY)
+
+
+class MetaPod(_Wire):
+    UID: str = Field(min_length=1)
+
+
+# Go's int64: larger numbers fail to decode there, and here too.
+_INT64 = Field(0, ge=_I64_MIN, le=_I64_MAX)
+
+
+class MetaVictims(_Wire):
+    Pods: list[MetaPod] | None = None
+    NumPDBViolations: int | None = _INT64
+
+
+class Victims(_Wire):
+    Pods: list[VictimPod] | None = None
+    NumPDBViolations: int | None = _INT64
+
+
+class ExtenderPreemptionArgs(_Wire):
+    """`ExtenderPreemptionArgs`; one of the two victim maps is null."""
+
+    Pod: dict[str, Any] = Field(description="The v1.Pod that wants to preempt.")
+    NodeNameToVictims: dict[str, Victims | None] | None = None
+    NodeNameToMetaVictims: dict[str, MetaVictims | None] | None = None
+
+
+class MetaVictimsResult(BaseModel):
+    Pods: list[MetaPod]
+    NumPDBViolations: int
+
+
+class ExtenderPreemptionResult(BaseModel):
+    """`ExtenderPreemptionResult`: nodes with a valid victim set, victims by decreasing priority."""
+
+    NodeNameToMetaVictims: dict[str, MetaVictimsResult]
+
+
+class ErrorModel(BaseModel):
+    """A one-line error message."""
+
+    Error: str

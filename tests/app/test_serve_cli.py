@@ -1,0 +1,137 @@
+"""`queue-extender serve`: flags, settings, banner, and a real start/stop of the server."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import socket
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.serve_cli import add_serve_parser, banner, build_server, run_serve, settings_from_args
+
+from .fake_backend import FakeBackend
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="queue-extender")
+    add_serve_parser(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(["serve", *argv])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_defaults() -> None:
+    args = parse()
+    assert (args.host, args.port, args.url_prefix) == ("127.0.0.1", 8888, "/")
+    assert (args.filter_verb, args.prioritize_verb, args.preempt_verb) == (
+        "filter",
+        "prioritize",
+        "preempt",
+    )
+    assert args.on_error == "pass" and args.max_body_bytes == 8 * 1024 * 1024
+    assert args.scheduler_names == ["queue-scheduler"] and args.assume_ttl == 30.0
+    assert args.verbosity == 0 and args.log_format == "text"
+    assert not args.in_cluster and args.kubeconfig is None and args.cluster is None
+
+
+def test_all_flags_reach_the_settings() -> None:
+    args = parse(
+        "--host", "0.0.0.0", "--port", "9443", "--url-prefix", "/scheduler",
+        "--filter-verb", "f", "--prioritize-verb", "p", "--preempt-verb", "e",
+        "--conf", "volcano.conf", "--kubeconfig", "kc", "--scheduler-names", "a, b",
+        "--manage-annotated", "--assume-ttl", "12.5", "--on-error", "fail",
+        "--max-body-bytes", "1000", "--token-file", "tok", "--metrics-auth",
+        "-v", "5", "--log-format", "json",
+    )  # fmt: skip
+    s = settings_from_args(args)
+    assert (s.url_prefix, s.filter_verb, s.prioritize_verb, s.preempt_verb) == (
+        "/scheduler",
+        "f",
+        "p",
+        "e",
+    )
+    assert s.on_error == "fail" and s.max_body_bytes == 1000
+    assert s.token_file == "tok" and s.metrics_auth
+    assert args.scheduler_names == ["a", "b"] and args.manage_annotated
+    assert args.conf == "volcano.conf" and args.kubeconfig == "kc"
+    assert args.verbosity == 5 and args.log_format == "json" and args.assume_ttl == 12.5
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--kubeconfig", "a", "--in-cluster"],
+        ["--on-error", "ignore"],
+        ["-v", "11"],
+        ["--max-body-bytes", "0"],
+        ["--log-format", "xml"],
+    ],
+)
+def test_bad_flags_are_refused(argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(*argv)
+
+
+def test_banner_has_the_url_and_a_working_curl_example() -> None:
+    text = banner(parse("--port", "9000", "--url-prefix", "/sched"))
+    assert "http://127.0.0.1:9000" in text
+    curl = shlex.split(text.split("try: ", 1)[1])
+    assert curl[:4] == ["curl", "-sS", "-X", "POST"]
+    assert "http://127.0.0.1:9000/sched/filter" in curl
+    payload = curl[curl.index("-d") + 1]
+    assert '"NodeNames"' in payload and '"Pod"' in payload
+    tls = banner(parse("--tls-cert", "c", "--tls-key", "k", "--token-file", "/t"))
+    assert "https://127.0.0.1:8888/filter" in tls and "--cacert" in tls
+    assert "Authorization: Bearer" in tls
+
+
+def test_build_server_serves_the_backend_from_the_factory() -> None:
+    port = free_port()
+    args = parse("--port", str(port), "--url-prefix", "/x")
+    seen: list[argparse.Namespace] = []
+
+    def factory(a: argparse.Namespace) -> FakeBackend:
+        seen.append(a)
+        return FakeBackend()
+
+    server, settings = build_server(args, factory)
+    assert seen == [args] and settings.url_prefix == "/x"
+    assert server.config.workers == 1 and server.config.access_log is False
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.started
+        r = httpx.post(f"http://127.0.0.1:{port}/x/filter", content=b'{"Pod":{},"NodeNames":["n"]}')
+        assert r.status_code == 200 and r.json()["NodeNames"] == ["n"]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_run_serve_refuses_half_tls(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], restore_root: None
+) -> None:
+    cert = tmp_path / "c.pem"
+    cert.write_text("x")
+    args = parse("--tls-cert", str(cert))
+    calls: list[argparse.Namespace] = []
+
+    def factory(a: argparse.Namespace) -> FakeBackend:
+        calls.append(a)
+        return FakeBackend()
+
+    assert run_serve(args, factory) == 2
+    assert calls == []  # the backend is never built for a bad configuration
+    assert "queue-extender serving" not in capsys.readouterr().out
