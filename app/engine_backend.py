@@ -88,12 +88,16 @@ class EngineBackend:
         return True, f"serving from {self.source}"
 
     def is_managed(self, pod: dict[str, Any]) -> bool:
+        meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+        if self.options.namespaces:
+            namespace = (meta or {}).get("namespace") or "default"
+            if namespace not in self.options.namespaces:
+                return False
         spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
         scheduler = (spec or {}).get("schedulerName") or "default-scheduler"
         if scheduler in self.options.scheduler_names:
             return True
         if self.options.manage_annotated:
-            meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
             annotations = (meta or {}).get("annotations") or {}
             return isinstance(annotations, dict) and bool(
                 annotations.get(GROUP_NAME_ANNOTATION) or annotations.get(QUEUE_NAME_ANNOTATION)
@@ -224,6 +228,7 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         scheduler_names=tuple(args.scheduler_names),
         manage_annotated=args.manage_annotated,
         assume_ttl=float(args.assume_ttl),
+        namespaces=tuple(args.namespaces),
     )
     state = ClusterState()
     if args.kubeconfig or args.in_cluster:

@@ -87,6 +87,13 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         help="also manage pods that name a Volcano queue or pod group by annotation",
     )
     eng.add_argument(
+        "--namespaces",
+        type=_names,
+        default=[],
+        help="comma-separated namespaces whose pending pods the extender decides for (default: "
+        "all); pods elsewhere pass through but still count in node and queue usage",
+    )
+    eng.add_argument(
         "--assume-ttl",
         type=float,
         default=30.0,

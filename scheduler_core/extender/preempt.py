@@ -74,6 +74,7 @@ def preempt_pod(
                 unknown,
             )
             continue
+        log.log(v(3), "Considering Task <%s> on Node <%s>.", ctx.task.key, node_name)
         choice = select_victims_for_node(ctx.ssn, preemptor, node, proposed or None)
         if choice is None or not choice.victims:
             log.log(v(3), "Node <%s>: no valid victims for Task <%s>", node_name, ctx.task.key)

@@ -170,3 +170,18 @@ def test_preempt_leaves_the_cache_unchanged() -> None:
         before.releasing.milli_cpu,
         sorted(before.tasks),
     )
+
+
+def test_preempt_logs_the_debugging_guides_lines_at_v3(caplog: Any) -> None:
+    import logging
+
+    from scheduler_core.logutil import v
+
+    objs = same_queue_cluster()
+    acct, _ = accounting(objs)
+    with caplog.at_level(v(3), logger="scheduler_core"):
+        result = preempt_pod(acct, objs[-1], {"n1": uids("l2", "l3")})
+    victim = next(r for r in ("l1", "l2", "l3") if f"ns-{r}" in result["n1"].uids)
+    assert "Considering Task <ns/h> on Node <n1>." in caplog.text
+    assert f"Try to preempt Task <ns/{victim}> for Task <ns/h>" in caplog.text
+    assert logging.getLevelName(v(3)) == "V3"

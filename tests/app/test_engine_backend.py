@@ -1,0 +1,58 @@
+"""Which pods the engine backend decides for, and how it is built from the serve flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.cli import build_parser
+from app.engine_backend import backend_from_args
+
+
+def pod(
+    namespace: str, scheduler: str = "queue-scheduler", annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "namespace": namespace, "annotations": annotations or {}},
+        "spec": {"schedulerName": scheduler, "containers": []},
+    }
+
+
+def backend(*flags: str) -> Any:
+    return backend_from_args(build_parser().parse_args(["serve", *flags]))
+
+
+def test_pods_of_the_configured_scheduler_names_are_managed() -> None:
+    engine = backend("--scheduler-names", "queue-scheduler,batch")
+    assert engine.is_managed(pod("a"))
+    assert engine.is_managed(pod("a", scheduler="batch"))
+    assert not engine.is_managed(pod("a", scheduler="default-scheduler"))
+
+
+def test_manage_annotated_adds_pods_naming_a_queue_or_podgroup() -> None:
+    annotated = pod("a", "default-scheduler", {"scheduling.volcano.sh/queue-name": "q"})
+    assert not backend().is_managed(annotated)
+    assert backend("--manage-annotated").is_managed(annotated)
+
+
+def test_namespaces_restrict_pending_demand_to_those_namespaces() -> None:
+    engine = backend("--namespaces", "team-a,team-b")
+    assert engine.is_managed(pod("team-b"))
+    assert not engine.is_managed(pod("team-c"))
+    # pods elsewhere still count: the demo cluster's state holds every namespace
+    assert engine.state.counts()["pods"] > 0
+
+
+def test_demo_cluster_is_served_when_no_source_is_given() -> None:
+    engine = backend()
+    assert engine.readiness() == (True, "serving from the bundled demo cluster")
+    assert engine.state.counts()["nodes"] == 4
+
+
+def test_a_bad_cluster_file_is_a_one_line_value_error(tmp_path: Path) -> None:
+    bad = tmp_path / "c.yaml"
+    bad.write_text("apiVersion: v1\nkind: Node\nmetadata: {}\n")
+    with pytest.raises(ValueError, match=r"c\.yaml: document 1: Node: metadata\.name"):
+        backend("--cluster", str(bad))
