@@ -8,6 +8,7 @@ write to it while the event loop reads.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 from dataclasses import dataclass, field
 from importlib import resources
@@ -72,6 +73,7 @@ class EngineBackend:
             assume_ttl=self.options.assume_ttl,
             min_refresh_interval=self.options.refresh_interval,
         )
+        self._frozen = False
         self.registry: CollectorRegistry | None = (
             informers.registry if informers is not None else None
         )
@@ -85,7 +87,26 @@ class EngineBackend:
                 return False, str(reason)
         if not self.state.has_synced():
             return False, "cluster state has not been loaded"
+        self._freeze_once()
         return True, f"serving from {self.source}"
+
+    def _freeze_once(self) -> None:
+        """Move the synced cluster into the GC's permanent generation.
+
+        With 50,000 pods loaded a full collection takes 200+ ms and lands on whichever
+        request triggers it; frozen objects are never scanned again (python-stack.md).
+        Objects that arrive later are collected as usual.
+        """
+        if self._frozen:
+            return
+        self._frozen = True
+        gc.collect()
+        gc.freeze()
+        log.info(
+            "Cluster loaded: %s; %d objects frozen out of garbage collection",
+            self.state.counts(),
+            gc.get_freeze_count(),
+        )
 
     def is_managed(self, pod: dict[str, Any]) -> bool:
         meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
@@ -228,6 +249,7 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         scheduler_names=tuple(args.scheduler_names),
         manage_annotated=args.manage_annotated,
         assume_ttl=float(args.assume_ttl),
+        refresh_interval=float(args.refresh_interval),
         namespaces=tuple(args.namespaces),
     )
     state = ClusterState()
@@ -249,4 +271,6 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     if loaded.skipped:
         log.info("%s", loaded.skipped_summary())
     state.apply_objects(loaded.objects)
-    return EngineBackend(state, conf, options, source=source)
+    backend = EngineBackend(state, conf, options, source=source)
+    backend.readiness()  # a file is synced at once: freeze it now
+    return backend

@@ -87,6 +87,13 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         help="also manage pods that name a Volcano queue or pod group by annotation",
     )
     eng.add_argument(
+        "--refresh-interval",
+        type=float,
+        default=1.0,
+        help="seconds between recomputations of queue shares after cluster changes "
+        "(default 1.0; the extender's own decisions count at once as assumed pods)",
+    )
+    eng.add_argument(
         "--namespaces",
         type=_names,
         default=[],

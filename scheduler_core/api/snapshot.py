@@ -8,6 +8,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 
 
@@ -24,6 +25,8 @@ class ClusterSnapshot:
     queues: dict[str, QueueInfo] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    #: Σ node allocatable when the source keeps it current (the live cache); else computed.
+    total_allocatable: Resource | None = None
 
     def clone(self) -> ClusterSnapshot:
         jobs = {uid: job.clone() for uid, job in self.jobs.items()}
@@ -37,6 +40,7 @@ class ClusterSnapshot:
             queues=dict(self.queues),
             pdbs=list(self.pdbs),
             priority_classes=dict(self.priority_classes),
+            total_allocatable=self.total_allocatable,
         )
 
     def task(self, uid: str) -> TaskInfo | None:

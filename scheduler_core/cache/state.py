@@ -21,6 +21,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import DEFAULT_QUEUE, ROOT_QUEUE, QueueInfo
+from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
@@ -110,6 +111,7 @@ class ClusterState:
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}  # job id -> tasks awaiting a PodGroup
         self._nodes: dict[str, NodeInfo] = {}
+        self._total_allocatable = Resource.empty()
         self._unplaced: dict[str, dict[str, TaskInfo]] = {}  # node name -> tasks awaiting it
         self._queues: dict[str, QueueInfo] = {}
         self._podgroups: dict[str, PodGroupInfo] = {}
@@ -267,6 +269,9 @@ class ClusterState:
 
     def _put_node(self, node: NodeInfo) -> None:
         old = self._nodes.get(node.name)
+        if old is not None:
+            self._total_allocatable.sub_without_assert(old.allocatable)
+        self._total_allocatable.add(node.allocatable)
         tasks = list(old.tasks.values()) if old is not None else []
         tasks.extend(self._unplaced.pop(node.name, {}).values())
         self._nodes[node.name] = node
@@ -278,6 +283,8 @@ class ClusterState:
 
     def _remove_node(self, name: str) -> None:
         node = self._nodes.pop(name, None)
+        if node is not None:
+            self._total_allocatable.sub_without_assert(node.allocatable)
         if node is not None and node.tasks:
             self._unplaced[name] = dict(node.tasks)
 
@@ -347,15 +354,7 @@ class ClusterState:
     def snapshot(self) -> ClusterSnapshot:
         """A private, consistent copy for one session (Volcano's ``Cache.Snapshot``)."""
         with self._lock:
-            queues = self.queues()
-            shared = ClusterSnapshot(
-                jobs=self._session_jobs(queues),
-                nodes=self._nodes,
-                queues=queues,
-                pdbs=list(self._pdbs.values()),
-                priority_classes=self.priority_values(),
-            )
-            return shared.clone()
+            return self.shared_snapshot().clone()
 
     def shared_snapshot(self) -> ClusterSnapshot:
         """The live objects, not copied: only for sessions that read and never decide
@@ -367,6 +366,7 @@ class ClusterState:
             queues=queues,
             pdbs=list(self._pdbs.values()),
             priority_classes=self.priority_values(),
+            total_allocatable=self._total_allocatable.clone(),
         )
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:

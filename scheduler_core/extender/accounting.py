@@ -76,7 +76,7 @@ class QueueAccounting:
 
     def _rebuild(self, now: float) -> None:
         if self._session is not None:
-            close_session(self._session)
+            close_session(self._session, update_phases=False)
         with self.state.locked():
             version = self.state.version
             ssn = open_session(self.state.shared_snapshot(), self.conf, clone=False)

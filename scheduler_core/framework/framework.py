@@ -56,11 +56,14 @@ def run_actions(ssn: Session, actions: list[str] | None = None) -> None:
         action.execute(ssn)
 
 
-def close_session(ssn: Session) -> None:
+def close_session(ssn: Session, *, update_phases: bool = True) -> None:
+    """``update_phases=False`` for read-only sessions over the live cache (the extender's
+    accounting): their jobs are the cache's own objects and must keep their real phase."""
     for plugin in ssn.plugins.values():
         plugin.on_session_close(ssn)
-    for job in ssn.jobs.values():
-        job.phase = pod_group_phase(job)
+    if update_phases:
+        for job in ssn.jobs.values():
+            job.phase = pod_group_phase(job)
     log.log(v(5), "Close Session %d", ssn.uid)
 
 

@@ -117,10 +117,13 @@ class Session:
 
     def __post_init__(self) -> None:
         self.uid = next(self._uids)
-        total = Resource.empty()
-        for node in self.snapshot.nodes.values():
-            total.add(node.allocatable)
-        self.total_resource = total
+        if self.snapshot.total_allocatable is not None:
+            self.total_resource = self.snapshot.total_allocatable.clone()
+        else:
+            total = Resource.empty()
+            for node in self.snapshot.nodes.values():
+                total.add(node.allocatable)
+            self.total_resource = total
 
     # --- convenient views ---------------------------------------------------------------
 

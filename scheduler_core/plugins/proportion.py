@@ -395,7 +395,7 @@ class ProportionPlugin(Plugin):
 
     def _cycle_state(self, task: TaskInfo) -> QueueAttrs:
         del task
-        return QueueAttrs({name: attr.clone() for name, attr in self.queue_opts.items()})
+        return QueueAttrs(source=self.queue_opts)
 
     def _state(self, state: CycleState) -> QueueAttrs | None:
         attrs = state.get(self.name)

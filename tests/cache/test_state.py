@@ -242,3 +242,6 @@ def test_incremental_state_equals_a_fresh_build_of_the_final_objects(
         live[(obj["kind"], key_of(obj))] = obj
     fresh = build_snapshot(collect(live.values()))
     assert summary(state.snapshot()) == summary(fresh)
+    kept = state.shared_snapshot().total_allocatable
+    assert kept is not None
+    assert kept.milli_cpu == sum(n.allocatable.milli_cpu for n in fresh.nodes.values())

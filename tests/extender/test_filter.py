@@ -169,3 +169,15 @@ def test_gang_room_is_counted_on_the_nodes_offered_for_the_pod() -> None:
     acct.release("ns/d0")
     # n3 is not offered (say, tainted for this pod): n1 alone cannot hold both members
     assert filter_pod(acct, members[0], ["n1"]).failed["n1"].code == "gang-unsatisfiable"
+
+
+def test_refreshing_the_accounting_leaves_the_caches_podgroup_phases_alone() -> None:
+    """The accounting session reads the live jobs; closing it must not rewrite their phase
+    (a Running PodGroup below minMember would read Pending and drop out of reclaim)."""
+    pg = podgroup("gang", 3, queue="a", phase="Running")
+    acct, _ = accounting([*base(), pg, pod("m0", group="gang", node_name="n1")])
+    acct.session()
+    acct.state.upsert("Pod", pod("m1", group="gang"))  # any change: the next call rebuilds
+    acct.session()
+    acct.session()
+    assert acct.state.snapshot().jobs["ns/gang"].phase == "Running"

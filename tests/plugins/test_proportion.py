@@ -499,3 +499,21 @@ def test_simulate_allocatable_without_state_refuses() -> None:
     del state["proportion"]
 
     assert ssn.simulate_allocatable_fns["proportion"](state, ssn.queues["B"], task) is False
+
+
+def test_cycle_state_copies_only_the_queues_a_simulation_reads() -> None:
+    """The what-if copy is private: changing it leaves the session's attributes alone, and
+    queues it never reads are not copied at all."""
+
+    source = {"a": QueueAttr(name="a"), "b": QueueAttr(name="b")}
+    source["a"].allocated.add(Resource(1000, 0))
+    state = QueueAttrs(source=source)
+    assert "a" in state and "zzz" not in state and state.get("zzz") is None
+    state["a"].allocated.add(Resource(500, 0))
+    assert source["a"].allocated.milli_cpu == 1000
+    assert dict.keys(state) == {"a"}  # b was never read
+    copy = state.clone()
+    copy["a"].allocated.add(Resource(500, 0))
+    copy["b"].allocated.add(Resource(1, 0))
+    assert state["a"].allocated.milli_cpu == 1500 and copy["a"].allocated.milli_cpu == 2000
+    assert source["b"].allocated.milli_cpu == 0
