@@ -19,6 +19,7 @@ from scheduler_core.actions.victims import (
     validate_victims,
 )
 from scheduler_core.api.job import JobInfo
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
@@ -39,6 +40,7 @@ class ReclaimAction(Action):
 
     def __init__(self) -> None:
         self.enable_predicate_error_cache = True
+        self._nodes: list[NodeInfo] = []
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -101,6 +103,9 @@ class ReclaimAction(Action):
                 )
 
         helper = PredicateHelper(enable_error_cache=self.enable_predicate_error_cache)
+        # Nodes in a stable order, computed once: sorting 5,000 names per waiting task cost
+        # more than the rest of reclaim at that scale.
+        self._nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
         while not queues.empty():
             queue = queues.pop()
             if ssn.overused(queue):
@@ -173,7 +178,7 @@ class ReclaimAction(Action):
     ) -> bool:
         """Evict victims on the first node where that frees enough for ``task`` and pipeline
         it there; other nodes' tentative evictions are undone. Returns whether it worked."""
-        all_nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
+        all_nodes = self._nodes or [ssn.nodes[name] for name in sorted(ssn.nodes)]
         nodes, _ = helper.predicate_nodes(task, all_nodes, ssn.predicate_for_preempt)
         accept = reclaimee_filter(ssn, job)
         for node in nodes:
