@@ -1,0 +1,300 @@
+"""In-process benches: the filter verb, the queue accounting and a full reclaim session.
+
+Everything runs in this process on one ``ClusterState`` fed with the synthetic cluster the
+way the informers feed it (``upsert`` per object), so the numbers are the engine's alone:
+no HTTP, no JSON decoding of the request.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from app.engine_backend import BackendOptions, EngineBackend
+from bench import Budget, Measurement, sample
+from bench.synthetic import SyntheticCluster
+from scheduler_core.api.resource import Resource
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.conf import SchedulerConfiguration, default_configuration, load_configuration
+from scheduler_core.engine import close_session, open_session, run_session
+from scheduler_core.plugins.proportion import ProportionPlugin, water_fill
+
+BENCHES: dict[str, str] = {
+    "filter-inprocess": "EngineBackend.filter, a waiting pod x all node names, cluster at rest",
+    "filter-inprocess-churn": "the same with one pod event applied before each call",
+    "deserved": "a session with only proportion: job usage + the deserved loop",
+    "deserved-waterfill": "the deserved loop alone over the leaf queues with jobs",
+    "accounting-rebuild": "the extender's accounting session (every plugin) on the live state",
+    "reclaim-session": "run_session(snapshot, conf, ['reclaim']) over the whole cluster",
+}
+
+PROPORTION_ONLY = """\
+actions: "reclaim"
+tiers:
+- plugins:
+  - name: proportion
+"""
+
+FILTER_PODS = 4
+
+
+@dataclass
+class EngineFixture:
+    cluster: SyntheticCluster
+    state: ClusterState
+    backend: EngineBackend
+    conf: SchedulerConfiguration
+    build_seconds: float
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No collections while the cluster is loaded (the informers do the same)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def build_fixture(cluster: SyntheticCluster) -> EngineFixture:
+    started = time.perf_counter()
+    state = ClusterState()
+    with gc_paused():
+        cluster.feed(state)
+    conf = default_configuration()
+    backend = EngineBackend(state, conf, BackendOptions())
+    return EngineFixture(cluster, state, backend, conf, time.perf_counter() - started)
+
+
+def pick_filter_pods(
+    cluster: SyntheticCluster, explain: Callable[[dict[str, Any]], dict[str, Any]], k: int
+) -> list[int]:
+    """The first ``k`` waiting pods that filter would pass, one per queue (so that one's
+    assumption never decides another's verdict); waiting pods of any verdict if none pass."""
+    picked: list[int] = []
+    queues: set[str] = set()
+    candidates = cluster.pending_pods()
+    for index in candidates:
+        answer = explain(cluster.pod(index))
+        queue = str(answer.get("queue"))
+        if answer.get("verdict") == "pass" and queue not in queues:
+            picked.append(index)
+            queues.add(queue)
+            if len(picked) == k:
+                break
+    return picked or candidates[:k]
+
+
+def run(
+    fixture: EngineFixture, selected: set[str], budgets: dict[str, Budget]
+) -> list[Measurement]:
+    out: list[Measurement] = []
+    for name, bench in (
+        ("filter-inprocess", bench_filter),
+        ("filter-inprocess-churn", bench_filter_churn),
+        ("deserved", bench_deserved),
+        ("deserved-waterfill", bench_waterfill),
+        ("accounting-rebuild", bench_accounting),
+        ("reclaim-session", bench_reclaim),
+    ):
+        if name not in selected:
+            continue
+        cpu, wall = time.process_time(), time.perf_counter()
+        try:
+            measurement = bench(fixture, budgets[name])
+        except Exception as exc:  # a broken engine is a result too, not the end of the run
+            measurement = Measurement(name, BENCHES[name], error=f"{type(exc).__name__}: {exc}")
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        # Below ~0.95 this process was waiting for a core: other work was running.
+        measurement.extra["cpu_share"] = round(cpu / wall, 2) if wall > 0 else None
+        out.append(measurement)
+    return out
+
+
+# --- filter ---------------------------------------------------------------------------------
+
+
+def _filter_targets(fixture: EngineFixture) -> tuple[list[dict[str, Any]], list[str]]:
+    picks = pick_filter_pods(fixture.cluster, fixture.backend.explain, FILTER_PODS)
+    pods = [fixture.cluster.pod(i) for i in picks]
+    keys = [fixture.cluster.pod_key(i) for i in picks]
+    return pods, keys
+
+
+def _filter_measurement(
+    name: str,
+    fixture: EngineFixture,
+    budget: Budget,
+    before: Callable[[int], None] | None = None,
+) -> Measurement:
+    backend = fixture.backend
+    pods, keys = _filter_targets(fixture)
+    names = list(fixture.cluster.node_names)
+    outcomes: dict[str, int] = {}
+
+    def call(i: int) -> None:
+        decision = backend.filter(pods[i % len(pods)], names)
+        verdict = "pass" if decision.node_names else "reject"
+        if decision.error:
+            verdict = "error"
+        if i >= budget.warmup:  # count the timed calls only
+            outcomes[verdict] = outcomes.get(verdict, 0) + 1
+
+    def after(i: int) -> None:
+        # The pod passed and was assumed; a real bind would confirm it. Release it so the
+        # queue's allocation does not drift from call to call.
+        backend.accounting.release(keys[i % len(keys)])
+        if before is not None:
+            before(i + 1)
+
+    if before is not None:
+        before(0)
+    samples = sample(call, budget, after=after)
+    return Measurement(
+        name,
+        BENCHES[name],
+        samples=samples,
+        target=2.0,
+        extra={
+            "pods": keys,
+            "node_names": len(names),
+            "outcomes": outcomes,
+            "accounting_refreshes": backend.accounting.refreshes,
+        },
+    )
+
+
+def bench_filter(fixture: EngineFixture, budget: Budget) -> Measurement:
+    return _filter_measurement("filter-inprocess", fixture, budget)
+
+
+def bench_filter_churn(fixture: EngineFixture, budget: Budget) -> Measurement:
+    """Informers apply events between scheduler calls in a live cluster; each one changes the
+    cluster version, so the next filter rebuilds the accounting session first."""
+    cluster, state = fixture.cluster, fixture.state
+    running = [i for i, node in enumerate(cluster.placement) if node >= 0]
+
+    def churn(i: int) -> None:
+        pod = cluster.pod(running[(i * 7919) % len(running)])
+        pod["metadata"]["labels"]["bench/churn"] = str(i)
+        pod["metadata"]["resourceVersion"] = str(10_000 + i)
+        state.upsert("Pod", pod)
+
+    return _filter_measurement("filter-inprocess-churn", fixture, budget, before=churn)
+
+
+# --- queue accounting -----------------------------------------------------------------------
+
+
+def bench_deserved(fixture: EngineFixture, budget: Budget) -> Measurement:
+    conf = load_configuration(PROPORTION_ONLY, "proportion-only bench configuration")
+    state = fixture.state
+    queues: dict[str, int] = {}
+
+    def call(_: int) -> None:
+        with state.locked():
+            ssn = open_session(state.shared_snapshot(), conf, clone=False)
+        plugin = ssn.plugins["proportion"]
+        assert isinstance(plugin, ProportionPlugin)
+        queues["with_jobs"] = len(plugin.queue_opts)
+        close_session(ssn)
+
+    samples = sample(call, budget)
+    return Measurement(
+        "deserved",
+        BENCHES["deserved"],
+        samples=samples,
+        target=5.0,
+        target_stat="p50",
+        extra={"queues": len(state.queues()), "queues_with_jobs": queues.get("with_jobs")},
+    )
+
+
+def bench_waterfill(fixture: EngineFixture, budget: Budget) -> Measurement:
+    conf = load_configuration(PROPORTION_ONLY, "proportion-only bench configuration")
+    state = fixture.state
+    with state.locked():
+        ssn = open_session(state.shared_snapshot(), conf, clone=False)
+    plugin = ssn.plugins["proportion"]
+    assert isinstance(plugin, ProportionPlugin)
+    close_session(ssn)
+    total = plugin.total_resource
+
+    def fresh() -> dict[str, Any]:
+        opts = {name: attr.clone() for name, attr in plugin.queue_opts.items()}
+        for attr in opts.values():
+            attr.deserved = Resource.empty()
+            attr.share = 0.0
+        return opts
+
+    prepared = [fresh() for _ in range(budget.warmup + budget.n)]
+    samples = sample(lambda i: water_fill(prepared[i], total), budget)
+    return Measurement(
+        "deserved-waterfill",
+        BENCHES["deserved-waterfill"],
+        samples=samples,
+        extra={"queues_with_jobs": len(plugin.queue_opts)},
+    )
+
+
+def bench_accounting(fixture: EngineFixture, budget: Budget) -> Measurement:
+    state, conf = fixture.state, fixture.conf
+
+    def call(_: int) -> None:
+        with state.locked():
+            ssn = open_session(state.shared_snapshot(), conf, clone=False)
+        close_session(ssn)
+
+    samples = sample(call, budget)
+    return Measurement(
+        "accounting-rebuild",
+        BENCHES["accounting-rebuild"],
+        samples=samples,
+        target=5.0,
+        target_stat="p50",
+        extra={"plugins": [p.name for tier in conf.tiers for p in tier.plugins]},
+    )
+
+
+# --- reclaim --------------------------------------------------------------------------------
+
+
+def bench_reclaim(fixture: EngineFixture, budget: Budget) -> Measurement:
+    state, conf = fixture.state, fixture.conf
+    decisions: dict[str, int] = {}
+
+    def call(_: int) -> None:
+        with state.locked():
+            snapshot = state.shared_snapshot()
+            ssn = run_session(snapshot, conf, ["reclaim"])
+        decisions["evictions"] = len(ssn.evictions)
+        decisions["reclaimer_jobs"] = len({e.preemptor.job for e in ssn.evictions if e.preemptor})
+
+    samples = sample(call, budget)
+    with state.locked():
+        snapshot = state.shared_snapshot()
+        started = time.perf_counter()
+        clone = snapshot.clone()
+        cloned = time.perf_counter()
+        ssn = open_session(clone, conf, clone=False)
+        opened = time.perf_counter()
+    close_session(ssn)
+    return Measurement(
+        "reclaim-session",
+        BENCHES["reclaim-session"],
+        samples=samples,
+        target=500.0,
+        target_stat="p50",
+        extra={
+            **decisions,
+            "snapshot_clone_ms": round((cloned - started) * 1e3, 1),
+            "session_open_ms": round((opened - cloned) * 1e3, 1),
+        },
+    )
