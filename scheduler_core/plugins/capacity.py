@@ -16,7 +16,6 @@ import logging
 from collections.abc import Mapping
 
 from scheduler_core.api.job import JobInfo
-from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import ROOT_QUEUE, QueueInfo
 from scheduler_core.api.resource import (
     INFINITY,
@@ -35,7 +34,7 @@ from scheduler_core.framework.session import CycleState, EventHandler, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.queue_attr import (
     QueueAttr,
-    QueueAttrs,
+    QueueCharging,
     capacity_share,
     deduct_sch_gated_resources,
     flat_capability,
@@ -130,11 +129,15 @@ def ancestry(queues: Mapping[str, QueueInfo], name: str) -> list[str]:
 
 
 @register_plugin
-class CapacityPlugin(Plugin):
+class CapacityPlugin(QueueCharging, Plugin):
     """``queue_opts`` (queue name -> attributes, with ``ancestors``/``children`` in a
     hierarchy) stays readable after the session closes, for reporting."""
 
     name = "capacity"
+    log_label = "[capacity]"
+
+    def _share(self, attr: QueueAttr) -> float:
+        return capacity_share(attr)
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -364,7 +367,7 @@ class CapacityPlugin(Plugin):
 
     # --- lookups --------------------------------------------------------------------------
 
-    def _job_attr(self, task: TaskInfo, opts: Mapping[str, QueueAttr]) -> QueueAttr | None:
+    def _attr_of_task(self, task: TaskInfo, opts: Mapping[str, QueueAttr]) -> QueueAttr | None:
         job = self._ssn.jobs.get(task.job) if self._ssn is not None else None
         if job is None:
             log.warning(
@@ -443,7 +446,7 @@ class CapacityPlugin(Plugin):
         if not self.ready_to_schedule or self._ssn is None:
             trace(log, v(3), _NOT_READY)
             return victims, REJECT
-        reclaimer_attr = self._job_attr(reclaimer, self.queue_opts)
+        reclaimer_attr = self._attr_of_task(reclaimer, self.queue_opts)
         if reclaimer_attr is None:
             return victims, REJECT
         gated_by_ancestors = self.hierarchy and self.ancestor_reclaim_level > 0
@@ -451,7 +454,7 @@ class CapacityPlugin(Plugin):
         ordered = self._ssn.build_victims_priority_queue(reclaimees, reclaimer)
         while not ordered.empty():
             reclaimee = ordered.pop()
-            attr = self._job_attr(reclaimee, self.queue_opts)
+            attr = self._attr_of_task(reclaimee, self.queue_opts)
             if attr is None:
                 continue
             if not intersection_with_ignored_scalar_resources(
@@ -734,81 +737,11 @@ class CapacityPlugin(Plugin):
 
     # --- events ---------------------------------------------------------------------------
 
-    def _on_allocate(self, task: TaskInfo) -> None:
-        attr = self._job_attr(task, self.queue_opts)
-        if attr is None:
-            return
-        attr.allocated.add(task.resreq)
-        attr.share = capacity_share(attr)
-        for ancestor in self._lineage(attr, self.queue_opts):
-            ancestor.allocated.add(task.resreq)
-        trace(
-            log,
-            v(4),
-            "[capacity] AllocateFunc: task <%s/%s>, resreq <%s>, share <%s>",
-            task.namespace,
-            task.name,
-            task.resreq,
-            attr.share,
-        )
-
-    def _on_deallocate(self, task: TaskInfo) -> None:
-        attr = self._job_attr(task, self.queue_opts)
-        if attr is None:
-            return
-        attr.allocated.sub_without_assert(task.resreq)
-        attr.share = capacity_share(attr)
-        for ancestor in self._lineage(attr, self.queue_opts):
-            ancestor.allocated.sub_without_assert(task.resreq)
-        trace(
-            log,
-            v(4),
-            "[capacity] DeallocateFunc: task <%s/%s>, resreq <%s>, share <%s>",
-            task.namespace,
-            task.name,
-            task.resreq,
-            attr.share,
-        )
-
     # --- simulation -----------------------------------------------------------------------
-
-    def _cycle_state(self, task: TaskInfo) -> QueueAttrs:
-        del task
-        return QueueAttrs(source=self.queue_opts)
-
-    def _state(self, state: CycleState) -> QueueAttrs | None:
-        attrs = state.get(self.name)
-        return attrs if isinstance(attrs, QueueAttrs) else None
 
     def _simulate_allocatable(self, state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
         attrs = self._state(state)
         return attrs is not None and self._allocatable_in(attrs, queue, task)
-
-    def _simulate_add_task(
-        self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo
-    ) -> None:
-        del preemptor, node
-        attrs = self._state(state)
-        attr = self._job_attr(task, attrs) if attrs is not None else None
-        if attrs is None or attr is None:
-            return
-        attr.allocated.add(task.resreq)
-        attr.share = capacity_share(attr)
-        for ancestor in self._lineage(attr, attrs):
-            ancestor.allocated.add(task.resreq)
-
-    def _simulate_remove_task(
-        self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo
-    ) -> None:
-        del preemptor, node
-        attrs = self._state(state)
-        attr = self._job_attr(task, attrs) if attrs is not None else None
-        if attrs is None or attr is None:
-            return
-        attr.allocated.sub_without_assert(task.resreq)
-        attr.share = capacity_share(attr)
-        for ancestor in self._lineage(attr, attrs):
-            ancestor.allocated.sub_without_assert(task.resreq)
 
 
 def _spec_deserved(queue: QueueInfo) -> Resource:

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Mapping
 
 from scheduler_core.api.job import JobInfo
-from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import INFINITY, ZERO, Resource, exceeded_part, res_max
 from scheduler_core.api.task import TaskInfo
@@ -25,7 +24,7 @@ from scheduler_core.framework.session import CycleState, EventHandler, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.queue_attr import (
     QueueAttr,
-    QueueAttrs,
+    QueueCharging,
     deduct_sch_gated_resources,
     flat_capability,
     flat_real_capability,
@@ -144,11 +143,15 @@ def _trace_pass(attr: QueueAttr, met: str) -> None:
 
 
 @register_plugin
-class ProportionPlugin(Plugin):
+class ProportionPlugin(QueueCharging, Plugin):
     """``queue_opts`` (queue name -> attributes) stays readable after the session closes, so
     reporting (simulate, /metrics) can show what the session decided from."""
 
     name = "proportion"
+    log_label = "Proportion"
+
+    def _share(self, attr: QueueAttr) -> float:
+        return proportion_share(attr)
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
@@ -359,47 +362,7 @@ class ProportionPlugin(Plugin):
 
     # --- events ---------------------------------------------------------------------------
 
-    def _on_allocate(self, task: TaskInfo) -> None:
-        attr = self._attr_of_task(task, self.queue_opts)
-        if attr is None:
-            return
-        attr.allocated.add(task.resreq)
-        attr.share = proportion_share(attr)
-        trace(
-            log,
-            v(4),
-            "Proportion AllocateFunc: task <%s/%s>, resreq <%s>,  share <%s>",
-            task.namespace,
-            task.name,
-            task.resreq,
-            attr.share,
-        )
-
-    def _on_deallocate(self, task: TaskInfo) -> None:
-        attr = self._attr_of_task(task, self.queue_opts)
-        if attr is None:
-            return
-        attr.allocated.sub_without_assert(task.resreq)
-        attr.share = proportion_share(attr)
-        trace(
-            log,
-            v(4),
-            "Proportion EvictFunc: task <%s/%s>, resreq <%s>,  share <%s>",
-            task.namespace,
-            task.name,
-            task.resreq,
-            attr.share,
-        )
-
     # --- simulation -----------------------------------------------------------------------
-
-    def _cycle_state(self, task: TaskInfo) -> QueueAttrs:
-        del task
-        return QueueAttrs(source=self.queue_opts)
-
-    def _state(self, state: CycleState) -> QueueAttrs | None:
-        attrs = state.get(self.name)
-        return attrs if isinstance(attrs, QueueAttrs) else None
 
     def _simulate_allocatable(self, state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
         """As AllocatableFn on the what-if copy; Volcano skips the open-state check here."""
@@ -408,26 +371,6 @@ class ProportionPlugin(Plugin):
         if attr is None:
             return False
         return _fits_deserved(queue.name, attr, [task])
-
-    def _simulate_add_task(
-        self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo
-    ) -> None:
-        del preemptor, node
-        attrs = self._state(state)
-        attr = self._attr_of_task(task, attrs) if attrs is not None else None
-        if attr is not None:
-            attr.allocated.add(task.resreq)
-            attr.share = proportion_share(attr)
-
-    def _simulate_remove_task(
-        self, state: CycleState, preemptor: TaskInfo, task: TaskInfo, node: NodeInfo
-    ) -> None:
-        del preemptor, node
-        attrs = self._state(state)
-        attr = self._attr_of_task(task, attrs) if attrs is not None else None
-        if attr is not None:
-            attr.allocated.sub_without_assert(task.resreq)
-            attr.share = proportion_share(attr)
 
 
 def _fits_deserved(queue_name: str, attr: QueueAttr, candidates: list[TaskInfo]) -> bool:
