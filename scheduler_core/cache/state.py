@@ -15,6 +15,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
 from scheduler_core.api.job import JobInfo
@@ -331,6 +332,10 @@ class ClusterState:
                 if task.uid == uid:
                     return task
         return None
+
+    def nodes_view(self) -> Mapping[str, NodeInfo]:
+        """The live node mapping, read-only; hold the lock while using it."""
+        return MappingProxyType(self._nodes)
 
     def node_names(self) -> list[str]:
         with self._lock:

@@ -196,10 +196,12 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
         log.log(v(3), "Filter rejected pod <%s>: %s", ctx.task.key, rejection.reason)
         return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
     assert ctx.job is not None
-    known = set(acct.state.node_names())
+    known = acct.state.nodes_view()  # the live mapping: no per-request copy of 5,000 names
     passed = [n for n in node_names if n in known]
     unknown = Rejection("node-unknown", "node is not in the extender's cache yet", True)
-    failed = {n: unknown for n in node_names if n not in known}
+    failed = (
+        {n: unknown for n in node_names if n not in known} if len(passed) != len(node_names) else {}
+    )
     if passed:
         acct.assume(ctx.task, ctx.job)
     log.log(
