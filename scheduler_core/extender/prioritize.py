@@ -22,6 +22,7 @@ def prioritize_pod(
     ssn = acct.session()
     task = pod_to_task(pod, acct.state.priority_values())
     task.status, task.node_name = TaskStatus.PENDING, ""
-    nodes = [ssn.nodes[n] for n in node_names if n in ssn.nodes]
+    known = ssn.nodes
+    nodes = [known[n] for n in node_names if n in known]
     scores = extender_scores(ssn, task, nodes) if nodes else {}
     return [(name, scores.get(name, 0)) for name in node_names]

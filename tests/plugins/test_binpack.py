@@ -81,9 +81,17 @@ def test_resources_the_pod_does_not_request_are_not_scored() -> None:
     assert got == pytest.approx({"n1": 50.0, "n2": 25.0, "n3": 37.5, "n4": 25.0})
 
 
+def test_binpack_scores_through_a_batch_hook_only() -> None:
+    # one vectorised call for all nodes; a per-node hook as well would count it twice
+    ssn = session(cluster(pod("p")), conf())
+    assert "binpack" in ssn.batch_node_order_fns
+    assert "binpack" not in ssn.node_order_fns
+
+
 def test_zero_weight_registers_no_node_order() -> None:
     ssn = session(cluster(pod("p")), conf("binpack.weight: 0"))
     assert "binpack" not in ssn.node_order_fns
+    assert "binpack" not in ssn.batch_node_order_fns
     got = ssn.node_scores(task_of(ssn, "ns/p"), list(ssn.nodes.values()))
     assert set(got.values()) == {0.0}
 

@@ -51,6 +51,29 @@ def test_default_weights() -> None:
     assert scores(conf()) == {"n1": 275.0, "n2": 224.0, "n3": 200.0}
 
 
+def test_nodeorder_scores_through_a_batch_hook_only() -> None:
+    # per-node scores and taint toleration in one vectorised call; registering the per-node
+    # hook as well would count them twice
+    ssn = session(cluster(pod("p")), conf())
+    assert "nodeorder" in ssn.batch_node_order_fns
+    assert "nodeorder" not in ssn.node_order_fns
+
+
+def test_three_balanced_resources_for_a_gpu_pod() -> None:
+    # n4 has GPUs: fractions cpu (0+1)/4 = .25, memory 2/8 = .25, gpu (1+1)/4 = .5;
+    # mean 1/3, std sqrt((2 * (1/12)^2 + (1/6)^2) / 3) = .1179 -> 88.
+    # The GPU-less nodes balance cpu and memory only: 100.
+    objs = [
+        node("n1", "4", "8Gi"),
+        node("n4", "4", "8Gi", extra={"nvidia.com/gpu": "4"}),
+        pod("busy", node_name="n4", cpu=None, memory=None, extra={"nvidia.com/gpu": "1"}),
+        pod("p", cpu="1", memory="2Gi", extra={"nvidia.com/gpu": "1"}),
+    ]
+    ssn = session(objs, conf(leastrequested=0, tainttoleration=0))
+    got = ssn.node_scores(task_of(ssn, "ns/p"), list(ssn.nodes.values()))
+    assert got == {"n1": 100.0, "n4": 88.0}
+
+
 def test_most_requested_weight() -> None:
     # most: n1 25/25 => 25; n2 75/50 => 62; n3 cpu capped at capacity 100, mem 50 => 75
     got = scores(conf(leastrequested=0, mostrequested=2, balancedresource=0, tainttoleration=0))
