@@ -70,6 +70,7 @@ def build_fixture(cluster: SyntheticCluster) -> EngineFixture:
         cluster.feed(state)
     conf = default_configuration()
     backend = EngineBackend(state, conf, BackendOptions())
+    backend.readiness()  # as in production: the synced cluster is frozen out of the GC
     return EngineFixture(cluster, state, backend, conf, time.perf_counter() - started)
 
 
