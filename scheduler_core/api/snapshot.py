@@ -10,6 +10,7 @@ from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.usage import JobUsage
 
 
 @dataclass(slots=True)
@@ -27,6 +28,9 @@ class ClusterSnapshot:
     priority_classes: dict[str, int] = field(default_factory=dict)
     #: Σ node allocatable when the source keeps it current (the live cache); else computed.
     total_allocatable: Resource | None = None
+    #: Per-queue job usage sums when the source keeps them current (the live cache); a
+    #: session may use them instead of summing every job. None: sum the jobs.
+    queue_usage: dict[str, JobUsage] | None = None
 
     def clone(self) -> ClusterSnapshot:
         jobs = {uid: job.clone() for uid, job in self.jobs.items()}
@@ -41,6 +45,11 @@ class ClusterSnapshot:
             pdbs=list(self.pdbs),
             priority_classes=dict(self.priority_classes),
             total_allocatable=self.total_allocatable,
+            queue_usage=(
+                {q: u.clone() for q, u in self.queue_usage.items()}
+                if self.queue_usage is not None
+                else None
+            ),
         )
 
     def task(self, uid: str) -> TaskInfo | None:

@@ -26,6 +26,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
+from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.cache.builder import ClusterObjects
 from scheduler_core.cache.convert import (
     ConversionError,
@@ -113,6 +114,10 @@ class ClusterState:
         self._orphans: dict[str, dict[str, TaskInfo]] = {}  # job id -> tasks awaiting a PodGroup
         self._nodes: dict[str, NodeInfo] = {}
         self._total_allocatable = Resource.empty()
+        # Queue usage kept as jobs change, so sessions need not walk every job to sum it.
+        self._job_usage: dict[str, tuple[str, JobUsage]] = {}
+        self._queue_usage: dict[str, JobUsage] = {}
+        self._queue_jobs: Counter[str] = Counter()
         self._unplaced: dict[str, dict[str, TaskInfo]] = {}  # node name -> tasks awaiting it
         self._queues: dict[str, QueueInfo] = {}
         self._podgroups: dict[str, PodGroupInfo] = {}
@@ -227,6 +232,7 @@ class ClusterState:
             self._jobs[job_id] = job
         if job is not None:
             job.add_task_info(task)
+            self._touch(job_id)
         else:
             self._orphans.setdefault(job_id, {})[task.uid] = task
         self._place(task)
@@ -252,6 +258,7 @@ class ClusterState:
             job.delete_task_info(task)
             if job.synthesized and not job.tasks:
                 del self._jobs[task.job]
+            self._touch(task.job)
         orphans = self._orphans.get(task.job)
         if orphans is not None:
             orphans.pop(task.uid, None)
@@ -299,12 +306,31 @@ class ClusterState:
                 job.add_task_info(task)
         else:
             apply_podgroup(job, pg, self.priority_values(), self._global_default())
+        self._touch(pg.uid)
 
     def _remove_podgroup(self, key: str) -> None:
         self._podgroups.pop(key, None)
         job = self._jobs.pop(key, None)
         if job is not None and job.tasks:
             self._orphans[key] = dict(job.tasks)
+        self._touch(key)
+
+    def _touch(self, job_id: str) -> None:
+        """Re-derive one job's contribution to its queue's usage (O(1) per event)."""
+        previous = self._job_usage.pop(job_id, None)
+        if previous is not None:
+            queue, usage = previous
+            usage.take_from(self._queue_usage[queue])
+            self._queue_jobs[queue] -= 1
+            if not self._queue_jobs[queue]:
+                del self._queue_jobs[queue]
+                del self._queue_usage[queue]
+        job = self._jobs.get(job_id)
+        if job is not None:
+            usage = job_usage(job)
+            self._job_usage[job_id] = (job.queue, usage)
+            usage.add_to(self._queue_usage.setdefault(job.queue, JobUsage.empty()))
+            self._queue_jobs[job.queue] += 1
 
     def _refresh_job_priorities(self) -> None:
         values, default = self.priority_values(), self._global_default()
@@ -372,6 +398,7 @@ class ClusterState:
             pdbs=list(self._pdbs.values()),
             priority_classes=self.priority_values(),
             total_allocatable=self._total_allocatable.clone(),
+            queue_usage={q: u.clone() for q, u in self._queue_usage.items() if q in queues},
         )
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:

@@ -59,6 +59,7 @@ class PodContext:
             if self.task.uid not in own.tasks:
                 own.add_task_info(self.task.clone())
             snapshot.jobs[own.uid] = own
+            snapshot.queue_usage = None  # this job is not in the cache's sums
             ssn = open_session(snapshot, self.acct.conf, clone=False)
         for assumption in self.acct.assumed.values():
             self.acct._fire(ssn, assumption, allocate=True)

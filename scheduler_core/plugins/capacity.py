@@ -27,6 +27,7 @@ from scheduler_core.api.resource import (
     res_max,
 )
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.usage import deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT, REJECT
 from scheduler_core.framework.registry import Plugin, register_plugin
@@ -36,12 +37,10 @@ from scheduler_core.plugins.queue_attr import (
     QueueAttr,
     QueueCharging,
     capacity_share,
-    deduct_sch_gated_resources,
     flat_capability,
     flat_real_capability,
     format_resource_names,
     hierarchy_enabled,
-    job_usage,
     spec_guarantee,
     total_guarantee,
     trace,

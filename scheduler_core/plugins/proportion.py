@@ -17,6 +17,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import INFINITY, ZERO, Resource, exceeded_part, res_max
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.usage import deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT, REJECT
 from scheduler_core.framework.registry import Plugin, register_plugin
@@ -25,11 +26,9 @@ from scheduler_core.logutil import v
 from scheduler_core.plugins.queue_attr import (
     QueueAttr,
     QueueCharging,
-    deduct_sch_gated_resources,
     flat_capability,
     flat_real_capability,
     format_resource_names,
-    job_usage,
     proportion_share,
     spec_guarantee,
     total_guarantee,
@@ -178,20 +177,35 @@ class ProportionPlugin(QueueCharging, Plugin):
         self.total_guarantee = total_guarantee(ssn.queues.values())
         trace(log, v(4), "The total guarantee resource is <%s>", self.total_guarantee)
 
-        for job in ssn.jobs.values():
-            trace(log, v(4), "Considering Job <%s/%s>.", job.namespace, job.name)
-            attr = self.queue_opts.get(job.queue)
-            if attr is None:
-                queue = ssn.queues.get(job.queue)
-                if queue is None:
-                    log.warning(
-                        "Job <%s> names queue <%s> which is not in the session", job.uid, job.queue
-                    )
+        usage = ssn.snapshot.queue_usage
+        if usage is not None and not log.isEnabledFor(v(4)):
+            # The live cache keeps each queue's job sums current: no need to walk the jobs.
+            # Queues are still taken in the order their jobs come, as the loop below would.
+            for queue_name in dict.fromkeys(job.queue for job in ssn.jobs.values()):
+                queue = ssn.queues.get(queue_name)
+                total = usage.get(queue_name)
+                if queue is None or total is None:
                     continue
-                attr = self._new_attr(queue)
-                self.queue_opts[queue.name] = attr
-                trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
-            job_usage(job).add_to(attr)
+                fresh = self._new_attr(queue)
+                total.add_to(fresh)
+                self.queue_opts[queue.name] = fresh
+        else:
+            for job in ssn.jobs.values():
+                trace(log, v(4), "Considering Job <%s/%s>.", job.namespace, job.name)
+                attr = self.queue_opts.get(job.queue)
+                if attr is None:
+                    queue = ssn.queues.get(job.queue)
+                    if queue is None:
+                        log.warning(
+                            "Job <%s> names queue <%s> which is not in the session",
+                            job.uid,
+                            job.queue,
+                        )
+                        continue
+                    attr = self._new_attr(queue)
+                    self.queue_opts[queue.name] = attr
+                    trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
+                job_usage(job).add_to(attr)
 
         water_fill(self.queue_opts, self.total_resource)
 

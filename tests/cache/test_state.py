@@ -7,13 +7,18 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import scheduler_core.plugins  # noqa: F401 - registers proportion
+from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.types import TaskStatus
+from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.cache.builder import build_snapshot, collect
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import load_configuration
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.statement import Statement
+
+PROPORTION = load_configuration("tiers:\n- plugins: [{name: proportion}]\n")
 
 
 def node(name: str, cpu: str = "4") -> dict[str, Any]:
@@ -203,6 +208,8 @@ EVENT = st.one_of(
         st.sampled_from(["g1", "g2"]),
         st.sampled_from(["q1", "q2"]),
         st.integers(1, 3),
+        st.sampled_from(["Pending", "Inqueue", "Running"]),
+        st.sampled_from([None, "1", "3"]),
     ),
     st.tuples(st.just("del-pg"), st.sampled_from(["g1", "g2"])),
     st.tuples(st.just("queue"), st.sampled_from(["q1", "q2"])),
@@ -225,6 +232,9 @@ def test_incremental_state_equals_a_fresh_build_of_the_final_objects(
             obj = node(event[1], event[2])
         elif op == "pg":
             obj = podgroup(event[1], event[2], event[3])
+            obj["status"] = {"phase": event[4]}  # admitted / running jobs reserve (inqueue)
+            if event[5] is not None:
+                obj["spec"]["minResources"] = {"cpu": event[5]}
         elif op == "queue":
             obj = queue(event[1])
         else:
@@ -245,3 +255,38 @@ def test_incremental_state_equals_a_fresh_build_of_the_final_objects(
     kept = state.shared_snapshot().total_allocatable
     assert kept is not None
     assert kept.milli_cpu == sum(n.allocatable.milli_cpu for n in fresh.nodes.values())
+    assert_queue_sums_match(state)
+
+
+def amounts(r: Resource) -> dict[str, float]:
+    return {k: q for k, q in r.to_quantities().items() if q}
+
+
+def assert_queue_sums_match(state: ClusterState) -> None:
+    """The cache's running per-queue sums equal summing the jobs now, and a proportion
+    session built from them has exactly the attributes of one that walks the jobs."""
+    with state.locked():
+        shared = state.shared_snapshot()
+        assert shared.queue_usage is not None
+        expected: dict[str, JobUsage] = {}
+        for job in shared.jobs.values():
+            job_usage(job).add_to(expected.setdefault(job.queue, JobUsage.empty()))
+        assert {
+            q: [amounts(r) for r in (u.allocated, u.request, u.inqueue, u.elastic)]
+            for q, u in shared.queue_usage.items()
+        } == {
+            q: [amounts(r) for r in (u.allocated, u.request, u.inqueue, u.elastic)]
+            for q, u in expected.items()
+        }
+        fast = open_session(shared, PROPORTION, clone=False)
+        walked = state.shared_snapshot()
+        walked.queue_usage = None
+        slow = open_session(walked, PROPORTION, clone=False)
+    for name, attr in slow.plugins["proportion"].queue_opts.items():  # type: ignore[attr-defined]
+        other = fast.plugins["proportion"].queue_opts[name]  # type: ignore[attr-defined]
+        for field in ("deserved", "allocated", "request", "inqueue", "elastic"):
+            assert amounts(getattr(attr, field)) == amounts(getattr(other, field)), (name, field)
+        assert attr.share == other.share
+    assert list(slow.plugins["proportion"].queue_opts) == list(  # type: ignore[attr-defined]
+        fast.plugins["proportion"].queue_opts  # type: ignore[attr-defined]
+    )
