@@ -141,13 +141,22 @@ class EngineBackend:
 
     def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> list[tuple[str, int]]:
         with self.state.locked():
-            return prioritize_pod(self.accounting, pod, node_names)
+            try:
+                return prioritize_pod(self.accounting, pod, node_names)
+            except ConversionError as exc:
+                # Bad input, not an engine failure: neutral scores, one line naming the field.
+                log.warning("prioritize: cannot read the pod: %s", exc)
+                return [(name, 0) for name in node_names]
 
     def preempt(
         self, pod: dict[str, Any], candidates: dict[str, list[str]]
     ) -> dict[str, NodeVictims]:
         with self.state.locked():
-            chosen = preempt_pod(self.accounting, pod, candidates)
+            try:
+                chosen = preempt_pod(self.accounting, pod, candidates)
+            except ConversionError as exc:
+                log.warning("preempt: cannot read the pod: %s; no victims", exc)
+                return {}
         return {
             node: NodeVictims(uids=victims.uids, num_pdb_violations=victims.num_pdb_violations)
             for node, victims in chosen.items()

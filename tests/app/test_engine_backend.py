@@ -56,3 +56,16 @@ def test_a_bad_cluster_file_is_a_one_line_value_error(tmp_path: Path) -> None:
     bad.write_text("apiVersion: v1\nkind: Node\nmetadata: {}\n")
     with pytest.raises(ValueError, match=r"c\.yaml: document 1: Node: metadata\.name"):
         backend("--cluster", str(bad))
+
+
+def test_a_pod_that_cannot_be_read_gets_neutral_answers_not_an_engine_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine = backend()
+    bad = pod("team")
+    bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]
+    assert engine.prioritize(bad, ["cpu-node-1"]) == [("cpu-node-1", 0)]
+    assert engine.preempt(bad, {"cpu-node-1": ["u"]}) == {}
+    decision = engine.filter(bad, ["cpu-node-1"])
+    assert decision.node_names == [] and 'invalid quantity "lots"' in decision.error
+    assert "requests.cpu" in caplog.text
