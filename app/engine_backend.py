@@ -18,6 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from app.ports import FilterDecision, NodeVictims, QueueMetrics
 from scheduler_core.api.resource import Resource
+from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.convert import (
     GROUP_NAME_ANNOTATION,
     QUEUE_NAME_ANNOTATION,
@@ -208,7 +209,7 @@ class EngineBackend:
                     "name": job.uid,
                     "minAvailable": job.min_available,
                     "ready": job.ready_task_num(),
-                    "pending": len(list(job.tasks_with(ctx.task.status))),
+                    "pending": len(list(job.tasks_with(TaskStatus.PENDING))),
                     "assumed": self.accounting.assumed_in_job(job.uid),
                     "synthesized": job.synthesized,
                 },

@@ -6,7 +6,7 @@ with no jobs has no attributes in either plugin and reports zeros, as Volcano's 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
@@ -15,14 +15,6 @@ from scheduler_core.api.types import PodGroupPhase, TaskStatus
 from scheduler_core.framework.session import Session
 
 FAIR_SHARE_PLUGINS = ("proportion", "capacity")
-
-
-class QueueAttrView(Protocol):
-    share: float
-    deserved: Resource
-    allocated: Resource
-    request: Resource
-    guarantee: Resource
 
 
 def quantities(resource: Resource | None) -> dict[str, float] | None:

@@ -51,14 +51,3 @@ class ClusterSnapshot:
                 else None
             ),
         )
-
-    def task(self, uid: str) -> TaskInfo | None:
-        for node in self.nodes.values():
-            found = node.tasks.get(uid)
-            if found is not None:
-                return found
-        for job in self.jobs.values():
-            found = job.tasks.get(uid)
-            if found is not None:
-                return found
-        return None

@@ -352,13 +352,6 @@ class ClusterState:
     def task(self, key: str) -> TaskInfo | None:
         return self._tasks.get(key)
 
-    def task_by_uid(self, uid: str) -> TaskInfo | None:
-        with self._lock:
-            for task in self._tasks.values():
-                if task.uid == uid:
-                    return task
-        return None
-
     def nodes_view(self) -> Mapping[str, NodeInfo]:
         """The live node mapping, read-only; hold the lock while using it."""
         return MappingProxyType(self._nodes)

@@ -81,8 +81,7 @@ class QueueAccounting:
             version = self.state.version
             ssn = open_session(self.state.shared_snapshot(), self.conf, clone=False)
             self._reconcile(now)
-        for assumption in self.assumed.values():
-            self._fire(ssn, assumption, allocate=True)
+        self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
         self.refreshes += 1
         log.log(
@@ -130,6 +129,11 @@ class QueueAccounting:
                 key,
                 self.assume_ttl,
             )
+
+    def replay_assumptions(self, ssn: Session) -> None:
+        """Count every assumed pod in a freshly opened session."""
+        for assumption in self.assumed.values():
+            self._fire(ssn, assumption, allocate=True)
 
     @staticmethod
     def _fire(ssn: Session, assumption: Assumption, *, allocate: bool) -> None:

@@ -64,11 +64,3 @@ def plugin_builder(name: str) -> Callable[[Arguments], Plugin] | None:
 
 def action_builder(name: str) -> Callable[[], Action] | None:
     return _ACTIONS.get(name)
-
-
-def registered_plugins() -> list[str]:
-    return sorted(_PLUGINS)
-
-
-def registered_actions() -> list[str]:
-    return sorted(_ACTIONS)
