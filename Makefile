@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit e2e bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest
+
+# Only the end-to-end suite (real kube-apiserver, etcd, kube-scheduler; tests/e2e).
+e2e: $(STAMP)
+	$(BIN)/pytest -m e2e tests/e2e
 
 test: lint typecheck unit
 

@@ -1,0 +1,495 @@
+"""A real control plane on loopback: etcd, kube-apiserver, kube-scheduler, and the extender.
+
+Every process runs in its own process group, is stopped by its own PID (TERM, then KILL), and
+writes its log to a file under the run's directory so a failing test can show what each
+component said. Ports are chosen free on 127.0.0.1 at start; nothing listens elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trustme
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+REPO = Path(__file__).resolve().parents[2]
+CRD_DIR = REPO / "deploy" / "crds"
+UNPACK_SCRIPT = REPO.parent / "shared" / "kube-bin" / "unpack.sh"
+BINARIES = ("etcd", "kube-apiserver", "kube-scheduler")
+HOW_TO_GET = (
+    "set KUBE_BIN_DIR to a directory holding etcd, kube-apiserver and kube-scheduler v1.36 "
+    "(e.g. from `setup-envtest use 1.36` and the Kubernetes release), or check out the "
+    f"project's shared/ folder beside the repository so that {UNPACK_SCRIPT} exists"
+)
+ADMIN_TOKEN = "e2e-admin-token"
+
+
+class BinariesMissing(RuntimeError):
+    pass
+
+
+def find_binaries() -> Path:
+    """The directory of the three binaries: ``KUBE_BIN_DIR``, else the shared archive."""
+    env = os.environ.get("KUBE_BIN_DIR")
+    if env:
+        directory = Path(env)
+    elif UNPACK_SCRIPT.exists():
+        out = subprocess.run(
+            ["bash", str(UNPACK_SCRIPT)], capture_output=True, text=True, check=False
+        )
+        if out.returncode != 0:
+            raise BinariesMissing(f"{UNPACK_SCRIPT} failed: {out.stderr.strip()}")
+        directory = Path(out.stdout.strip().splitlines()[-1])
+    else:
+        raise BinariesMissing("no control-plane binaries: " + HOW_TO_GET)
+    missing = [b for b in BINARIES if not os.access(directory / b, os.X_OK)]
+    if missing:
+        raise BinariesMissing(f"{directory} lacks {', '.join(missing)}: " + HOW_TO_GET)
+    return directory
+
+
+def free_port() -> int:
+    """A port nothing listens on now (bound and released; the caller binds it next)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    """Polls ``check`` until it returns something truthy; raises naming ``what`` otherwise."""
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while True:
+        try:
+            value = check()
+            if value:
+                return value
+        except Exception as exc:  # a component that is still starting answers with errors
+            last_error = exc
+        if time.monotonic() > deadline:
+            detail = f" (last error: {last_error})" if last_error else ""
+            raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{detail}")
+        time.sleep(interval)
+
+
+@dataclass
+class Process:
+    """One component, started in its own process group and stopped by its PID."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    env: dict[str, str] | None = None
+    popen: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> Process:
+        log = self.log_path.open("ab")
+        log.write(f"\n=== {time.strftime('%H:%M:%S')} start: {' '.join(self.argv)}\n".encode())
+        log.flush()
+        self.popen = subprocess.Popen(
+            self.argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=self.env,
+            start_new_session=True,
+        )
+        log.close()
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self.popen is not None
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signals the process group (the process and anything it spawned)."""
+        if self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, sig)
+
+    def stop(self, grace: float = 10.0) -> None:
+        if not self.alive():
+            return
+        assert self.popen is not None
+        self.kill(signal.SIGTERM)
+        try:
+            self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.kill(signal.SIGKILL)
+            self.popen.wait(5)
+
+    def tail(self, lines: int = 80) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(text[-lines:])
+
+
+def _get(url: str, *, token: str | None = None, context: ssl.SSLContext | None = None) -> int:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=2, context=context) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+@dataclass
+class Pki:
+    """A CA, a serving certificate for 127.0.0.1, and the service-account key pair."""
+
+    directory: Path
+    ca_cert: Path = field(init=False)
+    serving_cert: Path = field(init=False)
+    serving_key: Path = field(init=False)
+    sa_key: Path = field(init=False)
+    sa_pub: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        d = self.directory
+        d.mkdir(parents=True, exist_ok=True)
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc")
+        self.ca_cert = d / "ca.crt"
+        self.serving_cert = d / "apiserver.crt"
+        self.serving_key = d / "apiserver.key"
+        ca.cert_pem.write_to_path(str(self.ca_cert))
+        cert.cert_chain_pems[0].write_to_path(str(self.serving_cert))
+        cert.private_key_pem.write_to_path(str(self.serving_key))
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.sa_key = d / "sa.key"
+        self.sa_pub = d / "sa.pub"
+        self.sa_key.write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.TraditionalOpenSSL,
+                serialization.NoEncryption(),
+            )
+        )
+        self.sa_pub.write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_cert))
+
+
+class ControlPlane:
+    """etcd + kube-apiserver (+ the CRDs), and the kube-schedulers and extenders tests start."""
+
+    def __init__(self, bin_dir: Path, workdir: Path, *, authorization: str = "AlwaysAllow") -> None:
+        self.bin = bin_dir
+        self.dir = workdir
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.logs = self.dir / "logs"
+        self.logs.mkdir(exist_ok=True)
+        self.authorization = authorization
+        self.pki = Pki(self.dir / "pki")
+        self.processes: list[Process] = []
+        self.etcd: Process | None = None
+        self.apiserver: Process | None = None
+        self.etcd_port = 0
+        self.api_port = 0
+        self.kubeconfig = self.dir / "admin.kubeconfig"
+
+    # --- processes ----------------------------------------------------------------------
+
+    def spawn(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> Process:
+        proc = Process(name, list(argv), self.logs / f"{name}.log", env=env).start()
+        self.processes.append(proc)
+        return proc
+
+    def start(self) -> ControlPlane:
+        self.start_etcd()
+        self.start_apiserver()
+        self.write_kubeconfig()
+        self.install_crds()
+        return self
+
+    def start_etcd(self) -> None:
+        self.etcd_port = self.etcd_port or free_port()
+        peer, metrics = free_port(), free_port()
+        # etcd reads every ETCD_* variable as a flag: give it none.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
+        self.etcd = self.spawn(
+            "etcd",
+            [
+                str(self.bin / "etcd"),
+                "--name=e2e",
+                f"--data-dir={self.dir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{self.etcd_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=e2e=http://127.0.0.1:{peer}",
+                "--initial-cluster-state=new",
+                f"--listen-metrics-urls=http://127.0.0.1:{metrics}",
+                "--log-level=warn",
+            ],
+            env=env,
+        )
+        wait_for(
+            lambda: _get(f"http://127.0.0.1:{self.etcd_port}/health") == 200,
+            30,
+            "etcd to answer /health",
+        )
+
+    def start_apiserver(self, extra_flags: Sequence[str] = ()) -> None:
+        self.api_port = self.api_port or free_port()
+        tokens = self.dir / "tokens.csv"
+        tokens.write_text(f'{ADMIN_TOKEN},admin,admin-uid,"system:masters"\n')
+        pki = self.pki
+        self.apiserver = self.spawn(
+            "kube-apiserver",
+            [
+                str(self.bin / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.api_port}",
+                "--endpoint-reconciler-type=none",
+                f"--tls-cert-file={pki.serving_cert}",
+                f"--tls-private-key-file={pki.serving_key}",
+                f"--client-ca-file={pki.ca_cert}",
+                f"--requestheader-client-ca-file={pki.ca_cert}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--token-auth-file={tokens}",
+                f"--authorization-mode={self.authorization}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--cert-dir={self.dir / 'apiserver-certs'}",
+                *extra_flags,
+            ],
+        )
+        self.wait_apiserver_ready()
+
+    def wait_apiserver_ready(self, timeout: float = 60) -> None:
+        context = self.pki.ssl_context()
+        url = f"https://127.0.0.1:{self.api_port}/readyz"
+
+        def ready() -> bool:
+            assert self.apiserver is not None
+            if not self.apiserver.alive():
+                raise RuntimeError("kube-apiserver exited:\n" + self.apiserver.tail())
+            return _get(url, token=ADMIN_TOKEN, context=context) == 200
+
+        wait_for(ready, timeout, "kube-apiserver /readyz", interval=0.25)
+
+    def write_kubeconfig(self) -> None:
+        self.kubeconfig.write_text(self.kubeconfig_text(ADMIN_TOKEN, "admin"))
+
+    def kubeconfig_text(self, token: str, user: str) -> str:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "e2e",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{self.api_port}",
+                        "certificate-authority": str(self.pki.ca_cert),
+                    },
+                }
+            ],
+            "users": [{"name": user, "user": {"token": token}}],
+            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": user}}],
+            "current-context": "e2e",
+        }
+        return yaml.safe_dump(config)
+
+    def install_crds(self) -> None:
+        from kubernetes import client
+
+        api = client.ApiextensionsV1Api(self.api_client())
+        for path in sorted(CRD_DIR.glob("*.yaml")):
+            for doc in yaml.safe_load_all(path.read_text()):
+                if doc:
+                    with contextlib.suppress(client.ApiException):
+                        api.create_custom_resource_definition(doc)
+
+        def established() -> bool:
+            crds = api.list_custom_resource_definition().items
+            names = {
+                c.metadata.name
+                for c in crds
+                if any(
+                    cond.type == "Established" and cond.status == "True"
+                    for cond in (c.status.conditions or [])
+                )
+            }
+            return {"queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh"} <= names
+
+        wait_for(established, 30, "the Volcano CRDs to be Established")
+        custom = client.CustomObjectsApi(self.api_client())
+        wait_for(
+            lambda: (
+                custom.list_cluster_custom_object("scheduling.volcano.sh", "v1beta1", "queues")
+                is not None
+            ),
+            30,
+            "discovery to serve scheduling.volcano.sh/v1beta1",
+        )
+
+    def api_client(self) -> Any:
+        from kubernetes import client, config
+
+        configuration = client.Configuration()
+        config.load_kube_config(
+            config_file=str(self.kubeconfig), client_configuration=configuration
+        )
+        # Test bursts create hundreds of objects: the default pool of 4 serialises them.
+        configuration.connection_pool_maxsize = 16
+        return client.ApiClient(configuration)
+
+    # --- kube-scheduler -----------------------------------------------------------------
+
+    def start_scheduler(
+        self,
+        name: str,
+        profiles: Sequence[str],
+        extender_url: str | None,
+        *,
+        extender: dict[str, Any] | None = None,
+    ) -> Process:
+        """kube-scheduler with the given profile names and, if ``extender_url``, our extender."""
+        config: dict[str, Any] = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": 5000, "burst": 5000},
+            "leaderElection": {"leaderElect": False},
+            "percentageOfNodesToScore": 100,
+            "profiles": [{"schedulerName": p} for p in profiles],
+        }
+        if extender_url is not None:
+            config["extenders"] = [
+                {
+                    "urlPrefix": extender_url,
+                    "filterVerb": "filter",
+                    "prioritizeVerb": "prioritize",
+                    "preemptVerb": "preempt",
+                    "weight": 12,
+                    "nodeCacheCapable": True,
+                    "httpTimeout": "5s",
+                    "ignorable": False,
+                    **(extender or {}),
+                }
+            ]
+        path = self.dir / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(config))
+        port = free_port()
+        proc = self.spawn(
+            name,
+            [
+                str(self.bin / "kube-scheduler"),
+                f"--config={path}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={self.dir / (name + '-certs')}",
+                "--v=2",
+            ],
+        )
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+
+        def healthy() -> bool:
+            if not proc.alive():
+                raise RuntimeError(f"{name} exited:\n" + proc.tail())
+            return _get(f"https://127.0.0.1:{port}/healthz", context=insecure) == 200
+
+        wait_for(healthy, 60, f"{name} /healthz", interval=0.25)
+        return proc
+
+    # --- the extender -------------------------------------------------------------------
+
+    def start_extender(
+        self, name: str = "extender", args: Sequence[str] = (), port: int | None = None
+    ) -> Extender:
+        """``queue-extender serve --kubeconfig ...`` as a user runs it, on a free port."""
+        port = port or free_port()
+        exe = Path(sys.executable).parent / "queue-extender"
+        argv = [
+            str(exe) if exe.exists() else shutil.which("queue-extender") or "queue-extender",
+            "serve",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--port",
+            str(port),
+            "-v",
+            "4",
+            *args,
+        ]
+        proc = self.spawn(name, argv)
+        return Extender(proc, f"http://127.0.0.1:{port}")
+
+    def stop(self) -> None:
+        """Stops everything, newest first: schedulers and extenders, then the API server, then
+        etcd (the other order can leave kube-apiserver hanging on its storage)."""
+        for proc in reversed(self.processes):
+            if proc is not self.etcd and proc is not self.apiserver:
+                proc.stop()
+        if self.apiserver is not None:
+            self.apiserver.stop()
+        if self.etcd is not None:
+            self.etcd.stop()
+
+    def log_tails(self, lines: int = 60) -> str:
+        seen: set[str] = set()
+        parts = []
+        for proc in self.processes:
+            if proc.name in seen:
+                continue
+            seen.add(proc.name)
+            parts.append(f"----- {proc.name} ({proc.log_path}) -----\n{proc.tail(lines)}")
+        return "\n".join(parts)
+
+
+@dataclass
+class Extender:
+    process: Process
+    url: str
+
+    def ready(self) -> bool:
+        if not self.process.alive():
+            raise RuntimeError("the extender exited:\n" + self.process.tail())
+        return _get(self.url + "/readyz") == 200
+
+    def wait_ready(self, timeout: float = 60) -> Extender:
+        wait_for(self.ready, timeout, "the extender's /readyz", interval=0.1)
+        return self
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(self.url + "/metrics", timeout=5) as response:
+            return str(response.read().decode())
