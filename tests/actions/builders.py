@@ -11,10 +11,12 @@ from typing import Any
 
 import scheduler_core.actions
 import scheduler_core.plugins  # noqa: F401 - registers every plugin and action
+from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.cache.builder import build_snapshot, collect
+from scheduler_core.cache.builder import build_snapshot
+from scheduler_core.cache.objects import collect
 from scheduler_core.conf import SchedulerConfiguration, load_configuration
 from scheduler_core.engine import run_session
 from scheduler_core.framework.framework import open_session
@@ -274,3 +276,30 @@ def task_of(ssn: Session, key: str) -> TaskInfo:
             if task.key == key:
                 return task
     raise KeyError(key)
+
+
+def task(
+    name: str,
+    cpu: float = 1000,
+    *,
+    priority: int = 0,
+    labels: dict[str, str] | None = None,
+    started: str = "",
+    job: str = "ns/j",
+    role: str = "",
+) -> TaskInfo:
+    """A running task built directly, for helpers that need no cluster around it."""
+    req = Resource(cpu, 0, {"pods": 1})
+    return TaskInfo(
+        uid=name,
+        name=name,
+        namespace="ns",
+        job=job,
+        resreq=req,
+        init_resreq=req,
+        status=TaskStatus.RUNNING,
+        pod_priority=priority,
+        labels=labels or {},
+        start_time=started,
+        role=role,
+    )

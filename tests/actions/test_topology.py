@@ -17,9 +17,8 @@ from scheduler_core.actions.topology import (
     get_offset_and_num_candidates,
     pick_one_node_for_preemption,
     select_candidate,
-    select_victims_on_node,
 )
-from scheduler_core.actions.victims import inter_job_filter
+from scheduler_core.actions.util.victims import inter_job_filter, select_victims_on_node
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus

@@ -13,7 +13,8 @@ from typing import Any
 import scheduler_core.plugins  # noqa: F401 - registers every plugin
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.cache.builder import build_snapshot, collect
+from scheduler_core.cache.builder import build_snapshot
+from scheduler_core.cache.objects import collect
 from scheduler_core.conf import load_configuration
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.session import Session

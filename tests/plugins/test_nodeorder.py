@@ -9,9 +9,9 @@ import pytest
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
+from scheduler_core.extender.prioritize import extender_scores
 from scheduler_core.plugins.nodeorder import (
     balanced_score,
-    extender_scores,
     least_requested_score,
     most_requested_score,
     node_affinity_score,
