@@ -25,7 +25,7 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.session import Session
-from tests.actions.builders import (
+from tests.builders import (
     HELM_CONF,
     Obj,
     configuration,

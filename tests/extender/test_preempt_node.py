@@ -9,7 +9,7 @@ from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.preempt import count_pdb_violations, select_victims_for_node
 from scheduler_core.framework.session import Session
-from tests.actions.builders import (
+from tests.builders import (
     GANG_CONF,
     HELM_CONF,
     PRIORITY_CLASSES,

@@ -40,7 +40,7 @@ from scheduler_core.plugins.nodeorder import (
     NodeOrderPlugin,
     NodeTable,
 )
-from tests.plugins.helpers import node, pod, session, task_of, tiers
+from tests.builders import node, pod, session, task_of, tiers
 
 GPU = "nvidia.com/gpu"
 FOO = "example.com/foo"

@@ -17,7 +17,7 @@ from scheduler_core.plugins.nodeorder import (
     node_affinity_score,
     normalize_reverse,
 )
-from tests.plugins.helpers import node, pod, session, task_of, tiers
+from tests.builders import node, pod, session, task_of, tiers
 
 
 def conf(**weights: int) -> str:

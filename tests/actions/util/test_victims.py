@@ -14,7 +14,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import FitCode, FitError
-from tests.actions.builders import task
+from tests.builders import task
 
 
 def test_validate_victims_counts_future_idle_and_every_victim() -> None:
