@@ -1,7 +1,8 @@
 """The preempt action: starving jobs take resources from lower-value work of their OWN queue.
 
-Volcano's ``actions/preempt`` (reference §11, seeds 000 and 003). Two phases per queue,
-queues in queue order:
+Volcano's ``actions/preempt``
+(https://github.com/volcano-sh/volcano/tree/master/pkg/scheduler/actions/preempt).
+Two phases per queue, queues in queue order:
 
 1. between jobs: each starving job, in job order, gets one statement; its pending tasks
    preempt tasks of other jobs of the queue until the job stops starving; the statement is

@@ -1,8 +1,9 @@
 """The reclaim action: a starving job takes back what OTHER queues borrowed beyond their share.
 
-Volcano's ``actions/reclaim`` (reference §12, seeds 000 and 001). Queues are visited in
-queue order; an overused queue may not reclaim. For each starving job of a queue, one
-statement collects, task by task, evictions of Running, preemptable tasks of other,
+Volcano's ``actions/reclaim``
+(https://github.com/volcano-sh/volcano/tree/master/pkg/scheduler/actions/reclaim).
+Queues are visited in queue order; an overused queue may not reclaim. For each starving job
+of a queue, one statement collects, task by task, evictions of Running, preemptable tasks of other,
 reclaimable queues (the plugins' ``Reclaimable`` decides which), and the statement is
 committed only if the job ends up pipelined. Reclaim never takes from the reclaimer's own
 queue and never evicts a task that is merely Bound.
