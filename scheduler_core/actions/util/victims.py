@@ -62,11 +62,7 @@ def inter_job_filter(ssn: Session, preemptor: TaskInfo, preemptor_job: JobInfo) 
     """
 
     def accept(task: TaskInfo) -> bool:
-        if not preemptable_status(task.status):
-            return False
-        if preemptor.best_effort and not task.best_effort:
-            return False
-        if not task.preemptable:
+        if not _may_displace(preemptor, task):
             return False
         job = ssn.jobs.get(task.job)
         if job is None:
@@ -80,15 +76,19 @@ def intra_job_filter(preemptor: TaskInfo) -> TaskFilter:
     """Preempt phase 2: a Bound/Running, preemptable task of the preemptor's own job."""
 
     def accept(task: TaskInfo) -> bool:
-        if not preemptable_status(task.status):
-            return False
-        if preemptor.best_effort and not task.best_effort:
-            return False
-        if not task.preemptable:
-            return False
-        return task.job == preemptor.job
+        return _may_displace(preemptor, task) and task.job == preemptor.job
 
     return accept
+
+
+def _may_displace(preemptor: TaskInfo, task: TaskInfo) -> bool:
+    """What both preempt phases ask first: the task is Bound/Running and preemptable, and a
+    best-effort preemptor meets a best-effort task."""
+    if not preemptable_status(task.status):
+        return False
+    if preemptor.best_effort and not task.best_effort:
+        return False
+    return task.preemptable
 
 
 def reclaimee_filter(ssn: Session, reclaimer_job: JobInfo) -> TaskFilter:
