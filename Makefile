@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit e2e bench clean
+.PHONY: run test lint typecheck layering unit e2e bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The import contracts in pyproject.toml ([tool.importlinter]): which room may import which.
+layering: $(STAMP)
+	$(BIN)/lint-imports
+
 unit: $(STAMP)
 	$(BIN)/pytest
 
@@ -29,7 +33,7 @@ unit: $(STAMP)
 e2e: $(STAMP)
 	$(BIN)/pytest -m e2e tests/e2e
 
-test: lint typecheck unit
+test: lint typecheck layering unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)

@@ -16,14 +16,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from app.ports import FilterDecision, NodeVictims, QueueMetrics
+from app.ports import BadPodError, FilterDecision, QueueMetrics
 from scheduler_core.api.resource import Resource
-from scheduler_core.api.types import TaskStatus
-from scheduler_core.cache.convert import (
-    GROUP_NAME_ANNOTATION,
-    QUEUE_NAME_ANNOTATION,
-    ConversionError,
-)
+from scheduler_core.cache.convert import ConversionError
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.cache.yaml_source import load_cluster_file, load_cluster_text
 from scheduler_core.conf import (
@@ -32,7 +27,10 @@ from scheduler_core.conf import (
     load_configuration_file,
 )
 from scheduler_core.extender.accounting import QueueAccounting
-from scheduler_core.extender.filter import PodContext, check_pod, filter_pod
+from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.explain import explain_pod
+from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.managed import ManagedPods
 from scheduler_core.extender.preempt import preempt_pod
 from scheduler_core.extender.prioritize import prioritize_pod
 from scheduler_core.report import queue_attrs, session_report
@@ -74,6 +72,9 @@ class EngineBackend:
             assume_ttl=self.options.assume_ttl,
             min_refresh_interval=self.options.refresh_interval,
         )
+        self.managed = ManagedPods(
+            self.options.scheduler_names, self.options.manage_annotated, self.options.namespaces
+        )
         self._frozen = False
         self.registry: CollectorRegistry | None = (
             informers.registry if informers is not None else None
@@ -110,21 +111,7 @@ class EngineBackend:
         )
 
     def is_managed(self, pod: dict[str, Any]) -> bool:
-        meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
-        if self.options.namespaces:
-            namespace = (meta or {}).get("namespace") or "default"
-            if namespace not in self.options.namespaces:
-                return False
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
-        scheduler = (spec or {}).get("schedulerName") or "default-scheduler"
-        if scheduler in self.options.scheduler_names:
-            return True
-        if self.options.manage_annotated:
-            annotations = (meta or {}).get("annotations") or {}
-            return isinstance(annotations, dict) and bool(
-                annotations.get(GROUP_NAME_ANNOTATION) or annotations.get(QUEUE_NAME_ANNOTATION)
-            )
-        return False
+        return self.managed(pod)
 
     def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision:
         with self.state.locked():
@@ -190,43 +177,13 @@ class EngineBackend:
             return rows
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
-        """What filter would answer and why, without assuming the pod."""
+        """What filter would answer and why, without assuming the pod. Raises
+        ``BadPodError`` (one line naming the field) for a pod the engine cannot read."""
         with self.state.locked():
             try:
-                ctx = PodContext(self.accounting, pod)
+                return explain_pod(self.accounting, pod, self.is_managed(pod))
             except ConversionError as exc:
-                return {"error": str(exc)}
-            rejection = check_pod(ctx)
-            job = ctx.job
-            attrs = queue_attrs(ctx.ssn)
-            attr = attrs.get(ctx.queue_name)
-            return {
-                "pod": ctx.task.key,
-                "managed": self.is_managed(pod),
-                "job": None
-                if job is None
-                else {
-                    "name": job.uid,
-                    "minAvailable": job.min_available,
-                    "ready": job.ready_task_num(),
-                    "pending": len(list(job.tasks_with(TaskStatus.PENDING))),
-                    "assumed": self.accounting.assumed_in_job(job.uid),
-                    "synthesized": job.synthesized,
-                },
-                "queue": ctx.queue_name or None,
-                "queueState": None
-                if attr is None
-                else {
-                    "deserved": attr.deserved.to_quantities(),
-                    "allocated": attr.allocated.to_quantities(),
-                    "share": attr.share,
-                },
-                "request": ctx.task.resreq.to_quantities(),
-                "verdict": "pass" if rejection is None else "reject",
-                "code": None if rejection is None else rejection.code,
-                "reason": None if rejection is None else rejection.reason,
-                "preemptionMayHelp": None if rejection is None else rejection.resolvable,
-            }
+                raise BadPodError(f"cannot read the pod: {exc}") from exc
 
     def debug_state(self) -> dict[str, Any]:
         with self.state.locked():

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from scheduler_core.extender.decisions import NodeVictims
+
 
 class ResourceLike(Protocol):
     """Read-only view of a Volcano `Resource` (milli-CPU, memory bytes, milli scalars).
@@ -33,6 +35,11 @@ class ResourceLike(Protocol):
     def scalars(self) -> Mapping[str, float] | None: ...
 
 
+class BadPodError(ValueError):
+    """A pod the engine cannot read (a field it cannot parse): the caller's mistake, answered
+    with HTTP 400 and the one-line message, not an engine failure."""
+
+
 @dataclass(slots=True)
 class FilterDecision:
     """The engine's answer to filter.
@@ -48,14 +55,6 @@ class FilterDecision:
     failed_unresolvable: dict[str, str]
     error: str = ""
     reason_codes: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class NodeVictims:
-    """Victims on one node, highest priority first (kube-scheduler reads `Pods[0]`)."""
-
-    uids: list[str]
-    num_pdb_violations: int
 
 
 @dataclass(slots=True)
@@ -106,7 +105,9 @@ class ExtenderBackend(Protocol):
     def queue_metrics(self) -> list[QueueMetrics]: ...
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
-        """A JSON-able account of how the engine sees this pod (POST /debug/explain)."""
+        """A JSON-able account of how the engine sees this pod (POST /debug/explain).
+
+        Raises `BadPodError` for a pod the engine cannot read."""
         ...
 
     def debug_state(self) -> dict[str, Any]:

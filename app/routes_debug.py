@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.logs import DEBUG_V
+from app.ports import BadPodError
 from app.routes_common import VerbContext, json_response, read_body
 from app.wire import WireError, encode_error, one_line, parse_pod
 from scheduler_core.logutil import v
@@ -59,6 +60,9 @@ def make_debug_explain(ctx: VerbContext) -> Endpoint:
             return json_response(encode_error(str(exc)), 400)
         try:
             return json_response(_dump(ctx.backend.explain(pod)))
+        except BadPodError as exc:
+            ctx.metrics.verb("explain").bad_request()
+            return json_response(encode_error(str(exc)), 400)
         except Exception as exc:
             return _failure("explain", exc, ctx)
 

@@ -16,7 +16,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.metrics import VerbMetrics
-from app.ports import NodeVictims
 from app.routes_common import (
     VerbContext,
     json_response,
@@ -31,6 +30,7 @@ from app.wire import (
     encode_preemption_result,
     parse_preemption_args,
 )
+from scheduler_core.extender.decisions import NodeVictims
 
 log = logging.getLogger("app.verbs")
 

@@ -22,8 +22,6 @@ from app.routes_common import (
     read_body,
 )
 from app.wire import (
-    MAX_EXTENDER_PRIORITY,
-    MIN_EXTENDER_PRIORITY,
     DecodedArgs,
     WireError,
     encode_error,
@@ -31,6 +29,7 @@ from app.wire import (
     encode_zero_priorities,
     parse_extender_args,
 )
+from scheduler_core.extender.prioritize import MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY
 
 VERB = "prioritize"
 

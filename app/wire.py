@@ -22,10 +22,9 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.ports import NodeVictims
+from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.prioritize import MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY
 
-MAX_EXTENDER_PRIORITY = 10
-MIN_EXTENDER_PRIORITY = 0
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 

@@ -1,7 +1,8 @@
 """The preempt action: starving jobs take resources from lower-value work of their OWN queue.
 
-Volcano's ``actions/preempt`` (reference §11, seeds 000 and 003). Two phases per queue,
-queues in queue order:
+Volcano's ``actions/preempt``
+(https://github.com/volcano-sh/volcano/tree/master/pkg/scheduler/actions/preempt).
+Two phases per queue, queues in queue order:
 
 1. between jobs: each starving job, in job order, gets one statement; its pending tasks
    preempt tasks of other jobs of the queue until the job stops starving; the statement is
@@ -18,9 +19,8 @@ import logging
 import random
 
 from scheduler_core.actions.topology import find_candidates, select_candidate
-from scheduler_core.actions.victims import (
-    PREDICATE_ERROR_CACHE_KEY,
-    PredicateHelper,
+from scheduler_core.actions.util.predicate_helper import PREDICATE_ERROR_CACHE_KEY, PredicateHelper
+from scheduler_core.actions.util.victims import (
     TaskFilter,
     inter_job_filter,
     intra_job_filter,
@@ -32,7 +32,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import TaskStatus
+from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import FitCode
 from scheduler_core.framework.priority_queue import PriorityQueue
@@ -78,7 +78,7 @@ def task_eligible_to_preempt(ssn: Session, preemptor: TaskInfo) -> str | None:
     A pod nominated to a node waits while lower-priority pods there are still terminating
     for it, unless that node became hopeless (UnschedulableAndUnresolvable).
     """
-    if preemptor.preemption_policy == "Never":
+    if preemptor.preemption_policy == PREEMPTION_POLICY_NEVER:
         return "not eligible to preempt other tasks due to preemptionPolicy is Never"
     nominated = preemptor.nominated_node_name
     if not nominated:

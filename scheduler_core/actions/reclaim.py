@@ -1,8 +1,9 @@
 """The reclaim action: a starving job takes back what OTHER queues borrowed beyond their share.
 
-Volcano's ``actions/reclaim`` (reference §12, seeds 000 and 001). Queues are visited in
-queue order; an overused queue may not reclaim. For each starving job of a queue, one
-statement collects, task by task, evictions of Running, preemptable tasks of other,
+Volcano's ``actions/reclaim``
+(https://github.com/volcano-sh/volcano/tree/master/pkg/scheduler/actions/reclaim).
+Queues are visited in queue order; an overused queue may not reclaim. For each starving job
+of a queue, one statement collects, task by task, evictions of Running, preemptable tasks of other,
 reclaimable queues (the plugins' ``Reclaimable`` decides which), and the statement is
 committed only if the job ends up pipelined. Reclaim never takes from the reclaimer's own
 queue and never evicts a task that is merely Bound.
@@ -12,9 +13,8 @@ from __future__ import annotations
 
 import logging
 
-from scheduler_core.actions.victims import (
-    PREDICATE_ERROR_CACHE_KEY,
-    PredicateHelper,
+from scheduler_core.actions.util.predicate_helper import PREDICATE_ERROR_CACHE_KEY, PredicateHelper
+from scheduler_core.actions.util.victims import (
     reclaimee_filter,
     validate_victims,
 )
@@ -23,7 +23,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import TaskStatus
+from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
@@ -152,7 +152,7 @@ class ReclaimAction(Action):
                 job.name,
             )
             task = tasks.pop()
-            if task.preemption_policy == "Never":
+            if task.preemption_policy == PREEMPTION_POLICY_NEVER:
                 log.log(v(3), "Task %s/%s cannot preempt (policy Never)", task.namespace, task.name)
                 continue
             if not ssn.preemptive(queue, [task]):

@@ -17,16 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from scheduler_core.actions.victims import (
+from scheduler_core.actions.util.victims import (
     TaskFilter,
-    VictimsHook,
     parse_start_time,
+    select_victims_on_node,
     sort_by_importance,
-    validate_victims,
 )
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.queue import QueueInfo
-from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
@@ -68,175 +66,6 @@ def get_offset_and_num_candidates(
         min_candidate_nodes_absolute,
         max_candidate_nodes_absolute,
     )
-
-
-# --- one node -----------------------------------------------------------------------------
-
-
-class NodeSimulation:
-    """A preemptor's what-if view of one node: tasks are removed from and added back to a
-    private node clone, and the plugins follow through the simulate hooks on a private
-    cycle state, so the session itself never changes.
-
-    ``fits`` is Volcano's three-part test: the queue may grow by the preemptor (simulated
-    ``Allocatable``, skipped for reclaim), the request fits the node's future idle, and the
-    predicates pass on the simulated node (our stand-in for ``SimulatePredicateFn``).
-    """
-
-    def __init__(
-        self,
-        ssn: Session,
-        state: CycleState,
-        preemptor: TaskInfo,
-        queue: QueueInfo,
-        node: NodeInfo,
-        check_allocatable: bool = True,
-    ) -> None:
-        self.ssn = ssn
-        self.state = state
-        self.preemptor = preemptor
-        self.queue = queue
-        self.node = node
-        self.check_allocatable = check_allocatable
-
-    @classmethod
-    def open(
-        cls,
-        ssn: Session,
-        preemptor: TaskInfo,
-        queue: QueueInfo,
-        node: NodeInfo,
-        check_allocatable: bool = True,
-    ) -> NodeSimulation:
-        """Clone ``node`` and a fresh cycle state (raises ``NodeError`` if the node's
-        accounting cannot be rebuilt)."""
-        return cls(
-            ssn,
-            ssn.new_cycle_state(preemptor),
-            preemptor,
-            queue,
-            node.clone(),
-            check_allocatable,
-        )
-
-    def fits(self) -> bool:
-        if self.check_allocatable and not self.ssn.simulate_allocatable(
-            self.state, self.queue, self.preemptor
-        ):
-            return False
-        if not self.preemptor.init_resreq.less_equal(self.node.future_idle(), ZERO):
-            return False
-        return self.ssn.predicate(self.preemptor, self.node) is None
-
-    def remove(self, task: TaskInfo) -> None:
-        self.ssn.simulate_remove_task(self.state, self.preemptor, task, self.node)
-        self.node.remove_task(task)
-
-    def add(self, task: TaskInfo) -> None:
-        self.ssn.simulate_add_task(self.state, self.preemptor, task, self.node)
-        self.node.add_task(task)
-
-    def is_minimal_valid_set(
-        self, uids: Sequence[str], accept: TaskFilter, hook: VictimsHook
-    ) -> bool:
-        """True if evicting exactly these tasks is allowed (filter and plugin hook accept
-        every one), makes the preemptor fit, and no single one of them could be spared."""
-        tasks: list[TaskInfo] = []
-        for uid in dict.fromkeys(uids):
-            task = self.node.tasks.get(uid)
-            if task is None or not accept(task):
-                return False
-            tasks.append(task)
-        if not tasks:
-            return False
-        accepted = {t.uid for t in hook(self.preemptor, tasks)}
-        if accepted != {t.uid for t in tasks}:
-            return False
-        for task in tasks:
-            self.remove(task)
-        if not self.fits():
-            return False
-        for task in sort_by_importance(tasks):
-            self.add(task)
-            spared = self.fits()
-            self.remove(task)
-            if spared:
-                return False
-        return True
-
-
-def select_victims_on_node(
-    ssn: Session,
-    state: CycleState,
-    preemptor: TaskInfo,
-    queue: QueueInfo,
-    node: NodeInfo,
-    accept: TaskFilter,
-    *,
-    victims_fn: VictimsHook | None = None,
-    check_allocatable: bool = True,
-    require_fit: bool = False,
-) -> tuple[list[TaskInfo], str | None]:
-    """Volcano's ``SelectVictimsOnNode`` on a PRIVATE ``node`` clone and ``state``.
-
-    Candidates are the node's tasks that ``accept`` takes and the plugins' victim hook
-    (``ssn.preemptable`` unless ``victims_fn`` says otherwise) allows. They are removed
-    lowest value first (``BuildVictimsPriorityQueue``) until the preemptor fits; then the
-    removed ones are offered back most valuable first, and each one whose return still lets
-    the preemptor fit is reprieved. What is left is a set from which no victim can be
-    dropped. Returns ``(victims, None)`` or ``([], reason)``.
-
-    Volcano only re-checks the predicates after removing every candidate, so a node where
-    the queue or the resources still do not fit can come out with all candidates as
-    victims; ``require_fit`` (used by the extender) turns that case into a failure.
-    """
-    hook = victims_fn if victims_fn is not None else ssn.preemptable
-    sim = NodeSimulation(ssn, state, preemptor, queue, node, check_allocatable)
-    preemptees = [task for task in node.tasks.values() if accept(task)]
-    all_victims = hook(preemptor, preemptees)
-    err = validate_victims(preemptor, node, all_victims)
-    if err is not None:
-        log.log(v(3), "No validated victims on Node <%s>: %s", node.name, err)
-        return [], f"no validated victims on Node <{node.name}>: {err}"
-
-    # Most important first, so that equal-value victims pop in a stable order.
-    queue_of_victims = ssn.build_victims_priority_queue(sort_by_importance(all_victims), preemptor)
-    potential: list[TaskInfo] = []
-    while not queue_of_victims.empty():
-        task = queue_of_victims.pop()
-        potential.append(task)
-        sim.remove(task)
-        if sim.fits():
-            log.log(
-                v(3),
-                "Pod %s/%s can be scheduled on node %s after preempt %s/%s, "
-                "stop evicting more pods",
-                preemptor.namespace,
-                preemptor.name,
-                node.name,
-                task.namespace,
-                task.name,
-            )
-            break
-    if not potential:
-        return [], "no preemption victims found for incoming pod"
-    if ssn.predicate(preemptor, node) is not None:
-        return [], (
-            f"failed to predicate pod {preemptor.namespace}/{preemptor.name} on node {node.name}"
-        )
-    if require_fit and not sim.fits():
-        return [], f"pod {preemptor.key} does not fit node {node.name} even without all victims"
-
-    victims: list[TaskInfo] = []
-    for task in reversed(potential):
-        sim.add(task)
-        if sim.fits():
-            log.log(v(4), "Task <%s> reprieved on node <%s>", task.key, node.name)
-            continue
-        sim.remove(task)
-        victims.append(task)
-        log.log(v(3), "Pod %s is a potential preemption victim on node %s", task.key, node.name)
-    return victims, None
 
 
 # --- many nodes ---------------------------------------------------------------------------

@@ -25,6 +25,11 @@ class TaskStatus(enum.IntFlag):
         return self.name.capitalize() if self.name else str(int(self))
 
 
+#: A pod's ``spec.preemptionPolicy`` that forbids it to evict anyone (the default is
+#: ``PreemptLowerPriority``).
+PREEMPTION_POLICY_NEVER = "Never"
+
+
 _ALLOCATED = TaskStatus.BOUND | TaskStatus.BINDING | TaskStatus.RUNNING | TaskStatus.ALLOCATED
 _PREEMPTABLE = TaskStatus.BOUND | TaskStatus.RUNNING
 _COMPLETED = TaskStatus.FAILED | TaskStatus.SUCCEEDED

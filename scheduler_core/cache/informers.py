@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
@@ -23,31 +23,19 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from .kinds import ALL_KINDS, KindSpec
-from .reflector import EVENT_TYPES, RESTART_REASONS, Reflector, ReflectorOptions, ReflectorStatus
+from .reflector import (
+    EVENT_TYPES,
+    RESTART_REASONS,
+    EventSink,
+    Reflector,
+    ReflectorOptions,
+    ReflectorStatus,
+)
 
 log = logging.getLogger(__name__)
 
 METRIC_PREFIX = "queue_extender_informer"
 USER_AGENT = "kube-queue-extender/informers"
-
-
-class EventSink(Protocol):
-    """What the engine's cluster state implements to receive the informers' output.
-
-    ``kind`` is a :class:`KindSpec` ``kind`` ("Pod", "Node", "PriorityClass",
-    "PodDisruptionBudget", "Queue", "PodGroup"). Calls for one kind never overlap; calls for
-    different kinds come from different threads, so the sink locks. ``delete`` may name a key
-    the sink does not hold (an object whose upsert the sink refused): it must be a no-op then.
-    """
-
-    def upsert(self, kind: str, obj: dict[str, Any]) -> None:
-        """Add or replace the object (decoded JSON) under its key."""
-
-    def delete(self, kind: str, key: str) -> None:
-        """Forget the object with key ``namespace/name`` (or ``name`` if cluster-scoped)."""
-
-    def synced(self, kind: str) -> None:
-        """The initial list (or a relist) of ``kind`` has been fully applied."""
 
 
 class _NamespacedSink:

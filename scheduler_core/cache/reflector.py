@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 import urllib3
@@ -38,10 +38,27 @@ from kubernetes.client.exceptions import ApiException
 
 from .kinds import KindSpec
 
-if TYPE_CHECKING:
-    from .informers import EventSink
-
 log = logging.getLogger(__name__)
+
+
+class EventSink(Protocol):
+    """What the engine's cluster state implements to receive the informers' output.
+
+    ``kind`` is a :class:`KindSpec` ``kind`` ("Pod", "Node", "PriorityClass",
+    "PodDisruptionBudget", "Queue", "PodGroup"). Calls for one kind never overlap; calls for
+    different kinds come from different threads, so the sink locks. ``delete`` may name a key
+    the sink does not hold (an object whose upsert the sink refused): it must be a no-op then.
+    """
+
+    def upsert(self, kind: str, obj: dict[str, Any]) -> None:
+        """Add or replace the object (decoded JSON) under its key."""
+
+    def delete(self, kind: str, key: str) -> None:
+        """Forget the object with key ``namespace/name`` (or ``name`` if cluster-scoped)."""
+
+    def synced(self, kind: str) -> None:
+        """The initial list (or a relist) of ``kind`` has been fully applied."""
+
 
 # Event-type labels, the watch's own plus the two ways a list changes the cache.
 EVENT_TYPES: Final = ("ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "LISTED", "LIST_DELETED")

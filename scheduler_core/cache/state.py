@@ -27,7 +27,6 @@ from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
 from scheduler_core.api.usage import JobUsage, job_usage
-from scheduler_core.cache.builder import ClusterObjects
 from scheduler_core.cache.convert import (
     ConversionError,
     PodGroupInfo,
@@ -40,6 +39,7 @@ from scheduler_core.cache.convert import (
     priority_class_value,
     queue_to_info,
 )
+from scheduler_core.cache.objects import ClusterObjects
 
 log = logging.getLogger("scheduler_core.cache")
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from scheduler_core.cache.builder import ClusterObjects, add_object
 from scheduler_core.cache.convert import ConversionError, describe
+from scheduler_core.cache.objects import ClusterObjects, add_object
 
 #: kind -> API groups accepted for it ("" is the core group).
 KNOWN_KINDS: dict[str, frozenset[str]] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(slots=True)
@@ -23,7 +24,12 @@ class FilterResult:
 
 
 @dataclass(slots=True)
-class VictimSet:
+class NodeVictims:
+    """The preempt verb's answer for one node: victim UIDs most important first (kube-scheduler
+    reads ``Pods[0]`` in ``pickOneNodeForPreemption``), the PodDisruptionBudgets they would
+    break, and which rules chose them (``None`` when they are kube-scheduler's own, passed
+    through for a pod the extender does not manage)."""
+
     uids: list[str]
     num_pdb_violations: int
-    mode: str
+    mode: Literal["preempt", "reclaim"] | None = None

@@ -17,59 +17,14 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task
-from scheduler_core.cache.state import synthesized_job
-from scheduler_core.engine import open_session
 from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import FilterResult, Rejection
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.report import queue_attrs
 
 log = logging.getLogger("scheduler_core.extender.filter")
-
-
-class PodContext:
-    """The requesting pod as the engine sees it: its task, job, queue and the session that
-    knows them (the shared accounting session, or a one-off one when the cache has not
-    seen the pod or its job yet)."""
-
-    def __init__(self, acct: QueueAccounting, pod: dict[str, Any]) -> None:
-        self.acct = acct
-        self.task: TaskInfo = pod_to_task(pod, acct.state.priority_values())
-        self.task.status = TaskStatus.PENDING
-        self.task.node_name = ""
-        job_id, self.synthesized = pod_job_id(pod)
-        self.job_id = job_id
-        ssn = acct.session()
-        job = ssn.jobs.get(job_id)
-        if job is None and self.synthesized:
-            job = synthesized_job(self.task, pod_queue_annotation(pod))
-        self.queue_name = job.queue if job is not None else ""
-        self.job: JobInfo | None = job
-        self.ssn: Session = ssn
-        if job is not None and (job_id not in ssn.jobs or self.task.uid not in job.tasks):
-            self.ssn, self.job = self._one_off_session(job)
-
-    def _one_off_session(self, job: JobInfo) -> tuple[Session, JobInfo]:
-        """A session that includes this pod: the cache lags kube-scheduler by a moment."""
-        with self.acct.state.locked():
-            snapshot = self.acct.state.shared_snapshot()
-            own = job.clone()
-            if self.task.uid not in own.tasks:
-                own.add_task_info(self.task.clone())
-            snapshot.jobs[own.uid] = own
-            snapshot.queue_usage = None  # this job is not in the cache's sums
-            ssn = open_session(snapshot, self.acct.conf, clone=False)
-        self.acct.replay_assumptions(ssn)
-        log.log(
-            v(4), "Pod <%s> is not in the cache yet: one-off session %d", self.task.key, ssn.uid
-        )
-        return ssn, own
-
-    @property
-    def queue(self) -> QueueInfo | None:
-        return self.ssn.queues.get(self.queue_name)
 
 
 def _dims(resource: Resource) -> str:

@@ -10,42 +10,39 @@ answer is advice kube-scheduler acts on.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal
 
-from scheduler_core.actions.victims import select_victims_for_node
+from scheduler_core.actions.util.victims import (
+    NodeSimulation,
+    TaskFilter,
+    VictimsHook,
+    inter_job_filter,
+    reclaimee_filter,
+    select_victims_on_node,
+    sort_by_importance,
+)
+from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.pdb import PodDisruptionBudget
+from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import PREEMPTION_POLICY_NEVER
 from scheduler_core.extender.accounting import QueueAccounting
-from scheduler_core.extender.decisions import VictimSet
-from scheduler_core.extender.filter import PodContext
+from scheduler_core.extender.context import PodContext
+from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender.preempt")
 
-
-def gangs_broken(ssn: Session, victims: list[TaskInfo]) -> list[str]:
-    """Jobs the victims would leave running below their minMember.
-
-    Volcano's default tiers let a tier-1 gang veto fall through to tier-2 plugins, so a
-    victim set can break a gang there; the extender's answer never does (DESIGN §5). Taking
-    every running task of a job (a lone pod, a whole gang) preempts the job as a unit and
-    leaves nothing broken behind, so it is allowed.
-    """
-    taken: dict[str, int] = {}
-    for victim in victims:
-        taken[victim.job] = taken.get(victim.job, 0) + 1
-    broken = []
-    for job_id, count in taken.items():
-        job = ssn.jobs.get(job_id)
-        left = job.ready_task_num() - count if job is not None else 0
-        if job is not None and 0 < left < job.min_available:
-            broken.append(job_id)
-    return broken
+Mode = Literal["preempt", "reclaim"]
 
 
 def preempt_pod(
     acct: QueueAccounting, pod: dict[str, Any], candidates: dict[str, list[str]]
-) -> dict[str, VictimSet]:
+) -> dict[str, NodeVictims]:
+    """Per candidate node, the engine's victims for ``pod``; nodes without a valid set are
+    left out (kube-scheduler then never evicts there)."""
     ctx = PodContext(acct, pod)
     if ctx.job is None or ctx.queue is None or not ctx.queue.is_open():
         log.log(v(3), "Pod <%s> has no usable job or queue: no victims", ctx.task.key)
@@ -59,7 +56,7 @@ def preempt_pod(
         )
         return {}
     preemptor = ctx.job.tasks.get(ctx.task.uid, ctx.task)
-    result: dict[str, VictimSet] = {}
+    result: dict[str, NodeVictims] = {}
     for node_name, proposed in candidates.items():
         node = ctx.ssn.nodes.get(node_name)
         if node is None:
@@ -76,24 +73,186 @@ def preempt_pod(
             continue
         log.log(v(3), "Considering Task <%s> on Node <%s>.", ctx.task.key, node_name)
         choice = select_victims_for_node(ctx.ssn, preemptor, node, proposed or None)
-        if choice is None or not choice.victims:
+        if choice is None or not choice.uids:
             log.log(v(3), "Node <%s>: no valid victims for Task <%s>", node_name, ctx.task.key)
             continue
-        broken = gangs_broken(ctx.ssn, choice.victims)
+        victims = [node.tasks[uid] for uid in choice.uids]
+        broken = gangs_broken(ctx.ssn, victims)
         if broken:
             log.log(
                 v(3),
                 "Node <%s>: evicting %s would leave gang(s) %s below minMember: left out",
                 node_name,
-                [t.key for t in choice.victims],
+                [t.key for t in victims],
                 broken,
             )
             continue
-        for victim in choice.victims:
+        for victim in victims:
             log.log(v(3), "Try to preempt Task <%s> for Task <%s>", victim.key, ctx.task.key)
-        result[node_name] = VictimSet(
-            uids=[t.uid for t in choice.victims],
-            num_pdb_violations=choice.num_pdb_violations,
-            mode=choice.mode,
-        )
+        result[node_name] = choice
     return result
+
+
+def gangs_broken(ssn: Session, victims: list[TaskInfo]) -> list[str]:
+    """Jobs the victims would leave running below their minMember.
+
+    Volcano's default tiers let a tier-1 gang veto fall through to tier-2 plugins, so a
+    victim set can break a gang there; the extender's answer never does: kube-scheduler
+    evicts what we name at once, and a gang left below minMember holds its resources
+    without being able to run. Taking every running task of a job (a lone pod, a whole
+    gang) preempts the job as a unit and leaves nothing broken behind, so it is allowed.
+    """
+    taken: dict[str, int] = {}
+    for victim in victims:
+        taken[victim.job] = taken.get(victim.job, 0) + 1
+    broken = []
+    for job_id, count in taken.items():
+        job = ssn.jobs.get(job_id)
+        left = job.ready_task_num() - count if job is not None else 0
+        if job is not None and 0 < left < job.min_available:
+            broken.append(job_id)
+    return broken
+
+
+# --- one node -----------------------------------------------------------------------------
+
+
+def select_victims_for_node(
+    ssn: Session, preemptor: TaskInfo, node: NodeInfo, proposed_uids: list[str] | None
+) -> NodeVictims | None:
+    """The smallest valid victim set on ``node`` for a pending ``preemptor``, or None.
+
+    Same-queue preempt rules are tried first, then (only when the preemptor's queue is not
+    overused and may grow by this task) cross-queue reclaim rules. If kube-scheduler
+    proposed victims (``proposed_uids``) and they already form a valid set that cannot
+    shrink, they are kept, so both schedulers agree whenever the queue rules allow it;
+    otherwise the engine's own set (remove lowest-value victims until the preemptor fits,
+    then reprieve the most important ones) is returned. A node where the preemptor fits
+    without any eviction gets None: there is nothing to preempt there.
+
+    The session is not changed: all simulation runs on a clone of the node and of the
+    plugins' cycle state.
+    """
+    job = ssn.jobs.get(preemptor.job)
+    queue = ssn.queues.get(job.queue) if job is not None else None
+    if job is None or queue is None:
+        log.log(v(4), "Task <%s> has no job or queue in the session: no victims", preemptor.key)
+        return None
+    if preemptor.preemption_policy == PREEMPTION_POLICY_NEVER:
+        return None
+    if ssn.pre_predicate(preemptor) is not None:
+        return None
+    if ssn.predicate_for_preempt(preemptor, node) is not None:
+        return None
+
+    rules: tuple[tuple[TaskFilter, VictimsHook, Mode], ...] = (
+        (inter_job_filter(ssn, preemptor, job), ssn.preemptable, "preempt"),
+        (reclaimee_filter(ssn, job), ssn.reclaimable, "reclaim"),
+    )
+    for accept, hook, mode in rules:
+        if mode == "reclaim" and (ssn.overused(queue) or not ssn.preemptive(queue, [preemptor])):
+            return None
+        victims = _choose_on_node(ssn, preemptor, queue, node, proposed_uids, accept, hook, mode)
+        if victims is not None:
+            return NodeVictims(
+                [t.uid for t in victims], count_pdb_violations(ssn.snapshot.pdbs, victims), mode
+            )
+    return None
+
+
+def _choose_on_node(
+    ssn: Session,
+    preemptor: TaskInfo,
+    queue: QueueInfo,
+    node: NodeInfo,
+    proposed_uids: list[str] | None,
+    accept: TaskFilter,
+    hook: VictimsHook,
+    mode: Mode,
+) -> list[TaskInfo] | None:
+    """kube-scheduler's proposal if it is a minimal valid set, else the engine's own; most
+    important victim first."""
+    # Reclaim does not consult the preemptor's queue allocatable: taking from other queues
+    # cannot change it, and Preemptive already vouched for the queue.
+    check_allocatable = mode == "preempt"
+    chosen: list[TaskInfo] | None = None
+    if proposed_uids:
+        try:
+            sim = NodeSimulation.open(ssn, preemptor, queue, node, check_allocatable)
+        except NodeError:
+            return None
+        if is_minimal_valid_set(sim, proposed_uids, accept, hook):
+            chosen = [node.tasks[uid] for uid in dict.fromkeys(proposed_uids)]
+    if chosen is None:
+        try:
+            copy = node.clone()
+        except NodeError:
+            return None
+        victims, err = select_victims_on_node(
+            ssn,
+            ssn.new_cycle_state(preemptor),
+            preemptor,
+            queue,
+            copy,
+            accept,
+            victims_fn=hook,
+            check_allocatable=check_allocatable,
+            require_fit=True,
+        )
+        if err is not None or not victims:
+            return None
+        chosen = [node.tasks[t.uid] for t in victims if t.uid in node.tasks]
+    return sort_by_importance(chosen)
+
+
+def is_minimal_valid_set(
+    sim: NodeSimulation, uids: Sequence[str], accept: TaskFilter, hook: VictimsHook
+) -> bool:
+    """True if evicting exactly these tasks is allowed (filter and plugin hook accept
+    every one), makes the preemptor fit, and no single one of them could be spared."""
+    tasks: list[TaskInfo] = []
+    for uid in dict.fromkeys(uids):
+        task = sim.node.tasks.get(uid)
+        if task is None or not accept(task):
+            return False
+        tasks.append(task)
+    if not tasks:
+        return False
+    accepted = {t.uid for t in hook(sim.preemptor, tasks)}
+    if accepted != {t.uid for t in tasks}:
+        return False
+    for task in tasks:
+        sim.remove(task)
+    if not sim.fits():
+        return False
+    for task in sort_by_importance(tasks):
+        sim.add(task)
+        spared = sim.fits()
+        sim.remove(task)
+        if spared:
+            return False
+    return True
+
+
+def count_pdb_violations(pdbs: Sequence[PodDisruptionBudget], victims: Sequence[TaskInfo]) -> int:
+    """How many victims would break a PodDisruptionBudget, counted as kube-scheduler does
+    (``filterPodsWithPDBViolation``): each matching budget's allowance is spent victim by
+    victim in the order given; a pod without labels, or a budget with an empty selector,
+    matches nothing there."""
+    allowed = [pdb.disruptions_allowed for pdb in pdbs]
+    violations = 0
+    for victim in victims:
+        if not victim.labels:
+            continue
+        violated = False
+        for i, pdb in enumerate(pdbs):
+            if not pdb.match_labels and not pdb.match_expressions:
+                continue
+            if not pdb.matches(victim.namespace, victim.labels):
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                violated = True
+        if violated:
+            violations += 1
+    return violations

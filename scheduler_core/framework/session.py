@@ -194,7 +194,8 @@ class Session:
                     # plugin that voted vetoed the others' victims. (Volcano's newest code
                     # restarts the list from the next plugin's vote, a nil-slice accident that
                     # drops earlier vetoes, e.g. gang's; its older code and its comments keep
-                    # the veto, and so do we: no victim may break a gang, DESIGN §5.)
+                    # the veto, and so do we: no victim may break a gang, whose
+                    # survivors would otherwise hold resources without being able to run.)
                     victims = [v for v in victims if v.uid in keep]
             if victims:
                 return victims

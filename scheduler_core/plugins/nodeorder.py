@@ -17,7 +17,6 @@ pod that requests no CPU or memory (100m, 200Mi) are applied to the incoming pod
 
 Not built (no data in the model): inter-pod affinity, image locality, pod topology spread.
 
-``extender_scores`` turns the session's summed node scores into the extender's 0..10 scale.
 """
 
 from __future__ import annotations
@@ -48,7 +47,6 @@ from scheduler_core.plugins.predicates import (
 log = logging.getLogger("scheduler_core.plugins.nodeorder")
 
 MAX_NODE_SCORE = 100
-MAX_EXTENDER_PRIORITY = 10
 
 #: kube-scheduler's requests for a container that sets none (``schedutil.DefaultMilliCPURequest``
 #: and ``DefaultMemoryRequest``), used by least/most-requested.
@@ -715,27 +713,3 @@ class NodeOrderPlugin(Plugin):
         if self.taint_toleration_weight != 0:
             score += taint_toleration_scores(table, rows, task) * self.taint_toleration_weight
         return dict(zip(names, score.tolist(), strict=True))
-
-
-def extender_scores(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
-    """The session's node scores on the extender's 0..10 scale (``MaxExtenderPriority``)."""
-    return extender_scale(ssn.node_scores(task, nodes))
-
-
-def extender_scale(raw: Mapping[str, float]) -> dict[str, int]:
-    """Linear in the score, anchored at 0: the best node gets 10, a node scoring 0 (or less)
-    gets 0, others ``floor(10 * score / best)``. Anchoring at 0 rather than at the worst
-    node keeps the ratio between nodes, so a nearly-as-good node is not pushed to 0 when
-    all candidates are close; when no node scores above 0 every node gets 0.
-
-    On arrays (thousands of nodes a request), the same float operations as
-    ``math.floor(10 * score / best + 1e-9)`` per node.
-    """
-    scores = np.fromiter(raw.values(), np.float64, len(raw))
-    best = float(scores.max()) if len(scores) else 0.0
-    if best <= 0:
-        return dict.fromkeys(raw, 0)
-    scaled = np.floor(MAX_EXTENDER_PRIORITY * scores / best + 1e-9)
-    scaled = np.where(scores >= best, MAX_EXTENDER_PRIORITY, scaled)
-    scaled = np.where(scores <= 0, 0, scaled)
-    return dict(zip(raw, scaled.astype(np.int64).tolist(), strict=True))

@@ -7,12 +7,12 @@ from typing import Any
 from scheduler_core.api.types import PodGroupPhase
 from scheduler_core.conf import load_configuration
 from scheduler_core.engine import run_session
-from tests.plugins.helpers import (
-    fair_queue,
+from tests.builders import (
     node,
     pod,
     podgroup,
     priority_class,
+    queue,
     snapshot,
     with_min_resources,
 )
@@ -38,19 +38,19 @@ def phases(objs: list[dict[str, Any]]) -> dict[str, PodGroupPhase]:
 
 
 def test_a_job_whose_min_resources_fit_is_admitted() -> None:
-    objs = [node("n1", cpu="4"), fair_queue("q"), *job("fits", "q", "2")]
+    objs = [node("n1", cpu="4"), queue("q"), *job("fits", "q", "2")]
     assert phases(objs)["fits"] == PodGroupPhase.INQUEUE
 
 
 def test_a_job_larger_than_the_queue_capability_stays_pending() -> None:
-    objs = [node("n1", cpu="8"), fair_queue("q", capability={"cpu": "2"}), *job("big", "q", "3")]
+    objs = [node("n1", cpu="8"), queue("q", capability={"cpu": "2"}), *job("big", "q", "3")]
     assert phases(objs)["big"] == PodGroupPhase.PENDING
 
 
 def test_admitted_jobs_reserve_their_min_resources_for_the_next_ones() -> None:
     objs = [
         node("n1", cpu="4"),
-        fair_queue("q"),
+        queue("q"),
         *job("first", "q", "3", created="2026-01-01T00:00:00Z"),
         *job("second", "q", "3", created="2026-01-02T00:00:00Z"),
     ]
@@ -60,12 +60,12 @@ def test_admitted_jobs_reserve_their_min_resources_for_the_next_ones() -> None:
 
 
 def test_a_job_without_min_resources_is_always_admitted() -> None:
-    objs = [node("n1", cpu="1"), fair_queue("q", capability={"cpu": "1"}), *job("any", "q", None)]
+    objs = [node("n1", cpu="1"), queue("q", capability={"cpu": "1"}), *job("any", "q", None)]
     assert phases(objs)["any"] == PodGroupPhase.INQUEUE
 
 
 def test_a_closed_queue_admits_nothing() -> None:
-    objs = [node("n1", cpu="4"), fair_queue("q", state="Closed"), *job("j", "q", "1")]
+    objs = [node("n1", cpu="4"), queue("q", state="Closed"), *job("j", "q", "1")]
     assert phases(objs)["j"] == PodGroupPhase.PENDING
 
 
@@ -76,7 +76,7 @@ def test_job_order_decides_who_is_admitted_when_the_queue_is_short() -> None:
     urgent[0]["spec"]["priorityClassName"] = "high"
     objs = [
         node("n1", cpu="4"),
-        fair_queue("q"),
+        queue("q"),
         priority_class("high", 1000),
         *job("routine", "q", "3", created="2026-01-01T00:00:00Z"),
         *urgent,

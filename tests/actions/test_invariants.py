@@ -55,7 +55,7 @@ from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.plugins.conformance import is_critical
-from tests.actions.builders import (
+from tests.builders import (
     GANG_CONF,
     Obj,
     configuration,

@@ -10,10 +10,10 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import SchedulerConfiguration, load_configuration
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
-from tests.actions.builders import (
+from tests.builders import (
     GANG_CONF,
     HELM_CONF,
     PRIORITY_CLASSES,
@@ -30,9 +30,9 @@ from tests.actions.builders import (
     session,
     task_of,
 )
+from tests.conftest import RegisterPlugin
 
 
-@register_plugin
 class LabelScorePlugin(Plugin):
     """Test-only node order: a node's score is its ``score`` label."""
 
@@ -43,6 +43,11 @@ class LabelScorePlugin(Plugin):
             return float(node_info.labels.get("score", "0"))
 
         ssn.node_order_fns[self.name] = score
+
+
+@pytest.fixture
+def _label_score(register_plugin: RegisterPlugin) -> None:
+    register_plugin(LabelScorePlugin)
 
 
 SCORED_CONF = """
@@ -134,17 +139,20 @@ def _scored_cluster(scores: dict[str, str]) -> list[Obj]:
     return objs
 
 
+@pytest.mark.usefixtures("_label_score")
 def test_the_best_scored_node_is_tried_first() -> None:
     ssn = run(_scored_cluster({"n-a": "1", "n-b": "5", "n-c": "3"}), load(SCORED_CONF))
     assert evictions(ssn) == [("ns/v-1", "n-b", "preempt", "ns/a-0")]
     assert pipelined(ssn) == {"ns/a-0": "n-b"}
 
 
+@pytest.mark.usefixtures("_label_score")
 def test_equal_scores_are_tried_in_node_name_order() -> None:
     ssn = run(_scored_cluster({"n-c": "2", "n-a": "2", "n-b": "2"}), load(SCORED_CONF))
     assert pipelined(ssn) == {"ns/a-0": "n-a"}
 
 
+@pytest.mark.usefixtures("_label_score")
 def test_evictions_on_a_node_that_does_not_work_out_are_rolled_back() -> None:
     # n-a scores best but is at its pod limit: evicted pods stay on the node (Releasing)
     # until they are gone, so the preemptor can never pass the pod-count predicate there.

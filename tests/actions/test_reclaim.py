@@ -10,7 +10,7 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.logutil import v
-from tests.actions.builders import (
+from tests.builders import (
     GANG_CONF,
     HELM_CONF,
     Obj,

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from scheduler_core.actions.victims import reclaimee_filter
+from scheduler_core.actions.util.victims import reclaimee_filter
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import SchedulerConfiguration
-from tests.actions.builders import (
+from tests.builders import (
     GANG_CONF,
     HELM_CONF,
     PRIORITY_CLASSES,

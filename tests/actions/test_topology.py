@@ -17,16 +17,15 @@ from scheduler_core.actions.topology import (
     get_offset_and_num_candidates,
     pick_one_node_for_preemption,
     select_candidate,
-    select_victims_on_node,
 )
-from scheduler_core.actions.victims import inter_job_filter
+from scheduler_core.actions.util.victims import inter_job_filter, select_victims_on_node
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.session import Session
-from tests.actions.builders import (
+from tests.builders import (
     HELM_CONF,
     Obj,
     configuration,

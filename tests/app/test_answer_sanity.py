@@ -5,10 +5,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.ports import FilterDecision, NodeVictims
+from app.ports import FilterDecision
 from app.routes_filter import NOT_EVALUATED, partition_filter_decision
 from app.routes_preempt import keep_valid_victims
 from app.routes_prioritize import clamp_scores
+from scheduler_core.extender.decisions import NodeVictims
 
 NODES = st.sampled_from([f"n{i}" for i in range(8)] + ["ghost-1", "ghost-2"])
 INPUTS = st.lists(st.sampled_from([f"n{i}" for i in range(8)]), unique=True, max_size=8)

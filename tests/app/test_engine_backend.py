@@ -5,10 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from app.cli import build_parser
 from app.engine_backend import backend_from_args
+from app.ports import BadPodError
+from app.server import create_app
+
+from .live import serve
 
 
 def pod(
@@ -69,3 +74,16 @@ def test_a_pod_that_cannot_be_read_gets_neutral_answers_not_an_engine_error(
     decision = engine.filter(bad, ["cpu-node-1"])
     assert decision.node_names == [] and 'invalid quantity "lots"' in decision.error
     assert "requests.cpu" in caplog.text
+
+
+def test_explain_of_a_pod_that_cannot_be_read_is_a_bad_request_with_one_line() -> None:
+    engine = backend()
+    bad = pod("team")
+    bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "abc"}}}]
+    with pytest.raises(BadPodError, match='invalid quantity "abc"'):
+        engine.explain(bad)
+    with serve(create_app(engine)) as url, httpx.Client(base_url=url) as client:
+        answer = client.post("/debug/explain", json=bad)
+    assert answer.status_code == 400
+    error = answer.json()["Error"]
+    assert 'invalid quantity "abc"' in error and "requests.cpu" in error and "\n" not in error

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from app.ports import FilterDecision, NodeVictims
+from app.ports import FilterDecision
 from app.server import ServerSettings
+from scheduler_core.extender.decisions import NodeVictims
 
 from .captured import FULL, NODE_CACHE, body, doc, requests
 from .conftest import Live, LiveFactory

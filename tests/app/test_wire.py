@@ -5,7 +5,6 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from app.ports import NodeVictims
 from app.wire import (
     WireError,
     encode_filter_error,
@@ -17,6 +16,7 @@ from app.wire import (
     parse_pod,
     parse_preemption_args,
 )
+from scheduler_core.extender.decisions import NodeVictims
 
 from .captured import FULL, NODE_CACHE, body, doc, requests
 

@@ -28,7 +28,7 @@ from bench.synthetic import (
     SyntheticCluster,
 )
 from scheduler_core.api.resource import ZERO
-from scheduler_core.cache.builder import collect
+from scheduler_core.cache.objects import collect
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration
 

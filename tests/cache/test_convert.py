@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.api.types import PodGroupPhase, QueueState, TaskStatus
-from scheduler_core.cache.builder import build_snapshot, collect
+from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.convert import (
     ConversionError,
     node_to_info,
@@ -16,6 +16,7 @@ from scheduler_core.cache.convert import (
     podgroup_to_info,
     queue_to_info,
 )
+from scheduler_core.cache.objects import collect
 
 
 def pod(name: str = "p", **spec: Any) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.api.usage import JobUsage, job_usage
-from scheduler_core.cache.builder import build_snapshot, collect
+from scheduler_core.cache.builder import build_snapshot
+from scheduler_core.cache.objects import collect
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import load_configuration
 from scheduler_core.framework.framework import open_session

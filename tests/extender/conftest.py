@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scheduler_core.cache.builder import collect
+from scheduler_core.cache.objects import collect
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration, load_configuration
 from scheduler_core.extender.accounting import QueueAccounting

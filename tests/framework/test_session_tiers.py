@@ -21,8 +21,9 @@ from scheduler_core.conf import load_configuration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import REJECT, ValidateResult
 from scheduler_core.framework.framework import open_session
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.session import Session
+from tests.conftest import RegisterPlugin
 
 #: per test: plugin name -> {hook attribute name: function}
 BEHAVIOUR: dict[str, dict[str, Any]] = {}
@@ -36,16 +37,14 @@ def _make_plugin(plugin_name: str) -> type[Plugin]:
             for hook, fn in BEHAVIOUR.get(self.name, {}).items():
                 getattr(ssn, hook)[self.name] = fn
 
-    return register_plugin(Scripted)
-
-
-for _n in ("t-a", "t-b", "t-c", "t-d"):
-    _make_plugin(_n)
+    return Scripted
 
 
 @pytest.fixture(autouse=True)
-def _reset() -> None:
+def _scripted_plugins(register_plugin: RegisterPlugin) -> None:
     BEHAVIOUR.clear()
+    for name in ("t-a", "t-b", "t-c", "t-d"):
+        register_plugin(_make_plugin(name))
 
 
 def task(uid: str, job: str = "ns/j", priority: int = 1) -> TaskInfo:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.helpers import node, pod, session, task_of, tiers
+from tests.builders import node, pod, session, task_of, tiers
 
 GPU = "nvidia.com/gpu"
 

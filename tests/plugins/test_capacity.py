@@ -17,13 +17,12 @@ from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
 from scheduler_core.plugins.capacity import CapacityPlugin
 from scheduler_core.plugins.queue_attr import QueueAttr, QueueAttrs
-
-from .helpers import (
+from tests.builders import (
     Obj,
-    fair_queue,
     node,
     pod,
     podgroup,
+    queue,
     session,
     snapshot,
     task_of,
@@ -89,26 +88,26 @@ def pending(
 
 
 @pytest.mark.parametrize(
-    ("queue", "deserved", "share"),
+    ("spec_queue", "deserved", "share"),
     [
         pytest.param(
-            fair_queue("Q", deserved={"cpu": "80"}, capability={"cpu": "50"}),
+            queue("Q", deserved={"cpu": "80"}, capability={"cpu": "50"}),
             50,
             0.0,
             id="deserved-capped-by-real-capability",
         ),
         pytest.param(
-            fair_queue("Q", deserved={"cpu": "10"}, guarantee={"cpu": "30"}),
+            queue("Q", deserved={"cpu": "10"}, guarantee={"cpu": "30"}),
             30,
             0.0,
             id="deserved-raised-to-guarantee",
         ),
-        pytest.param(fair_queue("Q"), 0, 1.0, id="no-deserved-is-best-effort-at-share-1"),
+        pytest.param(queue("Q"), 0, 1.0, id="no-deserved-is-best-effort-at-share-1"),
     ],
 )
-def test_flat_deserved_comes_from_the_spec(queue: Obj, deserved: float, share: float) -> None:
+def test_flat_deserved_comes_from_the_spec(spec_queue: Obj, deserved: float, share: float) -> None:
     ssn = session(
-        [node("n1", cpu="100"), queue, fair_queue("idle"), *pending("p", "Q", "1")],
+        [node("n1", cpu="100"), spec_queue, queue("idle"), *pending("p", "Q", "1")],
         FLAT,
     )
 
@@ -121,8 +120,8 @@ def test_flat_real_capability_is_cluster_less_other_guarantees_capped_by_capabil
     ssn = session(
         [
             node("n1", cpu="100"),
-            fair_queue("Q", capability={"memory": "1Gi"}, guarantee={"cpu": "5"}),
-            fair_queue("other", guarantee={"cpu": "20"}),
+            queue("Q", capability={"memory": "1Gi"}, guarantee={"cpu": "5"}),
+            queue("other", guarantee={"cpu": "20"}),
             *pending("p", "Q", "1"),
         ],
         FLAT,
@@ -138,9 +137,9 @@ def flat_order_session(priority_best_effort: int | None = None) -> Session:
     return session(
         [
             node("n1", cpu="100"),
-            fair_queue("low", deserved={"cpu": "40"}),
-            fair_queue("full", deserved={"cpu": "20"}),
-            fair_queue("besteffort", priority=priority_best_effort),
+            queue("low", deserved={"cpu": "40"}),
+            queue("full", deserved={"cpu": "20"}),
+            queue("besteffort", priority=priority_best_effort),
             *running("rl", "low", "10"),
             *running("rf", "full", "20"),
             *running("rb", "besteffort", "5"),
@@ -173,7 +172,7 @@ def test_flat_allocatable_is_bounded_by_real_capability_not_deserved(
     ssn = session(
         [
             node("n1", cpu="100"),
-            fair_queue("Q", deserved={"cpu": "10"}, capability={"cpu": "50"}),
+            queue("Q", deserved={"cpu": "10"}, capability={"cpu": "50"}),
             *running("r", "Q", "20"),
             podgroup("t", queue="Q", phase="Pending"),
             pod("t-0", cpu="30", memory=None, group="t"),
@@ -189,7 +188,7 @@ def reclaim_objects(victim_queue: Obj) -> list[Obj]:
     """R (deserved 60) waits with 10 cores; V runs 3 x 10 cores plus a memory-only pod."""
     return [
         node("n1", cpu="100", memory="100Gi"),
-        fair_queue("R", deserved={"cpu": "60"}),
+        queue("R", deserved={"cpu": "60"}),
         victim_queue,
         *pending("r", "R", "10"),
         podgroup("v", queue="V"),
@@ -202,22 +201,22 @@ def reclaim_objects(victim_queue: Obj) -> list[Obj]:
     ("victim_queue", "victims"),
     [
         pytest.param(
-            fair_queue("V", deserved={"cpu": "20"}),
+            queue("V", deserved={"cpu": "20"}),
             ["v-2"],
             id="over-deserved-until-back-within-it",
         ),
         pytest.param(
-            fair_queue("V", deserved={"memory": "10Gi"}),
+            queue("V", deserved={"memory": "10Gi"}),
             ["v-2", "v-1", "v-0"],
             id="immediate-victims-use-nothing-the-queue-deserves",
         ),
         pytest.param(
-            fair_queue("V", deserved={"cpu": "20"}, guarantee={"cpu": "25"}),
+            queue("V", deserved={"cpu": "20"}, guarantee={"cpu": "25"}),
             [],
             id="guarantee-protects",
         ),
         pytest.param(
-            fair_queue("V", deserved={"cpu": "10"}, guarantee={"cpu": "15"}),
+            queue("V", deserved={"cpu": "10"}, guarantee={"cpu": "15"}),
             ["v-2"],
             id="guarantee-stops-after-first",
         ),
@@ -251,7 +250,7 @@ def test_flat_preemptive(candidates: list[str], preemptive: bool) -> None:
     ssn = session(
         [
             node("n1", cpu="100", memory="100Gi"),
-            fair_queue("P", deserved={"cpu": "20"}, capability={"cpu": "30"}),
+            queue("P", deserved={"cpu": "20"}, capability={"cpu": "30"}),
             *running("r", "P", "15"),
             podgroup("c", queue="P", phase="Pending"),
             pod("c-0", cpu="3", memory=None, group="c"),
@@ -274,7 +273,7 @@ def test_flat_job_enqueueable(running_min: str, vote: int) -> None:
     ssn = session(
         [
             node("n1", cpu="200"),
-            fair_queue("Q", capability={"cpu": "50"}),
+            queue("Q", capability={"cpu": "50"}),
             *running("run", "Q", "20", min_cpu=running_min),
             with_min_resources(podgroup("adm", queue="Q", phase="Inqueue"), {"cpu": "15"}),
             pod("adm-0", cpu="15", memory=None, group="adm"),
@@ -288,7 +287,7 @@ def test_flat_job_enqueueable(running_min: str, vote: int) -> None:
 
 def test_closed_queue_refuses_allocate_preempt_and_enqueue() -> None:
     ssn = session(
-        [node("n1", cpu="100"), fair_queue("Q", state="Closed"), *pending("p", "Q", "1")],
+        [node("n1", cpu="100"), queue("Q", state="Closed"), *pending("p", "Q", "1")],
         FLAT,
     )
     task = task_of(ssn, "ns/p-0")
@@ -306,10 +305,10 @@ def tree(dev_min: str | None = None, prod_min: str | None = None) -> list[Obj]:
     guarantee 2, running 8)}; root -> ops (deserved 20). dev waits with 5 and 2 cores."""
     return [
         node("n1", cpu="100"),
-        fair_queue("eng", capability={"cpu": "10"}, deserved={"cpu": "8"}),
-        fair_queue("dev", parent="eng", deserved={"cpu": "4"}),
-        fair_queue("prod", parent="eng", deserved={"cpu": "4"}, guarantee={"cpu": "2"}),
-        fair_queue("ops", deserved={"cpu": "20"}),
+        queue("eng", capability={"cpu": "10"}, deserved={"cpu": "8"}),
+        queue("dev", parent="eng", deserved={"cpu": "4"}),
+        queue("prod", parent="eng", deserved={"cpu": "4"}, guarantee={"cpu": "2"}),
+        queue("ops", deserved={"cpu": "20"}),
         *running("rp", "prod", "8", min_cpu=prod_min),
         *pending("d5", "dev", "5", min_cpu=dev_min),
         *pending("d2", "dev", "2"),
@@ -486,12 +485,12 @@ def without_root(objects: list[Obj]) -> ClusterSnapshot:
     ("snap", "reason"),
     [
         pytest.param(
-            snapshot([*tree(), fair_queue("orphan", parent="nowhere")]),
+            snapshot([*tree(), queue("orphan", parent="nowhere")]),
             "the queue orphan has invalid parent queue nowhere",
             id="missing-parent",
         ),
         pytest.param(
-            snapshot([*tree(), fair_queue("a", parent="b"), fair_queue("b", parent="a")]),
+            snapshot([*tree(), queue("a", parent="b"), queue("b", parent="a")]),
             "cycle detected in queue hierarchy for queue a",
             id="cycle",
         ),
@@ -528,7 +527,7 @@ def test_unusable_hierarchy_refuses_everything(
 
 
 def test_flat_mode_ignores_parents() -> None:
-    ssn = session([*tree(), fair_queue("orphan", parent="nowhere")], FLAT)
+    ssn = session([*tree(), queue("orphan", parent="nowhere")], FLAT)
 
     assert plugin(ssn).ready_to_schedule is True
     assert attr(ssn, "dev").ancestors == []
@@ -547,10 +546,10 @@ def ancestor_tree(t2_deserved: str) -> list[Obj]:
     """root -> t1 -> {a (reclaimer, waits 10)}, root -> t2 -> {c (deserved 10, runs 3 x 10)}."""
     return [
         node("n1", cpu="100"),
-        fair_queue("t1", deserved={"cpu": "30"}),
-        fair_queue("a", parent="t1", deserved={"cpu": "30"}),
-        fair_queue("t2", deserved={"cpu": t2_deserved}),
-        fair_queue("c", parent="t2", deserved={"cpu": "10"}),
+        queue("t1", deserved={"cpu": "30"}),
+        queue("a", parent="t1", deserved={"cpu": "30"}),
+        queue("t2", deserved={"cpu": t2_deserved}),
+        queue("c", parent="t2", deserved={"cpu": "10"}),
         *pending("ra", "a", "10"),
         *running("rc", "c", "10", "10", "10"),
     ]
@@ -605,9 +604,9 @@ def test_immediate_victims_under_a_shared_ancestor_need_a_relevant_reclaimer_des
     ssn = session(
         [
             node("n1", cpu="100"),
-            fair_queue("t"),
-            fair_queue("a", parent="t", deserved=reclaimer_deserved),
-            fair_queue("b", parent="t", deserved={"memory": "1Gi"}),
+            queue("t"),
+            queue("a", parent="t", deserved=reclaimer_deserved),
+            queue("b", parent="t", deserved={"memory": "1Gi"}),
             *pending("ra", "a", "10"),
             *running("rb", "b", "10", "10"),
         ],

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.helpers import keys, node, pod, priority_class, session, task_of, tiers
+from tests.builders import keys, node, pod, priority_class, session, task_of, tiers
 
 CONFORMANCE = tiers("conformance")
 

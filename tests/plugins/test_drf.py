@@ -13,7 +13,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.statement import Statement
 from scheduler_core.plugins.drf import DrfPlugin, calculate_share
-from tests.plugins.helpers import (
+from tests.builders import (
     keys,
     node,
     pod,

@@ -13,7 +13,7 @@ from scheduler_core.plugins.gang import (
     is_unschedulable,
     unschedulable_message,
 )
-from tests.plugins.helpers import keys, node, pod, podgroup, session, task_of, tiers
+from tests.builders import keys, node, pod, podgroup, session, task_of, tiers
 
 GANG = tiers("gang")
 ROLE = "volcano.sh/task-spec"

@@ -26,19 +26,21 @@ from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo, Toleration
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import load_configuration
+from scheduler_core.extender.prioritize import (
+    MAX_EXTENDER_PRIORITY,
+    extender_scale,
+    extender_scores,
+)
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
 from scheduler_core.plugins.binpack import BinpackPlugin
 from scheduler_core.plugins.nodeorder import (
-    MAX_EXTENDER_PRIORITY,
     NodeOrderPlugin,
     NodeTable,
-    extender_scale,
-    extender_scores,
 )
-from tests.plugins.helpers import node, pod, session, task_of, tiers
+from tests.builders import node, pod, session, task_of, tiers
 
 GPU = "nvidia.com/gpu"
 FOO = "example.com/foo"

@@ -9,15 +9,15 @@ import pytest
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
+from scheduler_core.extender.prioritize import extender_scores
 from scheduler_core.plugins.nodeorder import (
     balanced_score,
-    extender_scores,
     least_requested_score,
     most_requested_score,
     node_affinity_score,
     normalize_reverse,
 )
-from tests.plugins.helpers import node, pod, session, task_of, tiers
+from tests.builders import node, pod, session, task_of, tiers
 
 
 def conf(**weights: int) -> str:

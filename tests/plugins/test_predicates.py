@@ -15,7 +15,7 @@ from scheduler_core.plugins.predicates import (
     NODE_POD_NUMBER_EXCEEDED,
     resource_fit_error,
 )
-from tests.plugins.helpers import node, pod, podgroup, session, task_of, tiers
+from tests.builders import node, pod, podgroup, session, task_of, tiers
 
 PREDICATES = tiers("predicates")
 U = FitCode.UNSCHEDULABLE

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.framework.statement import Statement
-from tests.plugins.helpers import (
+from tests.builders import (
     keys,
     node,
     pod,

@@ -13,13 +13,12 @@ from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
 from scheduler_core.plugins.proportion import ProportionPlugin
 from scheduler_core.plugins.queue_attr import QueueAttr, QueueAttrs
-
-from .helpers import (
+from tests.builders import (
     Obj,
-    fair_queue,
     node,
     pod,
     podgroup,
+    queue,
     session,
     task_of,
     tiers,
@@ -68,8 +67,8 @@ def test_only_queues_with_jobs_get_attributes_but_every_guarantee_counts() -> No
     ssn = session(
         [
             node("n1", cpu="100", memory="400Gi"),
-            fair_queue("A"),
-            fair_queue("idle", guarantee={"cpu": "30"}),
+            queue("A"),
+            queue("idle", guarantee={"cpu": "30"}),
             *pending("pa", "A", "10"),
         ],
         CONF,
@@ -84,7 +83,7 @@ def test_capability_without_cpu_leaves_cpu_unlimited() -> None:
     ssn = session(
         [
             node("n1", cpu="100", memory="400Gi"),
-            fair_queue("A", capability={"memory": "10Gi"}),
+            queue("A", capability={"memory": "10Gi"}),
             *pending("pa", "A", "10"),
         ],
         CONF,
@@ -98,7 +97,7 @@ def test_capability_without_cpu_leaves_cpu_unlimited() -> None:
 
 
 def test_queue_without_capability_has_empty_capability() -> None:
-    ssn = session([node("n1", cpu="100"), fair_queue("A"), *pending("pa", "A", "1")], CONF)
+    ssn = session([node("n1", cpu="100"), queue("A"), *pending("pa", "A", "1")], CONF)
 
     assert attr(ssn, "A").capability.is_empty()
 
@@ -107,7 +106,7 @@ def test_allocated_counts_tasks_on_nodes_and_request_adds_pending_ones() -> None
     ssn = session(
         [
             node("n1", cpu="100", memory="400Gi"),
-            fair_queue("A"),
+            queue("A"),
             *running("r", "A", "30"),
             *pending("p", "A", "20"),
             podgroup("done", queue="A"),
@@ -137,7 +136,7 @@ def test_inqueue_accumulation(
 ) -> None:
     objs: list[Obj] = [
         node("n1", cpu="100", memory="400Gi"),
-        fair_queue("A"),
+        queue("A"),
         with_min_resources(
             podgroup("j", queue="A", phase=phase, min_member=min_member), {"cpu": "20"}
         ),
@@ -157,7 +156,7 @@ def test_inqueue_accumulation(
 def test_elastic_is_what_jobs_hold_beyond_their_min_resources() -> None:
     objs = [
         node("n1", cpu="100"),
-        fair_queue("A"),
+        queue("A"),
         with_min_resources(podgroup("j", queue="A"), {"cpu": "10"}),
         pod("j-0", cpu="15", memory=None, group="j", node_name="n1"),
         pod("j-1", cpu="10", memory=None, group="j", node_name="n1"),
@@ -182,8 +181,8 @@ def test_queue_order(priority_a: int | None, priority_b: int | None, a_first: bo
     ssn = session(
         [
             node("n1", cpu="100", pods=None),
-            fair_queue("A", priority=priority_a),
-            fair_queue("B", priority=priority_b),
+            queue("A", priority=priority_a),
+            queue("B", priority=priority_b),
             *running("ra", "A", "10"),
             *pending("pa", "A", "90"),
             *running("rb", "B", "40"),
@@ -203,8 +202,8 @@ def test_equal_shares_fall_back_to_the_session_default_order() -> None:
     ssn = session(
         [
             node("n1", cpu="100"),
-            fair_queue("B"),
-            fair_queue("A"),
+            queue("B"),
+            queue("A"),
             *pending("pa", "A", "1"),
             *pending("pb", "B", "1"),
         ],
@@ -224,7 +223,7 @@ def one_queue_session(extra: list[Obj] | None = None, *, state: str = "Open") ->
     return session(
         [
             node("n1", cpu="100", memory="400Gi"),
-            fair_queue("A", state=state),
+            queue("A", state=state),
             *running("ra", "A", "4"),
             *pending("pa", "A", "1", "2", "3"),
             *(extra or []),
@@ -323,7 +322,7 @@ def test_queue_not_open_refuses_allocate_preempt_and_enqueue(state: str) -> None
 
 def reclaim_session() -> Session:
     """A (weight 1) runs 4 x 15 cores and deserves 40; B (weight 3) waits for 60."""
-    objs = [node("n1", cpu="100"), fair_queue("A", 1), fair_queue("B", 3)]
+    objs = [node("n1", cpu="100"), queue("A", 1), queue("B", 3)]
     objs.append(podgroup("ra", queue="A", min_member=1))
     for i in range(4):
         objs.append(pod(f"ra-{i}", cpu="15", memory=None, group="ra", node_name="n1"))
@@ -378,7 +377,7 @@ def enqueue_session(elastic_job_min: str | None) -> Session:
     return session(
         [
             node("n1", cpu="200", memory="400Gi"),
-            fair_queue("A", capability={"cpu": "50"}),
+            queue("A", capability={"cpu": "50"}),
             run_pg,
             pod("run-0", cpu="20", memory=None, group="run", node_name="n1"),
             with_min_resources(podgroup("admitted", queue="A", phase="Inqueue"), {"cpu": "15"}),

@@ -10,8 +10,7 @@ import pytest
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.proportion import ProportionPlugin
-
-from .helpers import Obj, fair_queue, node, pod, podgroup, session, tiers
+from tests.builders import Obj, node, pod, podgroup, queue, session, tiers
 
 CONF = tiers("proportion")
 GPU = "nvidia.com/gpu"
@@ -57,9 +56,9 @@ def open_logged(objects: list[Obj], caplog: pytest.LogCaptureFixture) -> Session
 
 WORKED_EXAMPLE = cluster(
     [
-        fair_queue("A", 2, capability={"cpu": "50"}, guarantee={"cpu": "10"}),
-        fair_queue("B", 3),
-        fair_queue("C", 5, guarantee={"cpu": "20"}),
+        queue("A", 2, capability={"cpu": "50"}, guarantee={"cpu": "10"}),
+        queue("B", 3),
+        queue("C", 5, guarantee={"cpu": "20"}),
     ],
     {"A": [{"cpu": "80"}], "B": [{"cpu": "60"}], "C": [{"cpu": "30"}]},
 )
@@ -118,28 +117,28 @@ def test_worked_example_stops_when_a_pass_changes_nothing(
     ("queues", "requests", "expected", "log_line"),
     [
         pytest.param(
-            [fair_queue("Z1", 0, guarantee={"cpu": "10"}), fair_queue("Z2", 0)],
+            [queue("Z1", 0, guarantee={"cpu": "10"}), queue("Z2", 0)],
             {"Z1": [{"cpu": "30"}], "Z2": [{"cpu": "30"}]},
             {"Z1": 0, "Z2": 0},
             "Exiting when total weight is 0",
             id="all-weights-zero-exit-before-any-pass-even-guarantee-unapplied",
         ),
         pytest.param(
-            [fair_queue("A", 1, capability={"cpu": "20"}), fair_queue("B", 1)],
+            [queue("A", 1, capability={"cpu": "20"}), queue("B", 1)],
             {"A": [{"cpu": "80"}], "B": [{"cpu": "100"}]},
             {"A": 20, "B": 80},
             "queue <A> is meet cause of the capability",
             id="capped-queue-meets-when-deserved-stops-moving",
         ),
         pytest.param(
-            [fair_queue("A", 1), fair_queue("B", 1)],
+            [queue("A", 1), queue("B", 1)],
             {"A": [{"cpu": "10"}], "B": [{"cpu": "200"}]},
             {"A": 10, "B": 90},
             "queue <A> is meet",
             id="request-below-fair-share-meets-and-frees-the-rest",
         ),
         pytest.param(
-            [fair_queue("A", 1, guarantee={"cpu": "60"}), fair_queue("B", 1)],
+            [queue("A", 1, guarantee={"cpu": "60"}), queue("B", 1)],
             {"A": [{"cpu": "80"}], "B": [{"cpu": "100"}]},
             {"A": 60, "B": 40},
             "Exiting when remaining is empty or no queue has more resource request: "
@@ -147,7 +146,7 @@ def test_worked_example_stops_when_a_pass_changes_nothing(
             id="guarantee-raises-deserved-above-fair-share",
         ),
         pytest.param(
-            [fair_queue("A", 1), fair_queue("B", 1)],
+            [queue("A", 1), queue("B", 1)],
             {"A": [{"cpu": "30"}, {"cpu": "30"}], "B": []},
             {"A": 60},
             "queue <A> is meet",
@@ -170,7 +169,7 @@ def test_deserved_loop_exits(
 
 def test_scalar_requested_by_one_queue_goes_to_it_and_is_zero_elsewhere() -> None:
     objects = cluster(
-        [fair_queue("A", 1), fair_queue("B", 1)],
+        [queue("A", 1), queue("B", 1)],
         {"A": [{"cpu": "10", GPU: "6"}], "B": [{"cpu": "50"}]},
         node_extra={GPU: "8"},
     )
@@ -187,7 +186,7 @@ def test_scalar_requested_by_one_queue_goes_to_it_and_is_zero_elsewhere() -> Non
 
 
 def test_share_is_allocated_over_deserved_on_the_worst_dimension() -> None:
-    objects = cluster([fair_queue("A", 1)], {"A": [{"cpu": "40"}]})
+    objects = cluster([queue("A", 1)], {"A": [{"cpu": "40"}]})
     objects += [
         podgroup("run", queue="A"),
         pod("run-p", cpu="10", memory=None, group="run", node_name="n1"),

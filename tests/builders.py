@@ -1,7 +1,8 @@
-"""Cluster builders for the action tests: Kubernetes objects as plain dicts → snapshot → session.
+"""The one test harness: Kubernetes objects as plain dicts → snapshot → session.
 
-Clusters go through the real conversion (``collect`` + ``build_snapshot``), so the actions
-run on the model the service builds from the API server, with the real plugins.
+Tests describe clusters the way a person reads them (nodes, pods, PodGroups, queues) and go
+through the real conversion (``collect`` + ``build_snapshot``), so plugins and actions run on
+the model the service builds from the API server, with the real plugins.
 """
 
 from __future__ import annotations
@@ -9,40 +10,41 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import yaml
+
 import scheduler_core.actions
 import scheduler_core.plugins  # noqa: F401 - registers every plugin and action
+from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.cache.builder import build_snapshot, collect
-from scheduler_core.conf import SchedulerConfiguration, load_configuration
+from scheduler_core.cache.builder import build_snapshot
+from scheduler_core.cache.convert import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
+from scheduler_core.cache.objects import collect
+from scheduler_core.conf import DEFAULT_CONF, SchedulerConfiguration, load_configuration
 from scheduler_core.engine import run_session
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.session import Session
 
 Obj = dict[str, Any]
 
-GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
 
-#: Volcano's Helm-chart tiers with preempt and reclaim on: gang and drf do not vote on
+
+def _default_without_binpack() -> str:
+    """The default configuration's tiers without binpack: Volcano's Helm-chart tiers, whose
+    node order (least-requested spreading) the action tests were written against."""
+    raw = yaml.safe_load(DEFAULT_CONF)
+    for tier in raw["tiers"]:
+        tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "binpack"]
+    raw["actions"] = "{actions}"
+    return yaml.safe_dump(raw, sort_keys=False) + "{configurations}"
+
+
+#: The default tiers (less binpack) with preempt and reclaim on: gang and drf do not vote on
 #: victims (``enablePreemptable: false``), so priority and conformance decide preempt and
 #: proportion decides reclaim.
-HELM_CONF = """
-actions: "{actions}"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-{configurations}"""
+HELM_CONF = _default_without_binpack()
 
 #: Gang protects victims (its Preemptable/Reclaimable vote) in the same tier as priority,
 #: conformance and proportion, so one intersection decides both preempt and reclaim victims
@@ -80,6 +82,16 @@ def configuration(
     return load_configuration(text)
 
 
+def tiers(*plugin_lists: str) -> str:
+    """``tiers("gang", "priority, drf")`` → YAML with one tier per argument, no actions."""
+    lines = ['actions: ""', "tiers:"]
+    for names in plugin_lists:
+        lines.append("- plugins:")
+        for plugin_name in (n.strip() for n in names.split(",")):
+            lines.append(f"  - name: {plugin_name}")
+    return "\n".join(lines) + "\n"
+
+
 # --- objects ------------------------------------------------------------------------------
 
 
@@ -88,15 +100,28 @@ def node(
     cpu: str = "4",
     memory: str = "8Gi",
     *,
-    pods: int = 110,
+    pods: int | None = 110,
     labels: Mapping[str, str] | None = None,
+    taints: Iterable[Mapping[str, str]] = (),
+    unschedulable: bool = False,
+    extra: Mapping[str, str] | None = None,
 ) -> Obj:
+    """A Ready node; ``pods=None`` leaves the pod count out of allocatable."""
+    allocatable: dict[str, Any] = {"cpu": cpu, "memory": memory}
+    if pods is not None:
+        allocatable["pods"] = str(pods)
+    allocatable.update(extra or {})
+    spec: Obj = {}
+    if taints:
+        spec["taints"] = [dict(t) for t in taints]
+    if unschedulable:
+        spec["unschedulable"] = True
     return {
         "kind": "Node",
         "metadata": {"name": name, "labels": dict(labels or {})},
-        "spec": {},
+        "spec": spec,
         "status": {
-            "allocatable": {"cpu": cpu, "memory": memory, "pods": str(pods)},
+            "allocatable": allocatable,
             "conditions": [{"type": "Ready", "status": "True"}],
         },
     }
@@ -108,35 +133,41 @@ def pod(
     namespace: str = "ns",
     cpu: str | None = "1",
     memory: str | None = "1Gi",
+    extra: Mapping[str, str] | None = None,
     node_name: str = "",
     phase: str | None = None,
     group: str | None = None,
+    queue: str = "",
     priority: int | None = None,
     priority_class: str = "",
     preemptable: bool | None = None,
     labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    tolerations: Iterable[Mapping[str, str]] = (),
     node_selector: Mapping[str, str] | None = None,
+    affinity: Obj | None = None,
     started: str = "",
     created: str = "",
     nominated: str = "",
     preemption_policy: str = "",
     deleting: bool = False,
     disruption_target: bool = False,
-    queue: str = "",
 ) -> Obj:
-    """A pod: Running when it has a node, Pending otherwise (unless ``phase`` says)."""
+    """A pod: Running when it has a node, Pending otherwise (unless ``phase`` says);
+    ``deleting`` sets a deletionTimestamp (the task is Releasing)."""
     requests: dict[str, str] = {}
     if cpu is not None:
         requests["cpu"] = cpu
     if memory is not None:
         requests["memory"] = memory
-    annotations: dict[str, str] = {}
+    requests.update(extra or {})
+    notes = dict(annotations or {})
     if group is not None:
-        annotations[GROUP_ANNOTATION] = group
+        notes[GROUP_NAME_ANNOTATION] = group
     if preemptable is not None:
-        annotations[PREEMPTABLE_KEY] = "true" if preemptable else "false"
+        notes[PREEMPTABLE_KEY] = "true" if preemptable else "false"
     if queue:
-        annotations["scheduling.volcano.sh/queue-name"] = queue
+        notes[QUEUE_NAME_ANNOTATION] = queue
     spec: Obj = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
     if node_name:
         spec["nodeName"] = node_name
@@ -144,8 +175,12 @@ def pod(
         spec["priority"] = priority
     if priority_class:
         spec["priorityClassName"] = priority_class
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
+    if affinity:
+        spec["affinity"] = affinity
     if preemption_policy:
         spec["preemptionPolicy"] = preemption_policy
     meta: Obj = {
@@ -153,7 +188,7 @@ def pod(
         "namespace": namespace,
         "uid": f"{namespace}-{name}",
         "labels": dict(labels or {}),
-        "annotations": annotations,
+        "annotations": notes,
     }
     if created:
         meta["creationTimestamp"] = created
@@ -178,33 +213,51 @@ def podgroup(
     namespace: str = "ns",
     queue: str = "default",
     priority_class: str = "",
+    min_task_member: Mapping[str, int] | None = None,
     phase: str = "Running",
+    created: str = "",
 ) -> Obj:
     spec: Obj = {"minMember": min_member, "queue": queue}
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return {
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-        "status": {"phase": phase},
-    }
+    if min_task_member:
+        spec["minTaskMember"] = dict(min_task_member)
+    meta: Obj = {"name": name, "namespace": namespace}
+    if created:
+        meta["creationTimestamp"] = created
+    return {"kind": "PodGroup", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def with_min_resources(pg: Obj, resources: Mapping[str, str]) -> Obj:
+    """``pg`` with ``spec.minResources`` set (the PodGroup field enqueue checks)."""
+    pg["spec"]["minResources"] = dict(resources)
+    return pg
 
 
 def queue(
     name: str,
     weight: int = 1,
     *,
-    reclaimable: bool | None = None,
     capability: Mapping[str, str] | None = None,
-    priority: int | None = None,
+    guarantee: Mapping[str, str] | None = None,
+    deserved: Mapping[str, str] | None = None,
+    parent: str = "",
     state: str = "Open",
+    priority: int | None = None,
+    reclaimable: bool | None = None,
 ) -> Obj:
+    """A Queue with the fair-share fields of its spec; unset fields are left out."""
     spec: Obj = {"weight": weight}
     if reclaimable is not None:
         spec["reclaimable"] = reclaimable
     if capability is not None:
         spec["capability"] = dict(capability)
+    if guarantee is not None:
+        spec["guarantee"] = {"resource": dict(guarantee)}
+    if deserved is not None:
+        spec["deserved"] = dict(deserved)
+    if parent:
+        spec["parent"] = parent
     if priority is not None:
         spec["priority"] = priority
     return {"kind": "Queue", "metadata": {"name": name}, "spec": spec, "status": {"state": state}}
@@ -230,6 +283,33 @@ PRIORITY_CLASSES = [
 ]
 
 
+def task(
+    name: str,
+    cpu: float = 1000,
+    *,
+    priority: int = 0,
+    labels: dict[str, str] | None = None,
+    started: str = "",
+    job: str = "ns/j",
+    role: str = "",
+) -> TaskInfo:
+    """A running task built directly, for helpers that need no cluster around it."""
+    req = Resource(cpu, 0, {"pods": 1})
+    return TaskInfo(
+        uid=name,
+        name=name,
+        namespace="ns",
+        job=job,
+        resreq=req,
+        init_resreq=req,
+        status=TaskStatus.RUNNING,
+        pod_priority=priority,
+        labels=labels or {},
+        start_time=started,
+        role=role,
+    )
+
+
 # --- sessions -----------------------------------------------------------------------------
 
 
@@ -237,14 +317,22 @@ def snapshot(objects: Iterable[Mapping[str, Any]]) -> ClusterSnapshot:
     return build_snapshot(collect(objects))
 
 
+def session(
+    objects: Iterable[Mapping[str, Any]],
+    conf: SchedulerConfiguration | str,
+    *,
+    apply_defaults: bool = True,
+) -> Session:
+    """An open session (no action run) on the objects, for calling hooks and helpers
+    directly; ``conf`` is a configuration or Volcano YAML (read with ``apply_defaults``)."""
+    if isinstance(conf, str):
+        conf = load_configuration(conf, apply_defaults=apply_defaults)
+    return open_session(snapshot(objects), conf)
+
+
 def run(objects: Iterable[Mapping[str, Any]], conf: SchedulerConfiguration) -> Session:
     """One full cycle with the configuration's actions; the closed session holds the result."""
     return run_session(snapshot(objects), conf)
-
-
-def session(objects: Iterable[Mapping[str, Any]], conf: SchedulerConfiguration) -> Session:
-    """An open session (no action run) for calling helpers directly."""
-    return open_session(snapshot(objects), conf)
 
 
 def evictions(ssn: Session) -> list[tuple[str, str, str, str]]:
@@ -269,8 +357,13 @@ def pipelined(ssn: Session) -> dict[str, str]:
 
 
 def task_of(ssn: Session, key: str) -> TaskInfo:
+    """The session's task for ``ns/name``."""
     for job in ssn.jobs.values():
         for task in job.tasks.values():
             if task.key == key:
                 return task
     raise KeyError(key)
+
+
+def keys(tasks: Iterable[TaskInfo]) -> list[str]:
+    return [t.key for t in tasks]

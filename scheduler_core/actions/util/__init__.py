@@ -1,0 +1,1 @@
+"""What several actions share: victim selection on one node and the predicate search."""

@@ -1,0 +1,79 @@
+"""Which nodes a task may go to, searched as Volcano's ``PredicateHelper`` does.
+
+Shared by the preempt and reclaim actions (Volcano's ``util/predicate_helper.go``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.fit import FitError
+
+NodePredicate = Callable[[TaskInfo, NodeInfo], FitError | None]
+
+#: The argument both actions read (Volcano's ``conf.EnablePredicateErrCacheKey``).
+PREDICATE_ERROR_CACHE_KEY = "predicateErrorCacheEnable"
+
+
+def calculate_num_feasible_nodes_to_find(
+    num_all_nodes: int,
+    percentage_of_nodes_to_find: int = 0,
+    min_nodes_to_find: int = 100,
+    min_percentage_of_nodes_to_find: int = 5,
+) -> int:
+    """``CalculateNumOfFeasibleNodesToFind``: small clusters are searched whole; large ones
+    until an adaptive share (50% minus 1% per 125 nodes, at least 5%) of nodes passed."""
+    if num_all_nodes <= min_nodes_to_find or percentage_of_nodes_to_find >= 100:
+        return num_all_nodes
+    percentage = percentage_of_nodes_to_find
+    if percentage <= 0:
+        percentage = max(min_percentage_of_nodes_to_find, 50 - num_all_nodes // 125)
+    return max(num_all_nodes * percentage // 100, min_nodes_to_find)
+
+
+@dataclass
+class PredicateHelper:
+    """Volcano's ``PredicateHelper`` without the goroutines.
+
+    Nodes are checked in the order given, starting where the previous call stopped, until
+    enough feasible nodes were found; a predicate error is cached per ``job/role`` (tasks
+    of one role share their constraints) when the task has a role and the cache is on.
+    """
+
+    enable_error_cache: bool = True
+    percentage_of_nodes_to_find: int = 0
+    _last_index: int = 0
+    _errors: dict[str, dict[str, FitError]] = field(default_factory=dict)
+
+    def predicate_nodes(
+        self, task: TaskInfo, nodes: Sequence[NodeInfo], predicate: NodePredicate
+    ) -> tuple[list[NodeInfo], dict[str, FitError]]:
+        total = len(nodes)
+        errors: dict[str, FitError] = {}
+        if total == 0:
+            return [], errors
+        wanted = calculate_num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_find)
+        group = f"{task.job}/{task.role}" if task.role else ""
+        cached = self._errors.get(group) if group else None
+        found: list[NodeInfo] = []
+        processed = 0
+        for i in range(total):
+            if len(found) >= wanted:
+                break
+            node = nodes[(self._last_index + i) % total]
+            processed += 1
+            if self.enable_error_cache and cached is not None and node.name in cached:
+                errors[node.name] = cached[node.name]
+                continue
+            err = predicate(task, node)
+            if err is not None:
+                if self.enable_error_cache and group:
+                    self._errors.setdefault(group, {})[node.name] = err
+                errors[node.name] = err
+                continue
+            found.append(node)
+        self._last_index = (self._last_index + processed) % total
+        return found, errors

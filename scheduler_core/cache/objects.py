@@ -1,0 +1,63 @@
+"""Kubernetes objects converted by kind, before they become cluster state.
+
+Used by ``simulate`` and ``serve --cluster`` (objects from a YAML file) and by tests; the
+snapshot is built from them by ``ClusterState``, so a file and a cluster behave the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.pdb import PodDisruptionBudget
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.cache.convert import (
+    PodGroupInfo,
+    node_to_info,
+    pdb_to_info,
+    pod_to_task,
+    podgroup_to_info,
+    priority_class_value,
+    queue_to_info,
+)
+
+
+@dataclass(slots=True)
+class ClusterObjects:
+    """Converted objects (pods stay as dicts: they are converted once priorities are known)."""
+
+    pods: list[Mapping[str, Any]] = field(default_factory=list)
+    nodes: list[NodeInfo] = field(default_factory=list)
+    queues: list[QueueInfo] = field(default_factory=list)
+    podgroups: list[PodGroupInfo] = field(default_factory=list)
+    priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+
+
+def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
+    """Convert one object of a kind the engine reads into ``out`` (raises ConversionError)."""
+    kind = obj.get("kind")
+    if kind == "Pod":
+        pod_to_task(obj)  # validate now, so a bad pod is reported with its document
+        out.pods.append(obj)
+    elif kind == "Node":
+        out.nodes.append(node_to_info(obj))
+    elif kind == "Queue":
+        out.queues.append(queue_to_info(obj))
+    elif kind == "PodGroup":
+        out.podgroups.append(podgroup_to_info(obj))
+    elif kind == "PriorityClass":
+        name, value, global_default = priority_class_value(obj)
+        out.priority_classes[name] = (value, global_default)
+    elif kind == "PodDisruptionBudget":
+        out.pdbs.append(pdb_to_info(obj))
+
+
+def collect(objects: Iterable[Mapping[str, Any]]) -> ClusterObjects:
+    """Convert objects of the kinds the engine reads; other kinds are ignored."""
+    out = ClusterObjects()
+    for obj in objects:
+        add_object(out, obj)
+    return out
