@@ -113,7 +113,22 @@ class EngineBackend:
     def is_managed(self, pod: dict[str, Any]) -> bool:
         return self.managed(pod)
 
+    def _not_synced(self) -> str:
+        """Why the verbs must not decide yet ("" once every cache has synced).
+
+        Before the informers have listed everything, the cache is empty or partial: every
+        queue looks idle and every node free, so any answer would be a guess. Filter answers
+        an error (with ``ignorable: false`` kube-scheduler retries the pod later), preempt
+        names no victims, prioritize scores every node alike."""
+        ready, reason = self.readiness()
+        return "" if ready else reason
+
     def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision:
+        waiting = self._not_synced()
+        if waiting:
+            return FilterDecision(
+                [], {}, {}, error=f"queue extender cache not synced yet ({waiting}); retry later"
+            )
         with self.state.locked():
             try:
                 result = filter_pod(self.accounting, pod, node_names)
@@ -128,6 +143,8 @@ class EngineBackend:
         return FilterDecision(result.passed, failed, unresolvable, reason_codes=codes)
 
     def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> list[tuple[str, int]]:
+        if self._not_synced():
+            return [(name, 0) for name in node_names]
         with self.state.locked():
             try:
                 return prioritize_pod(self.accounting, pod, node_names)
@@ -139,6 +156,10 @@ class EngineBackend:
     def preempt(
         self, pod: dict[str, Any], candidates: dict[str, list[str]]
     ) -> dict[str, NodeVictims]:
+        waiting = self._not_synced()
+        if waiting:
+            log.info("preempt: cache not synced yet (%s): no victims", waiting)
+            return {}
         with self.state.locked():
             try:
                 chosen = preempt_pod(self.accounting, pod, candidates)
@@ -208,6 +229,18 @@ def demo_cluster_text() -> str:
     return resources.files("app").joinpath("demo", DEMO_CLUSTER).read_text(encoding="utf-8")
 
 
+def start_requeuer(backend: EngineBackend, informers: Any) -> None:
+    """Parked pods go back to kube-scheduler once their queue would let them through."""
+    from scheduler_core.controller.requeue import ParkedPodRequeuer
+
+    ParkedPodRequeuer(
+        backend.accounting,
+        informers.api_client,
+        registry=informers.registry,
+        ready=lambda: backend.readiness()[0],
+    ).start()
+
+
 def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     """The backend ``serve`` runs: a static file, the demo cluster, or live informers.
     Raises ValueError with a one-line reason on a bad file or flag."""
@@ -228,7 +261,9 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         )
         informers.start()
         source = "the API server (" + (args.kubeconfig or "in-cluster") + ")"
-        return EngineBackend(state, conf, options, informers=informers, source=source)
+        backend = EngineBackend(state, conf, options, informers=informers, source=source)
+        start_requeuer(backend, informers)
+        return backend
     if args.cluster:
         loaded = load_cluster_file(args.cluster)
         source = args.cluster

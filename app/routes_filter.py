@@ -110,13 +110,15 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
             return encode_filter_result(args, args.node_names, {}, {})
         return encode_filter_error(f"queue extender internal error: {type(exc).__name__}: {exc}")
     if error:
+        # An error answer lists no node at all: kube-scheduler fails the attempt and retries
+        # the pod, and no node looks like a preemption candidate meanwhile.
         log.warning("filter for pod %s: backend reported an error: %s", pod_ref(args.pod), error)
         m.outcome("error")
-    else:
-        m.outcome(answer.outcome)
+        return encode_filter_error(error)
+    m.outcome(answer.outcome)
     if answer.rejection_codes:
         ctx.metrics.rejections(answer.rejection_codes)
-    return encode_filter_result(args, answer.passed, answer.failed, answer.unresolvable, error)
+    return encode_filter_result(args, answer.passed, answer.failed, answer.unresolvable)
 
 
 def make_filter_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Response]]:

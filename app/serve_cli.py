@@ -89,7 +89,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     eng.add_argument(
         "--refresh-interval",
         type=float,
-        default=1.0,
+        default=0.0,
         help="seconds between recomputations of queue shares after cluster changes "
         "(default 1.0; the extender's own decisions count at once as assumed pods)",
     )

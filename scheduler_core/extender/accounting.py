@@ -23,6 +23,8 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
+from scheduler_core.extender.grants import PreemptionGrants
+from scheduler_core.extender.parked import ParkedPods
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
@@ -53,6 +55,8 @@ class QueueAccounting:
         self.min_refresh_interval = min_refresh_interval
         self.clock = clock
         self.assumed: dict[str, Assumption] = {}  # pod key -> assumption
+        self.grants = PreemptionGrants(ttl=assume_ttl, clock=clock)
+        self.parked = ParkedPods()
         self._session: Session | None = None
         self._version = -1
         self._built_at = 0.0
@@ -80,8 +84,7 @@ class QueueAccounting:
         with self.state.locked():
             version = self.state.version
             ssn = open_session(self.state.shared_snapshot(), self.conf, clone=False)
-            self._reconcile(now)
-        self.replay_assumptions(ssn)
+            self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
         self.refreshes += 1
         log.log(
@@ -131,8 +134,16 @@ class QueueAccounting:
             )
 
     def replay_assumptions(self, ssn: Session) -> None:
-        """Count every assumed pod in a freshly opened session."""
+        """Count every assumed pod in a freshly opened session, except those the session
+        already counts: an assumed pod the cache has meanwhile shown bound is in its job's
+        allocation already, and counting it twice would hold back the next pod of its queue.
+        Call with the cluster state's lock held."""
+        self._reconcile(self.clock())
         for assumption in self.assumed.values():
+            job = ssn.jobs.get(assumption.task.job)
+            live = job.tasks.get(assumption.task.uid) if job is not None else None
+            if live is not None and live.status != TaskStatus.PENDING:
+                continue
             self._fire(ssn, assumption, allocate=True)
 
     @staticmethod
@@ -173,3 +184,21 @@ class QueueAccounting:
 
     def assumed_in_job(self, job_id: str) -> int:
         return sum(1 for a in self.assumed.values() if a.task.job == job_id)
+
+    def promised_members(self, job: JobInfo, exclude: str = "") -> set[str]:
+        """Pending members of ``job`` (pod keys) that already have a place without being
+        bound yet: passed by filter (assumed), or promised a node by preemption (a grant we
+        handed out, or the nominated node kube-scheduler set after evicting for them)."""
+        status = {t.key: t.status for t in job.tasks.values()}
+        promised = {a.task.key for a in self.assumed.values() if a.task.job == job.uid}
+        promised |= self.grants.preemptors_in_job(job.uid)
+        promised |= {t.key for t in job.tasks_with(TaskStatus.PENDING) if t.nominated_node_name}
+        promised.discard(exclude)
+        return {k for k in promised if status.get(k, TaskStatus.PENDING) == TaskStatus.PENDING}
+
+    def placed_members(self, job: JobInfo, exclude: str = "") -> int:
+        """Members that count towards minMember now: ready (bound, running), waiting
+        (pipelined) and promised ones (see ``promised_members``)."""
+        return (
+            job.ready_task_num() + job.waiting_task_num() + len(self.promised_members(job, exclude))
+        )

@@ -51,7 +51,7 @@ class PodContext:
             snapshot.jobs[own.uid] = own
             snapshot.queue_usage = None  # this job is not in the cache's sums
             ssn = open_session(snapshot, self.acct.conf, clone=False)
-        self.acct.replay_assumptions(ssn)
+            self.acct.replay_assumptions(ssn)
         log.log(
             v(4), "Pod <%s> is not in the cache yet: one-off session %d", self.task.key, ssn.uid
         )

@@ -92,15 +92,21 @@ def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
     passed its own filters: taints, affinity, fit), or over every schedulable node when no
     list is given (explain). A sum ignores how members pack onto nodes: it can pass a gang
     that later fits only in part, never reject one that fits.
+
+    Members that already have a place count as present: besides running and bound ones,
+    those filter passed a moment ago and those preemption freed a node for. kube-scheduler
+    offers a nominated member only its freed node, which holds that member and no other:
+    asking that node to hold the whole gang would keep every member out forever.
     """
     job = ctx.job
     assert job is not None
-    have = job.ready_task_num() + job.waiting_task_num() + ctx.acct.assumed_in_job(job.uid)
+    promised = ctx.acct.promised_members(job, exclude=ctx.task.key)
+    have = job.ready_task_num() + job.waiting_task_num() + len(promised)
     need = job.min_available - have
     if need <= 1:
         return None
     pending = sorted(
-        (t for t in job.tasks_with(TaskStatus.PENDING) if t.key not in ctx.acct.assumed),
+        (t for t in job.tasks_with(TaskStatus.PENDING) if t.key not in promised),
         key=lambda t: t.uid != ctx.task.uid,
     )[:need]
     wanted = Resource.empty()
@@ -149,7 +155,9 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
     rejection = check_pod(ctx, node_names)
     if rejection is not None:
         log.log(v(3), "Filter rejected pod <%s>: %s", ctx.task.key, rejection.reason)
+        acct.parked.park(ctx.task.key, pod, rejection.code, acct.clock())
         return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
+    acct.parked.unpark(ctx.task.key)
     assert ctx.job is not None
     known = acct.state.nodes_view()  # the live mapping: no per-request copy of 5,000 names
     passed = [n for n in node_names if n in known]
@@ -167,3 +175,33 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
         len(passed),
     )
     return FilterResult(passed=passed, failed=failed)
+
+
+def parked_pods_to_retry(acct: QueueAccounting, min_interval: float) -> list[str]:
+    """Keys of parked pods that filter would pass now (on any schedulable node), at most one
+    nudge per pod every ``min_interval`` seconds. Pods the cache shows bound or gone are
+    forgotten. Call with the cluster state's lock held."""
+    now = acct.clock()
+    due: list[str] = []
+    for parked in acct.parked:
+        task = acct.state.task(parked.key)
+        if task is None or task.status != TaskStatus.PENDING:
+            acct.parked.unpark(parked.key)
+            continue
+        if now - parked.nudged_at < min_interval:
+            continue
+        try:
+            rejection = check_pod(PodContext(acct, parked.pod))
+        except ValueError:
+            acct.parked.unpark(parked.key)
+            continue
+        if rejection is None:
+            log.log(
+                v(3),
+                "Pod <%s> rejected for %s may pass now: asking kube-scheduler to retry it",
+                parked.key,
+                parked.code,
+            )
+            parked.nudged_at = now
+            due.append(parked.key)
+    return due

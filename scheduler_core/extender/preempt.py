@@ -10,7 +10,7 @@ answer is advice kube-scheduler acts on.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from scheduler_core.actions.util.victims import (
@@ -25,8 +25,9 @@ from scheduler_core.actions.util.victims import (
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import PREEMPTION_POLICY_NEVER
+from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import NodeVictims
@@ -42,55 +43,170 @@ def preempt_pod(
     acct: QueueAccounting, pod: dict[str, Any], candidates: dict[str, list[str]]
 ) -> dict[str, NodeVictims]:
     """Per candidate node, the engine's victims for ``pod``; nodes without a valid set are
-    left out (kube-scheduler then never evicts there)."""
+    left out (kube-scheduler then never evicts there).
+
+    Like Volcano, the verb preempts only for a starving job (fewer members placed than its
+    minMember) and only when the whole job can then be placed: a gang that would still be
+    short after the evictions gets none, so nothing is evicted in vain. What it hands out is
+    remembered (``acct.grants``) until the cluster shows the outcome, so back-to-back calls
+    never promise the same room twice.
+    """
     ctx = PodContext(acct, pod)
     if ctx.job is None or ctx.queue is None or not ctx.queue.is_open():
         log.log(v(3), "Pod <%s> has no usable job or queue: no victims", ctx.task.key)
         return {}
-    if ctx.ssn.job_valid(ctx.job) is not None:
+    job = ctx.job
+    if ctx.ssn.job_valid(job) is not None:
+        reason = "job is not valid"
+        log.log(v(3), "Job <%s> Queue <%s> skip preemption, reason: %s", job.uid, job.queue, reason)
+        return {}
+    acct.grants.prune(acct.state)
+    placed = acct.placed_members(job, exclude=ctx.task.key)
+    if placed >= job.min_available:
         log.log(
             v(3),
-            "Job <%s> Queue <%s> skip preemption, reason: job is not valid",
-            ctx.job.uid,
-            ctx.job.queue,
+            "Job <%s> is not starving (%d of minMember %d placed): no victims for <%s>",
+            job.uid,
+            placed,
+            job.min_available,
+            ctx.task.key,
         )
         return {}
-    preemptor = ctx.job.tasks.get(ctx.task.uid, ctx.task)
+    preemptor = job.tasks.get(ctx.task.uid, ctx.task)
+    held = acct.grants.held_by_others(ctx.task.key)
     result: dict[str, NodeVictims] = {}
     for node_name, proposed in candidates.items():
-        node = ctx.ssn.nodes.get(node_name)
-        if node is None:
-            log.log(v(3), "Node <%s> is not in the extender's cache yet: left out", node_name)
+        choice = _victims_on_candidate(ctx, preemptor, node_name, proposed, held)
+        if choice is None:
             continue
-        unknown = [uid for uid in proposed if uid not in node.tasks]
-        if unknown:
+        missing = job.min_available - placed - 1
+        if missing > 0 and not rest_of_gang_fits(ctx, preemptor, node_name, choice, missing):
             log.log(
                 v(3),
-                "Node <%s>: proposed victims %s are not in the extender's cache yet: left out",
+                "Node <%s>: job <%s> would still miss members after evicting %s: left out",
                 node_name,
-                unknown,
+                job.uid,
+                choice.uids,
             )
             continue
-        log.log(v(3), "Considering Task <%s> on Node <%s>.", ctx.task.key, node_name)
-        choice = select_victims_for_node(ctx.ssn, preemptor, node, proposed or None)
-        if choice is None or not choice.uids:
-            log.log(v(3), "Node <%s>: no valid victims for Task <%s>", node_name, ctx.task.key)
-            continue
-        victims = [node.tasks[uid] for uid in choice.uids]
-        broken = gangs_broken(ctx.ssn, victims)
-        if broken:
-            log.log(
-                v(3),
-                "Node <%s>: evicting %s would leave gang(s) %s below minMember: left out",
-                node_name,
-                [t.key for t in victims],
-                broken,
-            )
-            continue
-        for victim in victims:
+        for uid in choice.uids:
+            victim = ctx.ssn.nodes[node_name].tasks[uid]
             log.log(v(3), "Try to preempt Task <%s> for Task <%s>", victim.key, ctx.task.key)
         result[node_name] = choice
+        acct.grants.record(ctx.task.key, job.uid, node_name, choice.uids)
     return result
+
+
+def _victims_on_candidate(
+    ctx: PodContext, preemptor: TaskInfo, node_name: str, proposed: list[str], held: set[str]
+) -> NodeVictims | None:
+    node = ctx.ssn.nodes.get(node_name)
+    if node is None:
+        log.log(v(3), "Node <%s> is not in the extender's cache yet: left out", node_name)
+        return None
+    if node_name in held:
+        log.log(v(3), "Node <%s>: its freed room is promised to another preemptor", node_name)
+        return None
+    unknown = [uid for uid in proposed if uid not in node.tasks]
+    if unknown:
+        log.log(
+            v(3),
+            "Node <%s>: proposed victims %s are not in the extender's cache yet: left out",
+            node_name,
+            unknown,
+        )
+        return None
+    log.log(v(3), "Considering Task <%s> on Node <%s>.", ctx.task.key, node_name)
+    choice = select_victims_for_node(ctx.ssn, preemptor, node, proposed or None)
+    if choice is None or not choice.uids:
+        log.log(v(3), "Node <%s>: no valid victims for Task <%s>", node_name, ctx.task.key)
+        return None
+    broken = gangs_broken(ctx.ssn, [node.tasks[uid] for uid in choice.uids])
+    if broken:
+        log.log(
+            v(3),
+            "Node <%s>: evicting %s would leave gang(s) %s below minMember: left out",
+            node_name,
+            choice.uids,
+            broken,
+        )
+        return None
+    return choice
+
+
+def rest_of_gang_fits(
+    ctx: PodContext, preemptor: TaskInfo, node_name: str, choice: NodeVictims, missing: int
+) -> bool:
+    """Whether ``missing`` more pending members of the preemptor's job find a place once
+    this preemptor takes ``node_name`` with ``choice``'s victims: in free room, or by
+    victims of their own that break no gang, on copies of the nodes (the session is not
+    changed). Members placed before the evictions would otherwise hold their resources
+    while the gang still cannot start."""
+    ssn, job = ctx.ssn, ctx.job
+    assert job is not None
+    promised = ctx.acct.promised_members(job, exclude=ctx.task.key)
+    others = [
+        t
+        for t in job.tasks_with(TaskStatus.PENDING)
+        if t.uid != preemptor.uid and t.key not in promised
+    ][:missing]
+    if len(others) < missing:
+        return False
+    copies: dict[str, NodeInfo] = {}
+
+    def copy_of(name: str) -> NodeInfo:
+        if name not in copies:
+            copies[name] = ssn.nodes[name].clone()
+        return copies[name]
+
+    taken: list[TaskInfo] = []
+
+    def place(member: TaskInfo, node: NodeInfo, victims: Sequence[str]) -> None:
+        for uid in victims:
+            victim = node.tasks[uid]
+            taken.append(victim)
+            node.remove_task(victim)
+        ghost = member.clone()
+        ghost.status = TaskStatus.PIPELINED
+        ghost.node_name = node.name
+        node.add_task(ghost)
+
+    try:
+        place(preemptor, copy_of(node_name), choice.uids)
+        for member in others:
+            if not _place_member(ssn, member, copy_of, place, taken):
+                return False
+    except NodeError:
+        return False
+    return True
+
+
+def _place_member(
+    ssn: Session,
+    member: TaskInfo,
+    copy_of: Callable[[str], NodeInfo],
+    place: Callable[[TaskInfo, NodeInfo, Sequence[str]], None],
+    taken: list[TaskInfo],
+) -> bool:
+    """Free room first (no eviction at all), then the node whose victims break no gang."""
+    schedulable = [n for n in ssn.nodes.values() if not n.unschedulable]
+    for node in schedulable:
+        copy = copy_of(node.name)
+        if member.resreq.less_equal(copy.future_idle(), ZERO) and (
+            ssn.predicate_for_preempt(member, copy) is None
+        ):
+            place(member, copy, ())
+            return True
+    for node in schedulable:
+        copy = copy_of(node.name)
+        choice = select_victims_for_node(ssn, member, copy, None)
+        if choice is None or not choice.uids:
+            continue
+        if gangs_broken(ssn, [*taken, *(copy.tasks[uid] for uid in choice.uids)]):
+            continue
+        place(member, copy, choice.uids)
+        return True
+    return False
 
 
 def gangs_broken(ssn: Session, victims: list[TaskInfo]) -> list[str]:

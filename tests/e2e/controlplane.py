@@ -8,6 +8,7 @@ component said. Ports are chosen free on 127.0.0.1 at start; nothing listens els
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -435,7 +436,11 @@ class ControlPlane:
     # --- the extender -------------------------------------------------------------------
 
     def start_extender(
-        self, name: str = "extender", args: Sequence[str] = (), port: int | None = None
+        self,
+        name: str = "extender",
+        args: Sequence[str] = (),
+        port: int | None = None,
+        kubeconfig: Path | None = None,
     ) -> Extender:
         """``queue-extender serve --kubeconfig ...`` as a user runs it, on a free port."""
         port = port or free_port()
@@ -444,7 +449,7 @@ class ControlPlane:
             str(exe) if exe.exists() else shutil.which("queue-extender") or "queue-extender",
             "serve",
             "--kubeconfig",
-            str(self.kubeconfig),
+            str(kubeconfig or self.kubeconfig),
             "--port",
             str(port),
             "-v",
@@ -489,6 +494,18 @@ class Extender:
     def wait_ready(self, timeout: float = 60) -> Extender:
         wait_for(self.ready, timeout, "the extender's /readyz", interval=0.1)
         return self
+
+    def post(self, verb: str, body: dict[str, Any]) -> dict[str, Any]:
+        data = json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"{self.url}/{verb}", data=data, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+            return answer
+
+    def status(self, path: str) -> int:
+        return _get(self.url + path)
 
     def metrics(self) -> str:
         with urllib.request.urlopen(self.url + "/metrics", timeout=5) as response:

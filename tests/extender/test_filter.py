@@ -181,3 +181,21 @@ def test_refreshing_the_accounting_leaves_the_caches_podgroup_phases_alone() -> 
     acct.session()
     acct.session()
     assert acct.state.snapshot().jobs["ns/gang"].phase == "Running"
+
+
+def test_a_pod_the_cache_has_not_seen_does_not_count_bound_assumed_pods_twice() -> None:
+    """Capability 2 CPU, three 1-CPU pods: two pass and bind; the cache shows them bound
+    before kube-scheduler's informer has shown the third to us. The third is judged against
+    2 CPU held, not 4 (each bound pod once for real and once more as an assumption)."""
+    capped = queue("cap", capability={"cpu": "2"})
+    p0, p1, p2 = (lone(f"p{i}", "cap") for i in range(3))
+    acct, _ = accounting([node("n1"), capped, p0, p1])
+    acct.min_refresh_interval = 1.0  # the shared session is not rebuilt in between
+    assert filter_pod(acct, p0, ["n1"]).passed == ["n1"]
+    assert filter_pod(acct, p1, ["n1"]).passed == ["n1"]
+    for bound in (p0, p1):
+        bound["spec"]["nodeName"] = "n1"
+        acct.state.upsert("Pod", bound)
+    rejection = filter_pod(acct, p2, ["n1"]).failed["n1"]
+    assert rejection.code == "queue-capability"
+    assert "holds (cpu 2," in rejection.reason, rejection.reason

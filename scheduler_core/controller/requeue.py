@@ -1,0 +1,123 @@
+"""Send parked pods back to kube-scheduler when their queue would now let them through.
+
+A background thread looks at the pods filter rejected whenever the cluster changes (and at
+least every few seconds, since assumptions also expire with time). Each one that would pass
+now gets an annotation with the time: an update of the pod itself, which kube-scheduler's
+queue treats as a reason to retry a pod an extender had turned away. At most one nudge per
+pod every ``min_interval`` seconds, so a pod that keeps failing on a node-level reason (that
+only kube-scheduler sees) is not updated in a loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.extender.filter import parked_pods_to_retry
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.controller.requeue")
+
+RETRY_ANNOTATION = "kube-queue-extender.io/retry-requested-at"
+
+
+class ParkedPodRequeuer:
+    def __init__(
+        self,
+        acct: QueueAccounting,
+        api_client: Any,
+        *,
+        registry: CollectorRegistry | None = None,
+        ready: Callable[[], bool] = lambda: True,
+        interval: float = 0.25,
+        min_interval: float = 5.0,
+    ) -> None:
+        from kubernetes import client
+
+        self.acct = acct
+        self.core = client.CoreV1Api(api_client)
+        self.ready = ready
+        self.interval = interval
+        self.min_interval = min_interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="parked-pod-requeuer", daemon=True)
+        self._seen_version = -1
+        self._last_pass = 0.0
+        self.retried = Counter(
+            "queue_extender_parked_pods_retried",
+            "Pods filter had rejected that were sent back to kube-scheduler once their queue "
+            "would let them through",
+            registry=registry,
+        )
+        self.errors = Counter(
+            "queue_extender_parked_pod_retry_errors",
+            "Failed attempts to send a parked pod back to kube-scheduler",
+            registry=registry,
+        )
+        self.parked = Gauge(
+            "queue_extender_parked_pods",
+            "Pods whose last filter answer was a queue or gang rejection",
+            registry=registry,
+        )
+        self.parked.set_function(lambda: len(acct.parked))
+
+    def start(self) -> ParkedPodRequeuer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.run_once()
+            except Exception:  # never let the thread die: the verbs keep serving regardless
+                log.exception("parked-pod requeue pass failed")
+
+    def run_once(self) -> list[str]:
+        """One pass: the keys of the pods nudged."""
+        state = self.acct.state
+        now = time.monotonic()
+        changed = state.version != self._seen_version
+        if not len(self.acct.parked) or not self.ready():
+            return []
+        if not changed and now - self._last_pass < self.min_interval:
+            return []
+        with state.locked():
+            self._seen_version = state.version
+            due = parked_pods_to_retry(self.acct, self.min_interval)
+        self._last_pass = now
+        for key in due:
+            self._nudge(key)
+        return due
+
+    def _nudge(self, key: str) -> None:
+        from kubernetes.client import ApiException
+
+        namespace, name = key.split("/", 1)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        body = {"metadata": {"annotations": {RETRY_ANNOTATION: stamp}}}
+        try:
+            self.core.patch_namespaced_pod(name, namespace, body)
+        except ApiException as exc:
+            if exc.status == 404:
+                self.acct.parked.unpark(key)
+                return
+            self.errors.inc()
+            log.warning("cannot ask kube-scheduler to retry pod %s: %s", key, exc.reason)
+            return
+        except Exception as exc:  # connection trouble: the next pass tries again
+            self.errors.inc()
+            log.warning("cannot ask kube-scheduler to retry pod %s: %s", key, exc)
+            return
+        self.retried.inc()
+        log.log(v(2), "Asked kube-scheduler to retry pod <%s>", key)

@@ -1,0 +1,105 @@
+"""What the preempt verb has handed out, remembered until the cluster catches up.
+
+kube-scheduler evicts the victims the preempt verb names and nominates the preemptor to
+the node they free, but our cache sees the deletions and the nomination only a moment
+later. Until then a second preempt call (another member of the same gang, or another pod)
+would see the same victims still running and hand them out again, and a gang member
+waiting on its freed slot would look as if it had no place at all. A grant records the
+answer: which preemptor, which node, which victims. It ends when the preemptor is bound
+or deleted, or after a timeout.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.extender.grants")
+
+
+@dataclass(slots=True, frozen=True)
+class Grant:
+    preemptor: str  # pod key, namespace/name
+    job: str
+    node: str
+    victims: tuple[str, ...]  # victim pod UIDs
+    expires: float
+
+
+class PreemptionGrants:
+    """Grants by preemptor; one preemptor may hold grants on several candidate nodes until
+    kube-scheduler's choice shows (a victim gone, or the preemptor's nominated node)."""
+
+    def __init__(self, ttl: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._by_preemptor: dict[str, dict[str, Grant]] = {}
+
+    def __len__(self) -> int:
+        return sum(len(g) for g in self._by_preemptor.values())
+
+    def grants(self) -> Iterable[Grant]:
+        for per_node in self._by_preemptor.values():
+            yield from per_node.values()
+
+    def record(self, preemptor: str, job: str, node: str, victims: Iterable[str]) -> None:
+        grant = Grant(preemptor, job, node, tuple(victims), self.clock() + self.ttl)
+        self._by_preemptor.setdefault(preemptor, {})[node] = grant
+
+    def prune(self, state: ClusterState) -> None:
+        """Drops grants the cluster has caught up with. Call with the state's lock held."""
+        now = self.clock()
+        for key in list(self._by_preemptor):
+            per_node = self._by_preemptor[key]
+            task = state.task(key)
+            if task is None or task.status != TaskStatus.PENDING:
+                log.log(v(4), "Preemptor <%s> is bound or gone: its grants end", key)
+                del self._by_preemptor[key]
+                continue
+            for node, grant in list(per_node.items()):
+                if grant.expires <= now:
+                    log.log(v(3), "Grant of node <%s> to <%s> expired", node, key)
+                    del per_node[node]
+            chosen = task.nominated_node_name or self._node_with_victims_gone(state, per_node)
+            if chosen and chosen in per_node:
+                for node in [n for n in per_node if n != chosen]:
+                    del per_node[node]
+            if not per_node:
+                del self._by_preemptor[key]
+
+    @staticmethod
+    def _node_with_victims_gone(state: ClusterState, per_node: dict[str, Grant]) -> str:
+        """The node kube-scheduler chose: the one whose victims started to disappear."""
+        nodes = state.nodes_view()
+        for name, grant in per_node.items():
+            node = nodes.get(name)
+            if node is None:
+                continue
+            if any(
+                uid not in node.tasks or node.tasks[uid].status != TaskStatus.RUNNING
+                for uid in grant.victims
+            ):
+                return name
+        return ""
+
+    def held_by_others(self, preemptor: str) -> set[str]:
+        """Nodes whose freed room is promised to another preemptor."""
+        return {
+            node
+            for key, per_node in self._by_preemptor.items()
+            if key != preemptor
+            for node in per_node
+        }
+
+    def preemptors_in_job(self, job: str, exclude: str = "") -> set[str]:
+        return {
+            key
+            for key, per_node in self._by_preemptor.items()
+            if key != exclude and any(g.job == job for g in per_node.values())
+        }

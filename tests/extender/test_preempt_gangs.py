@@ -1,0 +1,135 @@
+"""preempt evicts only for a starving job, only when the whole job can then be placed, and
+never promises the same room twice while kube-scheduler acts on an earlier answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.preempt import preempt_pod
+from tests.builders import node, pod, podgroup, priority_class, queue
+from tests.extender.conftest import accounting
+
+PCS = [priority_class("low", 10), priority_class("high", 1000)]
+
+
+def low(name: str, node_name: str, **extra: Any) -> dict[str, Any]:
+    return pod(
+        name,
+        group="victims",
+        cpu="1",
+        memory="1Gi",
+        node_name=node_name,
+        priority=10,
+        priority_class="low",
+        **extra,
+    )
+
+
+def high(name: str, group: str) -> dict[str, Any]:
+    return pod(name, group=group, cpu="1", memory="1Gi", priority=1000, priority_class="high")
+
+
+def cluster(
+    nodes: int,
+    victims: dict[str, str],
+    gang: int,
+    members: int,
+    keepers: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """1-CPU nodes in one queue: low-priority lone pods on some, a high-priority gang of
+    ``members`` pods with minMember ``gang`` waiting."""
+    objs: list[dict[str, Any]] = [
+        *(node(f"n{i}", cpu="1") for i in range(nodes)),
+        queue("q"),
+        *PCS,
+        podgroup("victims", 1, queue="q", priority_class="low"),
+    ]
+    objs += [low(name, n) for name, n in victims.items()]
+    objs += [low(name, n, preemptable=False) for name, n in (keepers or {}).items()]
+    objs.append(podgroup("job", gang, queue="q", priority_class="high", phase="Inqueue"))
+    objs += [high(f"m{i}", "job") for i in range(members)]
+    return objs
+
+
+def test_no_victims_for_a_gang_that_cannot_complete_even_with_every_eviction() -> None:
+    objs = cluster(4, {"va": "n1", "vb": "n2"}, gang=4, members=4, keepers={"k": "n3"})
+    acct, _ = accounting(objs)
+    assert preempt_pod(acct, high("m0", "job"), {"n1": ["ns-va"]}) == {}
+
+
+def test_victims_for_a_gang_that_completes_with_free_room_and_other_victims() -> None:
+    objs = cluster(4, {"va": "n1", "vb": "n2", "vc": "n3"}, gang=4, members=4)
+    acct, _ = accounting(objs)
+    result = preempt_pod(acct, high("m0", "job"), {"n1": ["ns-va"]})
+    assert result["n1"].uids == ["ns-va"]
+
+
+def test_a_job_stops_preempting_once_min_member_members_have_a_place() -> None:
+    objs = cluster(4, {f"v{i}": f"n{i}" for i in range(4)}, gang=2, members=4)
+    acct, _ = accounting(objs)
+    assert preempt_pod(acct, high("m0", "job"), {"n0": ["ns-v0"]})["n0"].uids == ["ns-v0"]
+    assert preempt_pod(acct, high("m1", "job"), {"n1": ["ns-v1"]})["n1"].uids == ["ns-v1"]
+    # two members hold a promised node each: the job is no longer starving
+    assert preempt_pod(acct, high("m2", "job"), {"n2": ["ns-v2"]}) == {}
+
+
+def test_a_node_promised_to_one_preemptor_is_not_promised_to_another() -> None:
+    objs = [
+        node("n1", cpu="1"),
+        queue("q"),
+        *PCS,
+        podgroup("victims", 1, queue="q", priority_class="low"),
+        low("v", "n1"),
+        podgroup("a", 1, queue="q", priority_class="high", phase="Inqueue"),
+        high("a1", "a"),
+        podgroup("b", 1, queue="q", priority_class="high", phase="Inqueue"),
+        high("b1", "b"),
+    ]
+    acct, _ = accounting(objs)
+    assert preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})["n1"].uids == ["ns-v"]
+    assert preempt_pod(acct, high("b1", "b"), {"n1": ["ns-v"]}) == {}
+    # the same preemptor asking again gets the same answer
+    assert preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})["n1"].uids == ["ns-v"]
+
+
+def test_a_grant_ends_when_its_preemptor_binds() -> None:
+    objs = [
+        node("n1", cpu="1"),
+        queue("q"),
+        *PCS,
+        podgroup("victims", 1, queue="q", priority_class="low"),
+        low("v", "n1"),
+        podgroup("a", 1, queue="q", priority_class="high", phase="Inqueue"),
+        high("a1", "a"),
+    ]
+    acct, _ = accounting(objs)
+    preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})
+    assert len(acct.grants) == 1
+    acct.state.delete("Pod", "ns/v")
+    bound = high("a1", "a")
+    bound["spec"]["nodeName"] = "n1"
+    acct.state.upsert("Pod", bound)
+    acct.grants.prune(acct.state)
+    assert len(acct.grants) == 0
+
+
+def test_filter_passes_a_nominated_gang_member_offered_only_its_freed_node() -> None:
+    """Both members of a minMember-2 gang were nominated to the node freed for each; each is
+    offered only its own node, which holds one member: counting the other member's place,
+    filter lets each through instead of asking one node to hold the whole gang."""
+    objs = [
+        node("n0", cpu="1"),
+        node("n1", cpu="1"),
+        queue("q"),
+        *PCS,
+        podgroup("job", 2, queue="q", priority_class="high", phase="Inqueue"),
+    ]
+    members = []
+    for i in range(2):
+        m = high(f"m{i}", "job")
+        m["status"]["nominatedNodeName"] = f"n{i}"
+        members.append(m)
+    acct, _ = accounting(objs + members)
+    assert filter_pod(acct, members[0], ["n0"]).passed == ["n0"]
+    assert filter_pod(acct, members[1], ["n1"]).passed == ["n1"]
