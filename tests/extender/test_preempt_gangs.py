@@ -74,19 +74,25 @@ def test_a_job_stops_preempting_once_min_member_members_have_a_place() -> None:
     assert preempt_pod(acct, high("m2", "job"), {"n2": ["ns-v2"]}) == {}
 
 
-def test_a_node_promised_to_one_preemptor_is_not_promised_to_another() -> None:
+def one_victim_and_lone_preemptors(*groups: str) -> list[dict[str, Any]]:
+    """One 1-CPU node running a low-priority pod ``v``; a high-priority lone pod per group."""
     objs = [
         node("n1", cpu="1"),
         queue("q"),
         *PCS,
         podgroup("victims", 1, queue="q", priority_class="low"),
         low("v", "n1"),
-        podgroup("a", 1, queue="q", priority_class="high", phase="Inqueue"),
-        high("a1", "a"),
-        podgroup("b", 1, queue="q", priority_class="high", phase="Inqueue"),
-        high("b1", "b"),
     ]
-    acct, _ = accounting(objs)
+    for group in groups:
+        objs += [
+            podgroup(group, 1, queue="q", priority_class="high", phase="Inqueue"),
+            high(f"{group}1", group),
+        ]
+    return objs
+
+
+def test_a_node_promised_to_one_preemptor_is_not_promised_to_another() -> None:
+    acct, _ = accounting(one_victim_and_lone_preemptors("a", "b"))
     assert preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})["n1"].uids == ["ns-v"]
     assert preempt_pod(acct, high("b1", "b"), {"n1": ["ns-v"]}) == {}
     # the same preemptor asking again gets the same answer
@@ -94,16 +100,7 @@ def test_a_node_promised_to_one_preemptor_is_not_promised_to_another() -> None:
 
 
 def test_a_grant_ends_when_its_preemptor_binds() -> None:
-    objs = [
-        node("n1", cpu="1"),
-        queue("q"),
-        *PCS,
-        podgroup("victims", 1, queue="q", priority_class="low"),
-        low("v", "n1"),
-        podgroup("a", 1, queue="q", priority_class="high", phase="Inqueue"),
-        high("a1", "a"),
-    ]
-    acct, _ = accounting(objs)
+    acct, _ = accounting(one_victim_and_lone_preemptors("a"))
     preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})
     assert len(acct.grants) == 1
     acct.state.delete("Pod", "ns/v")
