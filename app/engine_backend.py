@@ -12,6 +12,7 @@ import gc
 import logging
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -264,11 +265,7 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     )
     state = ClusterState()
     if args.kubeconfig or args.in_cluster:
-        from scheduler_core.cache.informers import InformerSet
-
-        informers = InformerSet(
-            state, kubeconfig=args.kubeconfig, in_cluster=True if args.in_cluster else None
-        )
+        informers = _informers(state, args.kubeconfig)
         informers.start()
         source = "the API server (" + (args.kubeconfig or "in-cluster") + ")"
         return EngineBackend(state, conf, options, informers=informers, source=source)
@@ -284,3 +281,28 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     backend = EngineBackend(state, conf, options, source=source)
     backend.readiness()  # a file is synced at once: freeze it now
     return backend
+
+
+def _informers(state: ClusterState, kubeconfig: str | None) -> Any:
+    """The informers over the kubeconfig's cluster, or the pod's own when `kubeconfig` is None.
+
+    A file that cannot be read, or a client configuration that cannot be built, is a ValueError
+    naming it: the kubernetes client's loaders raise whatever the file's shape provokes
+    (ConfigException, YAML errors, TypeError, ...), and a user needs one line, not a traceback.
+    """
+    from scheduler_core.cache.informers import InformerSet
+
+    if kubeconfig is not None:
+        try:
+            Path(kubeconfig).read_bytes()
+        except OSError as exc:
+            raise ValueError(f"cannot read kubeconfig {kubeconfig}: {exc.strerror or exc}") from exc
+        where = f"kubeconfig {kubeconfig}"
+    else:
+        where = "in-cluster configuration (is this running in a pod with a service account?)"
+    try:
+        return InformerSet(
+            state, kubeconfig=kubeconfig, in_cluster=True if kubeconfig is None else None
+        )
+    except Exception as exc:
+        raise ValueError(f"cannot use the {where}: {exc}") from exc

@@ -21,6 +21,7 @@ from app.logs import setup_logging
 from app.ports import ExtenderBackend
 from app.security import tls_options
 from app.server import DEFAULT_MAX_BODY_BYTES, ServerSettings, create_app, verb_path
+from app.wire import one_line
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +225,7 @@ def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     try:
         server, _ = build_server(args, backend_factory)
     except (ValueError, OSError) as exc:
-        log.error("cannot start: %s", exc)
+        log.error("cannot start: %s", one_line(str(exc)))
         return 2
     print(banner(args), flush=True)
     try:

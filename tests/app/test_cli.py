@@ -1,0 +1,57 @@
+"""`queue-extender` as a user runs it: the real entry point in a child process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`queue-extender ARGV` with a clean environment (no cluster around)."""
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    child_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *argv],
+        cwd=REPO_ROOT,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def assert_one_line_exit_2(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    for needle in needles:
+        assert needle in lines[0]
+    assert "serving on" not in result.stdout
+
+
+def test_a_missing_kubeconfig_is_one_line_and_exit_2() -> None:
+    result = run_cli("serve", "--kubeconfig", "/nonexistent/kubeconfig")
+    assert_one_line_exit_2(result, "/nonexistent/kubeconfig", "No such file")
+
+
+def test_an_invalid_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("garbage: [\n")
+    result = run_cli("serve", "--kubeconfig", str(bad))
+    assert_one_line_exit_2(result, str(bad))
+
+
+def test_an_unreadable_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # A directory cannot be read as a file, whoever runs the test (even root).
+    result = run_cli("serve", "--kubeconfig", str(tmp_path))
+    assert_one_line_exit_2(result, str(tmp_path))
+
+
+def test_in_cluster_outside_a_cluster_is_one_line_and_exit_2() -> None:
+    result = run_cli("serve", "--in-cluster")
+    assert_one_line_exit_2(result, "in-cluster")
