@@ -252,6 +252,12 @@ def demo_cluster_text() -> str:
     return resources.files("app").joinpath("demo", DEMO_CLUSTER).read_text(encoding="utf-8")
 
 
+NO_SOURCE = (
+    "no cluster source: pass --in-cluster (in a pod), --kubeconfig FILE, "
+    "--cluster FILE (a static snapshot) or --demo (the bundled demo cluster)"
+)
+
+
 def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     """The backend ``serve`` runs: a static file, the demo cluster, or live informers.
     Raises ValueError with a one-line reason on a bad file or flag."""
@@ -272,9 +278,13 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     if args.cluster:
         loaded = load_cluster_file(args.cluster)
         source = args.cluster
-    else:
+    elif args.demo:
         loaded = load_cluster_text(demo_cluster_text(), "demo cluster")
         source = "the bundled demo cluster"
+    else:
+        # Never a silent default: a manifest that forgot its source must not schedule
+        # against the demo's fake nodes.
+        raise ValueError(NO_SOURCE)
     if loaded.skipped:
         log.info("%s", loaded.skipped_summary())
     state.apply_objects(loaded.objects)

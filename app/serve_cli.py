@@ -76,6 +76,11 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     src.add_argument("--cluster", metavar="FILE", help="read a static cluster from FILE")
     src.add_argument("--kubeconfig", metavar="FILE", help="watch the cluster of a kubeconfig")
     src.add_argument("--in-cluster", action="store_true", help="watch the pod's own cluster")
+    src.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve the bundled demo cluster (one of the four sources is required)",
+    )
     eng.add_argument(
         "--scheduler-names",
         type=_names,
@@ -171,7 +176,7 @@ def banner(args: argparse.Namespace) -> str:
     filter_url = url + verb_path(args.url_prefix, args.filter_verb)
     body = (
         DEMO_FILTER_BODY
-        if not (args.cluster or args.kubeconfig or args.in_cluster)
+        if args.demo
         else (
             '{"Pod":{"metadata":{"name":"POD","namespace":"NAMESPACE"},"spec":{"schedulerName":'
             '"queue-scheduler","containers":[]}},"NodeNames":["NODE-1","NODE-2"]}'

@@ -55,3 +55,21 @@ def test_an_unreadable_kubeconfig_is_one_line_and_exit_2(tmp_path: Path) -> None
 def test_in_cluster_outside_a_cluster_is_one_line_and_exit_2() -> None:
     result = run_cli("serve", "--in-cluster")
     assert_one_line_exit_2(result, "in-cluster")
+
+
+def test_serve_without_a_cluster_source_names_the_four_options() -> None:
+    result = run_cli("serve")
+    assert_one_line_exit_2(result, "--in-cluster", "--kubeconfig", "--cluster", "--demo")
+
+
+def test_the_demo_and_a_real_source_are_exclusive() -> None:
+    result = run_cli("serve", "--demo", "--in-cluster")
+    assert result.returncode == 2 and "not allowed with argument" in result.stderr
+
+
+def test_make_run_asks_for_the_demo() -> None:
+    """`make run` is the README's first command: it must serve the demo on purpose."""
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0]
+    command = next(line.split() for line in recipe.splitlines() if "queue-extender" in line)
+    assert command[1:3] == ["serve", "--demo"]

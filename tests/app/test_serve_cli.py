@@ -41,6 +41,7 @@ def test_defaults() -> None:
     assert args.scheduler_names == ["queue-scheduler"] and args.assume_ttl == 30.0
     assert args.verbosity == 0 and args.log_format == "text"
     assert not args.in_cluster and args.kubeconfig is None and args.cluster is None
+    assert not args.demo
 
 
 def test_all_flags_reach_the_settings() -> None:
@@ -70,6 +71,9 @@ def test_all_flags_reach_the_settings() -> None:
     "argv",
     [
         ["--kubeconfig", "a", "--in-cluster"],
+        ["--demo", "--cluster", "c.yaml"],
+        ["--demo", "--in-cluster"],
+        ["--demo", "--kubeconfig", "kc"],
         ["--on-error", "ignore"],
         ["-v", "11"],
         ["--max-body-bytes", "0"],
@@ -89,6 +93,9 @@ def test_banner_has_the_url_and_a_working_curl_example() -> None:
     assert "http://127.0.0.1:9000/sched/filter" in curl
     payload = curl[curl.index("-d") + 1]
     assert '"NodeNames"' in payload and '"Pod"' in payload
+    assert '"NODE-1"' in payload  # a placeholder pod: no demo cluster was asked for
+    demo = shlex.split(banner(parse("--demo")).split("try: ", 1)[1])
+    assert '"cpu-node-1"' in demo[demo.index("-d") + 1]  # a real pending pod of the demo
     tls = banner(parse("--tls-cert", "c", "--tls-key", "k", "--token-file", "/t"))
     assert "https://127.0.0.1:8888/filter" in tls and "--cacert" in tls
     assert "Authorization: Bearer" in tls
