@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import shlex
 import socket
 from collections.abc import Callable
@@ -34,18 +35,61 @@ def _names(value: str) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
+# argparse turns an ArgumentTypeError into `argument --flag: <message>` and exit 2; every
+# numeric flag is checked here so a bad value never reaches uvicorn or the engine (a port of
+# 70000 would otherwise wrap round to 4464).
+
+
+def _integer(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a finite number of seconds")
+    return seconds
+
+
 def _verbosity(value: str) -> int:
-    n = int(value)
+    n = _integer(value)
     if not 0 <= n <= 10:
-        raise argparse.ArgumentTypeError("verbosity must be between 0 and 10")
+        raise argparse.ArgumentTypeError(f"verbosity must be between 0 and 10, not {n}")
     return n
 
 
 def _positive(value: str) -> int:
-    n = int(value)
+    n = _integer(value)
     if n <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {n}")
     return n
+
+
+def _port(value: str) -> int:
+    n = _integer(value)
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 1 and 65535, not {n}")
+    return n
+
+
+def _positive_seconds(value: str) -> float:
+    seconds = _seconds(value)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {value}")
+    return seconds
+
+
+def _non_negative_seconds(value: str) -> float:
+    seconds = _seconds(value)
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 seconds or more, not {value}")
+    return seconds
 
 
 def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
@@ -58,7 +102,9 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     net = p.add_argument_group("listening")
     net.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    net.add_argument("--port", type=int, default=8888, help="port to bind (default 8888)")
+    net.add_argument(
+        "--port", type=_port, default=8888, help="port to bind, 1..65535 (default 8888)"
+    )
     net.add_argument("--url-prefix", default="/", help="urlPrefix path part (default /)")
     net.add_argument("--filter-verb", default="filter")
     net.add_argument("--prioritize-verb", default="prioritize")
@@ -94,10 +140,12 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     eng.add_argument(
         "--refresh-interval",
-        type=float,
-        default=1.0,
-        help="seconds between recomputations of queue shares after cluster changes "
-        "(default 1.0; the extender's own decisions count at once as assumed pods)",
+        type=_non_negative_seconds,
+        default=0.0,
+        help="least seconds between two rebuilds of the queue accounting (default 0: every "
+        "verb decides on the latest event, the accounting being rebuilt whenever the cluster "
+        "changed); a positive value caps rebuilds under churn at the cost of deciding on "
+        "shares up to that old (the extender's own decisions still count at once)",
     )
     eng.add_argument(
         "--namespaces",
@@ -108,7 +156,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     eng.add_argument(
         "--assume-ttl",
-        type=float,
+        type=_positive_seconds,
         default=30.0,
         help="seconds a filtered pod stays assumed before the informer shows it (default 30)",
     )

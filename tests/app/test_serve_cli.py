@@ -39,6 +39,7 @@ def test_defaults() -> None:
     )
     assert args.on_error == "pass" and args.max_body_bytes == 8 * 1024 * 1024
     assert args.scheduler_names == ["queue-scheduler"] and args.assume_ttl == 30.0
+    assert args.refresh_interval == 0.0  # the verbs decide on the latest event
     assert args.verbosity == 0 and args.log_format == "text"
     assert not args.in_cluster and args.kubeconfig is None and args.cluster is None
     assert not args.demo
@@ -83,6 +84,40 @@ def test_all_flags_reach_the_settings() -> None:
 def test_bad_flags_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit):
         parse(*argv)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--port", "70000", "port must be between 1 and 65535, not 70000"),
+        ("--port", "0", "port must be between 1 and 65535, not 0"),
+        ("--port", "-1", "port must be between 1 and 65535, not -1"),
+        ("--port", "http", "'http' is not an integer"),
+        ("--assume-ttl", "-5", "must be more than 0 seconds, not -5"),
+        ("--assume-ttl", "0", "must be more than 0 seconds, not 0"),
+        ("--assume-ttl", "nan", "'nan' is not a finite number of seconds"),
+        ("--refresh-interval", "-0.5", "must be 0 seconds or more, not -0.5"),
+        ("--refresh-interval", "inf", "'inf' is not a finite number of seconds"),
+        ("--refresh-interval", "soon", "'soon' is not a number of seconds"),
+        ("--max-body-bytes", "-1", "must be a positive integer, not -1"),
+        ("--max-body-bytes", "1e6", "'1e6' is not an integer"),
+        ("-v", "11", "verbosity must be between 0 and 10, not 11"),
+    ],
+)
+def test_a_bad_number_is_one_clear_argparse_error(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse(flag, value)
+    assert exited.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"argument {flag}" in last and last.endswith(f": {message}")
+
+
+def test_numbers_at_the_edges_are_accepted() -> None:
+    assert parse("--port", "1").port == 1 and parse("--port", "65535").port == 65535
+    assert parse("--refresh-interval", "0").refresh_interval == 0.0
+    assert parse("--assume-ttl", "0.5").assume_ttl == 0.5
 
 
 def test_banner_has_the_url_and_a_working_curl_example() -> None:
