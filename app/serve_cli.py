@@ -106,9 +106,22 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "--port", type=_port, default=8888, help="port to bind, 1..65535 (default 8888)"
     )
     net.add_argument("--url-prefix", default="/", help="urlPrefix path part (default /)")
-    net.add_argument("--filter-verb", default="filter")
-    net.add_argument("--prioritize-verb", default="prioritize")
-    net.add_argument("--preempt-verb", default="preempt")
+    net.add_argument(
+        "--filter-verb",
+        default="filter",
+        help="path of the filter verb under --url-prefix, kube-scheduler's filterVerb "
+        "(default filter)",
+    )
+    net.add_argument(
+        "--prioritize-verb",
+        default="prioritize",
+        help="path of the prioritize verb, kube-scheduler's prioritizeVerb (default prioritize)",
+    )
+    net.add_argument(
+        "--preempt-verb",
+        default="preempt",
+        help="path of the preempt verb, kube-scheduler's preemptVerb (default preempt)",
+    )
     net.add_argument(
         "--max-body-bytes",
         type=_positive,
@@ -180,7 +193,12 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     logs.add_argument(
         "-v", "--v", dest="verbosity", type=_verbosity, default=0, help="klog verbosity 0..10"
     )
-    logs.add_argument("--log-format", choices=("text", "json"), default="text")
+    logs.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="klog-style text lines or one JSON object per line (default text)",
+    )
     return p
 
 

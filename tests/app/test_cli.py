@@ -1,11 +1,17 @@
-"""`queue-extender` as a user runs it: the real entry point in a child process."""
+"""`queue-extender` as a user runs it: the entry point in a child process, its flags and help."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
+
+import pytest
+
+from app.cli import build_parser, main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,3 +79,30 @@ def test_make_run_asks_for_the_demo() -> None:
     recipe = makefile.split("\nrun:", 1)[1].split("\n\n", 1)[0]
     command = next(line.split() for line in recipe.splitlines() if "queue-extender" in line)
     assert command[1:3] == ["serve", "--demo"]
+
+
+def test_version_prints_the_installed_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    expected = metadata.version("kube-queue-extender")
+    assert capsys.readouterr().out.strip() == f"queue-extender {expected}"
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found += _parsers(sub)
+    return found
+
+
+def test_every_flag_has_help_text() -> None:
+    missing = [
+        f"{parser.prog} {'/'.join(action.option_strings)}"
+        for parser in _parsers(build_parser())
+        for action in parser._actions
+        if action.option_strings and not (action.help or "").strip()
+    ]
+    assert missing == []
