@@ -176,8 +176,10 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     eng.add_argument(
         "--on-error",
         choices=("pass", "fail"),
-        default="pass",
-        help="on a backend failure: let every node pass (pass) or report an error (fail)",
+        default="fail",
+        help="on an internal error: answer the verb's Error so kube-scheduler retries the pod "
+        "(fail, the default: with ignorable: false no pod is placed that the queue rules would "
+        "refuse), or let every node pass and score neutrally (pass: fails open)",
     )
 
     sec = p.add_argument_group("security")

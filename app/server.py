@@ -57,7 +57,7 @@ class ServerSettings:
     filter_verb: str = "filter"
     prioritize_verb: str = "prioritize"
     preempt_verb: str = "preempt"
-    on_error: OnError = "pass"
+    on_error: OnError = "fail"
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     registry: CollectorRegistry | None = None
     extra_registries: tuple[CollectorRegistry, ...] = ()

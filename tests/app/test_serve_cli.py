@@ -37,7 +37,7 @@ def test_defaults() -> None:
         "prioritize",
         "preempt",
     )
-    assert args.on_error == "pass" and args.max_body_bytes == 8 * 1024 * 1024
+    assert args.on_error == "fail" and args.max_body_bytes == 8 * 1024 * 1024  # fail-closed
     assert args.scheduler_names == ["queue-scheduler"] and args.assume_ttl == 30.0
     assert args.refresh_interval == 0.0  # the verbs decide on the latest event
     assert args.verbosity == 0 and args.log_format == "text"
@@ -50,7 +50,7 @@ def test_all_flags_reach_the_settings() -> None:
         "--host", "0.0.0.0", "--port", "9443", "--url-prefix", "/scheduler",
         "--filter-verb", "f", "--prioritize-verb", "p", "--preempt-verb", "e",
         "--conf", "volcano.conf", "--kubeconfig", "kc", "--scheduler-names", "a, b",
-        "--manage-annotated", "--assume-ttl", "12.5", "--on-error", "fail",
+        "--manage-annotated", "--assume-ttl", "12.5", "--on-error", "pass",
         "--max-body-bytes", "1000", "--token-file", "tok", "--metrics-auth",
         "-v", "5", "--log-format", "json",
     )  # fmt: skip
@@ -61,7 +61,7 @@ def test_all_flags_reach_the_settings() -> None:
         "p",
         "e",
     )
-    assert s.on_error == "fail" and s.max_body_bytes == 1000
+    assert s.on_error == "pass" and s.max_body_bytes == 1000
     assert s.token_file == "tok" and s.metrics_auth
     assert args.scheduler_names == ["a", "b"] and args.manage_annotated
     assert args.conf == "volcano.conf" and args.kubeconfig == "kc"
