@@ -32,6 +32,7 @@ from scheduler_core.conf import (
     default_configuration,
     load_configuration_file,
 )
+from scheduler_core.engine import check_configuration
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.filter import PodContext, check_pod, filter_pod
 from scheduler_core.extender.preempt import preempt_pod
@@ -91,6 +92,10 @@ class EngineBackend:
             return False, "cluster state has not been loaded"
         self._freeze_once()
         return True, f"serving from {self.source}"
+
+    def config_warnings(self) -> list[str]:
+        """What the configuration made the engine skip; shown by /readyz and a gauge."""
+        return list(self.conf.warnings)
 
     def _freeze_once(self) -> None:
         """Move the synced cluster into the GC's permanent generation.
@@ -262,6 +267,14 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     """The backend ``serve`` runs: a static file, the demo cluster, or live informers.
     Raises ValueError with a one-line reason on a bad file or flag."""
     conf = load_configuration_file(args.conf) if args.conf else default_configuration()
+    check_configuration(conf, args.conf or "default configuration")
+    if conf.warnings and args.strict_conf:
+        raise ValueError(
+            f"--strict-conf: {len(conf.warnings)} configuration warning(s): "
+            + "; ".join(conf.warnings)
+        )
+    for warning in conf.warnings:
+        log.warning("configuration warning: %s", warning)
     options = BackendOptions(
         scheduler_names=tuple(args.scheduler_names),
         manage_annotated=args.manage_annotated,

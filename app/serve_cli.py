@@ -131,6 +131,12 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
 
     eng = p.add_argument_group("engine")
     eng.add_argument("--conf", metavar="FILE", help="Volcano scheduler configuration file")
+    eng.add_argument(
+        "--strict-conf",
+        action="store_true",
+        help="refuse to start on a configuration warning (e.g. a plugin that is not "
+        "available), which otherwise is skipped as Volcano does and shown by /readyz",
+    )
     src = eng.add_mutually_exclusive_group()
     src.add_argument("--cluster", metavar="FILE", help="read a static cluster from FILE")
     src.add_argument("--kubeconfig", metavar="FILE", help="watch the cluster of a kubeconfig")
@@ -275,6 +281,10 @@ def build_server(
     extra = getattr(backend, "registry", None)
     if extra is not None:
         settings.extra_registries = (*settings.extra_registries, extra)
+    # A backend that knows its configuration's warnings has them shown on /readyz and counted.
+    warnings = getattr(backend, "config_warnings", None)
+    if callable(warnings):
+        settings.config_warnings = warnings
     app = create_app(backend, settings)
     config = uvicorn.Config(
         app,

@@ -8,12 +8,13 @@ bytes and return pre-encoded bytes, so FastAPI never validates or encodes a requ
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
@@ -50,7 +51,8 @@ class ServerSettings:
 
     `registry`: the app's metric registry; pass one to register other collectors on it
     (e.g. the informers'); a fresh one is made otherwise. `extra_registries` are rendered
-    after it on /metrics.
+    after it on /metrics. `config_warnings` returns what the engine's configuration made it
+    skip, read at each /readyz and scrape (so a reloaded configuration shows at once).
     """
 
     url_prefix: str = "/"
@@ -64,6 +66,7 @@ class ServerSettings:
     token_file: str | None = None
     token_recheck_seconds: float = 1.0
     metrics_auth: bool = False
+    config_warnings: Callable[[], Sequence[str]] = tuple
 
 
 def verb_path(prefix: str, verb: str) -> str:
@@ -161,6 +164,11 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     queue_collector = QueueCollector(backend.queue_metrics)
     registry.register(queue_collector)
     metrics = ServiceMetrics(registry)
+    Gauge(
+        "queue_extender_config_warnings",
+        "Configuration warnings: plugins the engine skips (named by /readyz).",
+        registry=registry,
+    ).set_function(lambda: len(settings.config_warnings()))
     queue_errors = metrics.verb("queue_metrics")
     queue_collector.on_error = lambda _exc: queue_errors.error()
     ctx = VerbContext(
@@ -239,7 +247,7 @@ def _add_ops_routes(
     )
     app.add_api_route(
         "/readyz",
-        routes_ops.make_readyz(backend),
+        routes_ops.make_readyz(backend, settings.config_warnings),
         methods=["GET"],
         responses={
             200: {"description": "Caches synced", **text},

@@ -106,3 +106,10 @@ def test_every_flag_has_help_text() -> None:
         if action.option_strings and not (action.help or "").strip()
     ]
     assert missing == []
+
+
+def test_strict_conf_turns_a_misspelt_plugin_into_exit_2(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano.conf"
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: proportionn\n")
+    result = run_cli("serve", "--demo", "--conf", str(conf), "--strict-conf")
+    assert_one_line_exit_2(result, "--strict-conf", "'proportionn'", str(conf))

@@ -76,3 +76,22 @@ def test_a_pod_that_cannot_be_read_gets_neutral_answers_not_an_engine_error(
     decision = engine.filter(bad, ["cpu-node-1"])
     assert decision.node_names == [] and 'invalid quantity "lots"' in decision.error
     assert "requests.cpu" in caplog.text
+
+
+MISSPELT_CONF = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: proportionn\n"
+
+
+def test_a_misspelt_plugin_is_kept_as_a_configuration_warning(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano.conf"
+    conf.write_text(MISSPELT_CONF)
+    (warning,) = backend("--conf", str(conf)).config_warnings()
+    assert str(conf) in warning and "'proportionn'" in warning
+    assert backend().config_warnings() == []
+
+
+def test_strict_conf_refuses_a_configuration_warning(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano.conf"
+    conf.write_text(MISSPELT_CONF)
+    with pytest.raises(ValueError, match=r"--strict-conf: 1 configuration warning.*'proportionn'"):
+        backend("--conf", str(conf), "--strict-conf")
+    assert backend("--strict-conf").config_warnings() == []

@@ -7,11 +7,16 @@ import shlex
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
+from prometheus_client.parser import text_string_to_metric_families
 
+from app.engine_backend import backend_from_args
 from app.serve_cli import add_serve_parser, banner, build_server, run_serve, settings_from_args
 
 from .fake_backend import FakeBackend
@@ -136,6 +141,21 @@ def test_banner_has_the_url_and_a_working_curl_example() -> None:
     assert "Authorization: Bearer" in tls
 
 
+@contextmanager
+def running(server: uvicorn.Server) -> Iterator[None]:
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.started
+        yield
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
 def test_build_server_serves_the_backend_from_the_factory() -> None:
     port = free_port()
     args = parse("--port", str(port), "--url-prefix", "/x")
@@ -148,18 +168,39 @@ def test_build_server_serves_the_backend_from_the_factory() -> None:
     server, settings = build_server(args, factory)
     assert seen == [args] and settings.url_prefix == "/x"
     assert server.config.workers == 1 and server.config.access_log is False
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10
-        while not server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert server.started
+    with running(server):
         r = httpx.post(f"http://127.0.0.1:{port}/x/filter", content=b'{"Pod":{},"NodeNames":["n"]}')
         assert r.status_code == 200 and r.json()["NodeNames"] == ["n"]
-    finally:
-        server.should_exit = True
-        thread.join(10)
+
+
+def scrape(url: str) -> dict[str, float]:
+    text = httpx.get(url + "/metrics").text
+    return {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def test_configuration_warnings_show_on_readyz_and_as_a_gauge(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano.conf"
+    conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: proportionn\n")
+    port = free_port()
+    server, _ = build_server(
+        parse("--demo", "--port", str(port), "--conf", str(conf)), backend_from_args
+    )
+    url = f"http://127.0.0.1:{port}"
+    with running(server):
+        ready = httpx.get(url + "/readyz")
+        assert ready.status_code == 200  # still ready: Volcano runs on without the plugin
+        assert ready.text.startswith("ok; 1 configuration warning(s): ")
+        assert f"{conf}: tiers[0].plugins[0]: plugin 'proportionn'" in ready.text
+        assert scrape(url)["queue_extender_config_warnings"] == 1
+
+
+def test_a_clean_configuration_is_plain_ok_and_a_zero_gauge() -> None:
+    port = free_port()
+    server, _ = build_server(parse("--demo", "--port", str(port)), backend_from_args)
+    url = f"http://127.0.0.1:{port}"
+    with running(server):
+        assert httpx.get(url + "/readyz").text == "ok"
+        assert scrape(url)["queue_extender_config_warnings"] == 0
 
 
 def test_run_serve_refuses_half_tls(

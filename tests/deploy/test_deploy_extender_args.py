@@ -11,6 +11,7 @@ from .deploy_manifests import (
     Manifest,
     containers,
     pod_spec,
+    rendered_documents,
     scheduler_configuration,
 )
 
@@ -32,6 +33,7 @@ def test_the_cli_accepts_the_arguments(documents: list[Manifest]) -> None:
     assert args.verbosity == 2
     assert args.assume_ttl == 30
     assert args.on_error == "fail"
+    assert args.strict_conf is True  # a misspelt plugin stops the pod, not fair share
     # Never the token: kube-scheduler cannot send it (deploy/README.md).
     assert args.token_file is None
     assert args.metrics_auth is False
@@ -71,3 +73,9 @@ def test_a_misspelt_flag_would_be_caught() -> None:
     except (argparse.ArgumentError, SystemExit):
         return
     raise AssertionError("an unknown flag was accepted")
+
+
+def test_the_chart_can_turn_strict_conf_off() -> None:
+    documents = rendered_documents({"extender": {"strictConf": False}})
+    args = _parse(containers(documents)["queue-extender"]["args"])
+    assert args.strict_conf is False
