@@ -9,11 +9,13 @@ its own assumed-pod state, and two such views would hand out the same queue shar
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import logging
 import math
 import shlex
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import uvicorn
@@ -21,7 +23,13 @@ import uvicorn
 from app.logs import setup_logging
 from app.ports import ExtenderBackend
 from app.security import tls_options
-from app.server import DEFAULT_MAX_BODY_BYTES, ServerSettings, create_app, verb_path
+from app.server import (
+    DEFAULT_MAX_BODY_BYTES,
+    ServerSettings,
+    create_app,
+    create_metrics_app,
+    verb_path,
+)
 from app.wire import one_line
 
 log = logging.getLogger(__name__)
@@ -85,6 +93,17 @@ def _positive_seconds(value: str) -> float:
     return seconds
 
 
+def _host_port(value: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPv6]:PORT` or `:PORT` (every interface), as controller-runtime reads
+    its --metrics-bind-address."""
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{value!r} is not HOST:PORT (e.g. 0.0.0.0:9090)")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", _port(port)
+
+
 def _non_negative_seconds(value: str) -> float:
     seconds = _seconds(value)
     if seconds < 0:
@@ -121,6 +140,14 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "--preempt-verb",
         default="preempt",
         help="path of the preempt verb, kube-scheduler's preemptVerb (default preempt)",
+    )
+    net.add_argument(
+        "--metrics-bind-address",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="also serve /metrics, /healthz and /readyz (never the verbs or /debug) on this "
+        "address, e.g. 0.0.0.0:9090, so Prometheus can scrape while the verbs stay on "
+        "loopback; same TLS and --metrics-auth as the main listener (default: none)",
     )
     net.add_argument(
         "--max-body-bytes",
@@ -264,8 +291,13 @@ def banner(args: argparse.Namespace) -> str:
     if args.token_file:
         curl += ["-H", 'Authorization: Bearer "$(cat ' + args.token_file + ')"']
     command = " ".join(shlex.quote(part) for part in curl) + " -d " + shlex.quote(body)
+    metrics_url = url + "/metrics"
+    if args.metrics_bind_address is not None:
+        host, port = args.metrics_bind_address
+        metrics_url = base_url(argparse.Namespace(**{**vars(args), "host": host, "port": port}))
+        metrics_url += "/metrics"
     return (
-        f"queue-extender serving on {url} (filter {filter_url}, metrics {url}/metrics)\n"
+        f"queue-extender serving on {url} (filter {filter_url}, metrics {metrics_url})\n"
         f"try: {command}"
     )
 
@@ -273,8 +305,20 @@ def banner(args: argparse.Namespace) -> str:
 def build_server(
     args: argparse.Namespace, backend_factory: BackendFactory
 ) -> tuple[uvicorn.Server, ServerSettings]:
-    """The configured (not yet started) uvicorn server; raises ValueError on bad flags."""
+    """The main listener alone (for callers that never ask for a metrics listener)."""
+    server, _, settings = build_servers(args, backend_factory)
+    return server, settings
+
+
+def build_servers(
+    args: argparse.Namespace, backend_factory: BackendFactory
+) -> tuple[uvicorn.Server, MetricsServer | None, ServerSettings]:
+    """The configured (not yet started) main listener and, with --metrics-bind-address, the
+    metrics listener over the same app; raises ValueError on bad flags."""
     tls = tls_options(args.tls_cert, args.tls_key, args.client_ca)
+    metrics_address: tuple[str, int] | None = getattr(args, "metrics_bind_address", None)
+    if metrics_address == (args.host, args.port):
+        raise ValueError("--metrics-bind-address must differ from --host:--port")
     settings = settings_from_args(args)
     backend = backend_factory(args)
     # A backend with its own registry (the informers' metrics) is shown on /metrics too.
@@ -286,10 +330,19 @@ def build_server(
     if callable(warnings):
         settings.config_warnings = warnings
     app = create_app(backend, settings)
-    config = uvicorn.Config(
+    server = uvicorn.Server(_uvicorn_config(app, args.host, args.port, tls))
+    metrics = None
+    if metrics_address is not None:
+        host, port = metrics_address
+        metrics = MetricsServer(_uvicorn_config(create_metrics_app(app), host, port, tls))
+    return server, metrics, settings
+
+
+def _uvicorn_config(app: Any, host: str, port: int, tls: dict[str, Any]) -> uvicorn.Config:
+    return uvicorn.Config(
         app,
-        host=args.host,
-        port=args.port,
+        host=host,
+        port=port,
         loop="uvloop",
         http="httptools",
         workers=1,
@@ -299,20 +352,65 @@ def build_server(
         server_header=False,
         **tls,
     )
-    return uvicorn.Server(config), settings
+
+
+class MetricsServer(uvicorn.Server):
+    """The metrics listener. It leaves SIGINT/SIGTERM to the main server, which stops it:
+    two servers capturing the same signals would each restore the other's handler."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def serve_with_metrics(main: uvicorn.Server, metrics: uvicorn.Server) -> int:
+    """Runs both listeners on one event loop (one process, one engine) until either stops;
+    returns the exit code. SIGINT/SIGTERM reach the main listener, and the metrics listener
+    follows it; a listener that cannot start (e.g. its port is taken) stops the other, so
+    a pod never runs without the scrape endpoint it was configured with."""
+
+    def stop_both() -> None:
+        main.should_exit = metrics.should_exit = True
+
+    async def run(server: uvicorn.Server) -> int:
+        try:
+            await server.serve()
+        except SystemExit as exc:  # uvicorn's exit on a start-up failure, already logged
+            return exc.code if isinstance(exc.code, int) else 1
+        finally:
+            stop_both()
+        return 0
+
+    async def follow() -> None:
+        # uvicorn's own main loop polls should_exit at this pace: both shut down together.
+        while not (main.should_exit or metrics.should_exit):
+            await asyncio.sleep(0.1)
+        stop_both()
+
+    async def both() -> int:
+        watcher = asyncio.create_task(follow())
+        codes = await asyncio.gather(run(main), run(metrics))
+        watcher.cancel()
+        return max(codes)
+
+    with asyncio.Runner(loop_factory=main.config.get_loop_factory()) as runner:
+        return runner.run(both())
 
 
 def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     """Runs the service until SIGINT/SIGTERM; returns the process exit code."""
     setup_logging(args.verbosity, args.log_format)
     try:
-        server, _ = build_server(args, backend_factory)
+        server, metrics, _ = build_servers(args, backend_factory)
     except (ValueError, OSError) as exc:
         log.error("cannot start: %s", one_line(str(exc)))
         return 2
     print(banner(args), flush=True)
     try:
-        server.run()
+        if metrics is None:
+            server.run()
+        else:
+            return serve_with_metrics(server, metrics)
     except (OSError, socket.gaierror) as exc:
         log.error("serving failed: %s", exc)
         return 1

@@ -23,6 +23,8 @@ from prometheus_client import (
 )
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from app import routes_debug, routes_ops
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries
@@ -233,6 +235,23 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     )
     _add_ops_routes(app, backend, ctx, registry, settings)
     _install_openapi(app, defs)
+    _install_auth(app, settings)
+    return app
+
+
+def create_metrics_app(app: FastAPI) -> Starlette:
+    """/metrics, /healthz and /readyz of `app` alone, for a second listener that Prometheus
+    and probes may reach while the verbs and /debug stay on the main (loopback) one. Same
+    registries, same readiness, same authentication."""
+    endpoints = app.state.ops_endpoints
+    metrics_app = Starlette(
+        routes=[Route(path, endpoint, methods=["GET"]) for path, endpoint in endpoints.items()]
+    )
+    _install_auth(metrics_app, app.state.settings)
+    return metrics_app
+
+
+def _install_auth(app: Starlette, settings: ServerSettings) -> None:
     if settings.token_file:
         open_paths = OPEN_PATHS if settings.metrics_auth else OPEN_PATHS | {"/metrics"}
         app.add_middleware(
@@ -240,7 +259,6 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
             tokens=TokenFile(settings.token_file, settings.token_recheck_seconds),
             open_paths=open_paths,
         )
-    return app
 
 
 def _add_ops_routes(
@@ -251,6 +269,14 @@ def _add_ops_routes(
     settings: ServerSettings,
 ) -> None:
     text = {"content": {"text/plain": {"schema": {"type": "string"}}}}
+    readyz = routes_ops.make_readyz(backend, settings.config_warnings)
+    metrics = routes_ops.make_metrics(tuple(iter_registries(registry, settings.extra_registries)))
+    # What a separate metrics listener serves (`create_metrics_app`): probes and the scrape.
+    app.state.ops_endpoints = {
+        "/healthz": routes_ops.healthz,
+        "/readyz": readyz,
+        "/metrics": metrics,
+    }
     app.add_api_route(
         "/healthz",
         routes_ops.healthz,
@@ -259,7 +285,7 @@ def _add_ops_routes(
     )
     app.add_api_route(
         "/readyz",
-        routes_ops.make_readyz(backend, settings.config_warnings),
+        readyz,
         methods=["GET"],
         responses={
             200: {"description": "Caches synced", **text},
@@ -268,7 +294,7 @@ def _add_ops_routes(
     )
     app.add_api_route(
         "/metrics",
-        routes_ops.make_metrics(tuple(iter_registries(registry, settings.extra_registries))),
+        metrics,
         methods=["GET"],
         responses={200: {"description": "Prometheus text format", **text}},
     )

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
+import httpx
 import pytest
 
 from app.cli import build_parser, main
@@ -16,14 +20,17 @@ from app.cli import build_parser, main
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`queue-extender ARGV` with a clean environment (no cluster around)."""
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    child_env.update(env or {})
+def clean_env() -> dict[str, str]:
+    """The environment without a cluster around."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+
+
+def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`queue-extender ARGV`, run to its end."""
     return subprocess.run(
         [sys.executable, "-m", "app.cli", *argv],
         cwd=REPO_ROOT,
-        env=child_env,
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=60,
@@ -113,3 +120,46 @@ def test_strict_conf_turns_a_misspelt_plugin_into_exit_2(tmp_path: Path) -> None
     conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: proportionn\n")
     result = run_cli("serve", "--demo", "--conf", str(conf), "--strict-conf")
     assert_one_line_exit_2(result, "--strict-conf", "'proportionn'", str(conf))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_with_a_metrics_listener_answers_on_both_and_stops_on_sigterm() -> None:
+    port, metrics_port = free_port(), free_port()
+    argv = ["serve", "--demo", "--port", str(port)]
+    argv += ["--metrics-bind-address", f"127.0.0.1:{metrics_port}"]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *argv],
+        cwd=REPO_ROOT,
+        env=clean_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        up: set[int] = set()
+        while up != {port, metrics_port} and time.monotonic() < deadline:
+            assert child.poll() is None, child.communicate()[1]
+            for p in {port, metrics_port} - up:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{p}/readyz").status_code == 200:
+                        up.add(p)
+                except httpx.TransportError:
+                    time.sleep(0.05)
+        assert up == {port, metrics_port}
+        assert (
+            httpx.post(f"http://127.0.0.1:{metrics_port}/filter", content=b"{}").status_code == 404
+        )
+        child.send_signal(signal.SIGTERM)
+        _, stderr = child.communicate(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "Traceback" not in stderr
+    assert stderr.count("Finished server process") >= 1

@@ -17,7 +17,15 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.engine_backend import backend_from_args
-from app.serve_cli import add_serve_parser, banner, build_server, run_serve, settings_from_args
+from app.serve_cli import (
+    add_serve_parser,
+    banner,
+    build_server,
+    build_servers,
+    run_serve,
+    serve_with_metrics,
+    settings_from_args,
+)
 
 from .fake_backend import FakeBackend
 
@@ -218,3 +226,82 @@ def test_run_serve_refuses_half_tls(
     assert run_serve(args, factory) == 2
     assert calls == []  # the backend is never built for a bad configuration
     assert "queue-extender serving" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("value", "address"),
+    [
+        ("0.0.0.0:9090", ("0.0.0.0", 9090)),
+        (":9090", ("0.0.0.0", 9090)),
+        ("[::1]:9090", ("::1", 9090)),
+        ("metrics.local:1", ("metrics.local", 1)),
+    ],
+)
+def test_metrics_bind_address_is_host_and_port(value: str, address: tuple[str, int]) -> None:
+    assert parse("--metrics-bind-address", value).metrics_bind_address == address
+    assert parse().metrics_bind_address is None  # default: /metrics on the main listener only
+
+
+@pytest.mark.parametrize("value", ["9090", "0.0.0.0:70000", "0.0.0.0:metrics", "0.0.0.0:"])
+def test_a_bad_metrics_bind_address_is_refused(value: str) -> None:
+    with pytest.raises(SystemExit):
+        parse("--metrics-bind-address", value)
+
+
+def test_the_metrics_listener_cannot_share_the_main_address(restore_root: None) -> None:
+    args = parse("--metrics-bind-address", "127.0.0.1:8888")
+    assert run_serve(args, lambda _a: FakeBackend()) == 2
+
+
+def test_the_banner_names_the_metrics_listener() -> None:
+    text = banner(parse("--metrics-bind-address", "0.0.0.0:9090"))
+    assert "metrics http://127.0.0.1:9090/metrics" in text
+
+
+def test_the_metrics_listener_serves_metrics_and_probes_but_not_the_verbs() -> None:
+    port, metrics_port = free_port(), free_port()
+    args = parse("--port", str(port), "--metrics-bind-address", f"127.0.0.1:{metrics_port}")
+    server, metrics, _ = build_servers(args, lambda _a: FakeBackend())
+    assert metrics is not None
+    thread = threading.Thread(target=serve_with_metrics, args=(server, metrics), daemon=True)
+    thread.start()
+    main_url, metrics_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}"
+    try:
+        deadline = time.monotonic() + 10
+        while not (server.started and metrics.started) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.started and metrics.started
+        verb = httpx.post(main_url + "/filter", content=b'{"Pod":{},"NodeNames":["n"]}')
+        assert verb.status_code == 200
+        for path in ("/healthz", "/readyz", "/metrics"):
+            assert httpx.get(metrics_url + path).status_code == 200, path
+            assert httpx.get(main_url + path).status_code == 200, path
+        # One registry behind both: the filter above is counted on the metrics listener.
+        assert scrape(metrics_url)["queue_extender_decisions_total"] == 1
+        for path in ("/filter", "/prioritize", "/preempt", "/noop"):
+            assert httpx.post(metrics_url + path, content=b"{}").status_code == 404, path
+        for path in ("/debug/queues", "/openapi.json", "/docs"):
+            assert httpx.get(metrics_url + path).status_code == 404, path
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    assert not thread.is_alive()  # the metrics listener stopped with the main one
+    assert metrics.should_exit
+
+
+def test_a_metrics_port_in_use_stops_the_main_listener_too() -> None:
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        args = parse("--port", str(free_port()), "--metrics-bind-address", f"127.0.0.1:{busy}")
+        server, metrics, _ = build_servers(args, lambda _a: FakeBackend())
+        assert metrics is not None
+        codes: list[int] = []
+        thread = threading.Thread(
+            target=lambda: codes.append(serve_with_metrics(server, metrics)), daemon=True
+        )
+        thread.start()
+        thread.join(30)
+    assert not thread.is_alive() and codes and codes[0] != 0
