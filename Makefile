@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/queue-extender serve $(ARGS)
+	$(BIN)/queue-extender serve --demo $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib import metadata
 
 from app.serve_cli import add_serve_parser, run_serve
 from app.simulate import add_simulate_parser
+
+DISTRIBUTION = "kube-queue-extender"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,10 +17,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="queue-extender",
         description="Volcano queue fair-share, preemption and reclaim for kube-scheduler.",
     )
+    parser.add_argument("--version", action="version", version=f"queue-extender {version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_serve_parser(subparsers).set_defaults(func=serve)
     add_simulate_parser(subparsers)
     return parser
+
+
+def version() -> str:
+    """The installed distribution's version: one source of truth, pyproject.toml."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import gc
 import logging
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -26,6 +27,7 @@ from scheduler_core.conf import (
     default_configuration,
     load_configuration_file,
 )
+from scheduler_core.engine import check_configuration
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.explain import explain_pod
@@ -91,6 +93,10 @@ class EngineBackend:
             return False, "cluster state has not been loaded"
         self._freeze_once()
         return True, f"serving from {self.source}"
+
+    def config_warnings(self) -> list[str]:
+        """What the configuration made the engine skip; shown by /readyz and a gauge."""
+        return list(self.conf.warnings)
 
     def _freeze_once(self) -> None:
         """Move the synced cluster into the GC's permanent generation.
@@ -241,10 +247,24 @@ def start_requeuer(backend: EngineBackend, informers: Any) -> None:
     ).start()
 
 
+NO_SOURCE = (
+    "no cluster source: pass --in-cluster (in a pod), --kubeconfig FILE, "
+    "--cluster FILE (a static snapshot) or --demo (the bundled demo cluster)"
+)
+
+
 def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     """The backend ``serve`` runs: a static file, the demo cluster, or live informers.
     Raises ValueError with a one-line reason on a bad file or flag."""
     conf = load_configuration_file(args.conf) if args.conf else default_configuration()
+    check_configuration(conf, args.conf or "default configuration")
+    if conf.warnings and args.strict_conf:
+        raise ValueError(
+            f"--strict-conf: {len(conf.warnings)} configuration warning(s): "
+            + "; ".join(conf.warnings)
+        )
+    for warning in conf.warnings:
+        log.warning("configuration warning: %s", warning)
     options = BackendOptions(
         scheduler_names=tuple(args.scheduler_names),
         manage_annotated=args.manage_annotated,
@@ -254,11 +274,7 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     )
     state = ClusterState()
     if args.kubeconfig or args.in_cluster:
-        from scheduler_core.cache.informers import InformerSet
-
-        informers = InformerSet(
-            state, kubeconfig=args.kubeconfig, in_cluster=True if args.in_cluster else None
-        )
+        informers = _informers(state, args.kubeconfig)
         informers.start()
         source = "the API server (" + (args.kubeconfig or "in-cluster") + ")"
         backend = EngineBackend(state, conf, options, informers=informers, source=source)
@@ -267,12 +283,41 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     if args.cluster:
         loaded = load_cluster_file(args.cluster)
         source = args.cluster
-    else:
+    elif args.demo:
         loaded = load_cluster_text(demo_cluster_text(), "demo cluster")
         source = "the bundled demo cluster"
+    else:
+        # Never a silent default: a manifest that forgot its source must not schedule
+        # against the demo's fake nodes.
+        raise ValueError(NO_SOURCE)
     if loaded.skipped:
         log.info("%s", loaded.skipped_summary())
     state.apply_objects(loaded.objects)
     backend = EngineBackend(state, conf, options, source=source)
     backend.readiness()  # a file is synced at once: freeze it now
     return backend
+
+
+def _informers(state: ClusterState, kubeconfig: str | None) -> Any:
+    """The informers over the kubeconfig's cluster, or the pod's own when `kubeconfig` is None.
+
+    A file that cannot be read, or a client configuration that cannot be built, is a ValueError
+    naming it: the kubernetes client's loaders raise whatever the file's shape provokes
+    (ConfigException, YAML errors, TypeError, ...), and a user needs one line, not a traceback.
+    """
+    from scheduler_core.cache.informers import InformerSet
+
+    if kubeconfig is not None:
+        try:
+            Path(kubeconfig).read_bytes()
+        except OSError as exc:
+            raise ValueError(f"cannot read kubeconfig {kubeconfig}: {exc.strerror or exc}") from exc
+        where = f"kubeconfig {kubeconfig}"
+    else:
+        where = "in-cluster configuration (is this running in a pod with a service account?)"
+    try:
+        return InformerSet(
+            state, kubeconfig=kubeconfig, in_cluster=True if kubeconfig is None else None
+        )
+    except Exception as exc:
+        raise ValueError(f"cannot use the {where}: {exc}") from exc

@@ -23,9 +23,14 @@ async def healthz(request: Request) -> Response:
     return PlainTextResponse("ok")
 
 
-def make_readyz(backend: ExtenderBackend) -> Endpoint:
+def make_readyz(
+    backend: ExtenderBackend, config_warnings: Callable[[], Sequence[str]] = tuple
+) -> Endpoint:
     """503 with the backend's reason until its caches have synced (kube-scheduler must not
-    get answers from an empty cluster view)."""
+    get answers from an empty cluster view).
+
+    Configuration warnings do not make the service unready (Volcano runs on without the
+    skipped plugin), but the detail names each one: it is where an operator looks first."""
 
     async def readyz(request: Request) -> Response:
         try:
@@ -35,11 +40,20 @@ def make_readyz(backend: ExtenderBackend) -> Endpoint:
             return PlainTextResponse(
                 f"not ready: readiness check failed: {one_line(str(exc))}", 503
             )
+        detail = _warnings_detail(config_warnings())
         if ready:
-            return PlainTextResponse("ok")
-        return PlainTextResponse(f"not ready: {one_line(reason)}", 503)
+            return PlainTextResponse("ok" + detail)
+        return PlainTextResponse(f"not ready: {one_line(reason)}{detail}", 503)
 
     return readyz
+
+
+def _warnings_detail(warnings: Sequence[str]) -> str:
+    if not warnings:
+        return ""
+    return f"; {len(warnings)} configuration warning(s): " + "; ".join(
+        one_line(w) for w in warnings
+    )
 
 
 def make_metrics(registries: Sequence[CollectorRegistry]) -> Endpoint:

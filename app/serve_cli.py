@@ -9,10 +9,13 @@ its own assumed-pod state, and two such views would hand out the same queue shar
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import logging
+import math
 import shlex
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 import uvicorn
@@ -20,7 +23,14 @@ import uvicorn
 from app.logs import setup_logging
 from app.ports import ExtenderBackend
 from app.security import tls_options
-from app.server import DEFAULT_MAX_BODY_BYTES, ServerSettings, create_app, verb_path
+from app.server import (
+    DEFAULT_MAX_BODY_BYTES,
+    ServerSettings,
+    create_app,
+    create_metrics_app,
+    verb_path,
+)
+from app.wire import one_line
 
 log = logging.getLogger(__name__)
 
@@ -33,18 +43,72 @@ def _names(value: str) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
+# argparse turns an ArgumentTypeError into `argument --flag: <message>` and exit 2; every
+# numeric flag is checked here so a bad value never reaches uvicorn or the engine (a port of
+# 70000 would otherwise wrap round to 4464).
+
+
+def _integer(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a finite number of seconds")
+    return seconds
+
+
 def _verbosity(value: str) -> int:
-    n = int(value)
+    n = _integer(value)
     if not 0 <= n <= 10:
-        raise argparse.ArgumentTypeError("verbosity must be between 0 and 10")
+        raise argparse.ArgumentTypeError(f"verbosity must be between 0 and 10, not {n}")
     return n
 
 
 def _positive(value: str) -> int:
-    n = int(value)
+    n = _integer(value)
     if n <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {n}")
     return n
+
+
+def _port(value: str) -> int:
+    n = _integer(value)
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 1 and 65535, not {n}")
+    return n
+
+
+def _positive_seconds(value: str) -> float:
+    seconds = _seconds(value)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {value}")
+    return seconds
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[IPv6]:PORT` or `:PORT` (every interface), as controller-runtime reads
+    its --metrics-bind-address."""
+    host, sep, port = value.rpartition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{value!r} is not HOST:PORT (e.g. 0.0.0.0:9090)")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", _port(port)
+
+
+def _non_negative_seconds(value: str) -> float:
+    seconds = _seconds(value)
+    if seconds < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 seconds or more, not {value}")
+    return seconds
 
 
 def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
@@ -57,11 +121,34 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     net = p.add_argument_group("listening")
     net.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    net.add_argument("--port", type=int, default=8888, help="port to bind (default 8888)")
+    net.add_argument(
+        "--port", type=_port, default=8888, help="port to bind, 1..65535 (default 8888)"
+    )
     net.add_argument("--url-prefix", default="/", help="urlPrefix path part (default /)")
-    net.add_argument("--filter-verb", default="filter")
-    net.add_argument("--prioritize-verb", default="prioritize")
-    net.add_argument("--preempt-verb", default="preempt")
+    net.add_argument(
+        "--filter-verb",
+        default="filter",
+        help="path of the filter verb under --url-prefix, kube-scheduler's filterVerb "
+        "(default filter)",
+    )
+    net.add_argument(
+        "--prioritize-verb",
+        default="prioritize",
+        help="path of the prioritize verb, kube-scheduler's prioritizeVerb (default prioritize)",
+    )
+    net.add_argument(
+        "--preempt-verb",
+        default="preempt",
+        help="path of the preempt verb, kube-scheduler's preemptVerb (default preempt)",
+    )
+    net.add_argument(
+        "--metrics-bind-address",
+        type=_host_port,
+        metavar="HOST:PORT",
+        help="also serve /metrics, /healthz and /readyz (never the verbs or /debug) on this "
+        "address, e.g. 0.0.0.0:9090, so Prometheus can scrape while the verbs stay on "
+        "loopback; same TLS and --metrics-auth as the main listener (default: none)",
+    )
     net.add_argument(
         "--max-body-bytes",
         type=_positive,
@@ -71,10 +158,21 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
 
     eng = p.add_argument_group("engine")
     eng.add_argument("--conf", metavar="FILE", help="Volcano scheduler configuration file")
+    eng.add_argument(
+        "--strict-conf",
+        action="store_true",
+        help="refuse to start on a configuration warning (e.g. a plugin that is not "
+        "available), which otherwise is skipped as Volcano does and shown by /readyz",
+    )
     src = eng.add_mutually_exclusive_group()
     src.add_argument("--cluster", metavar="FILE", help="read a static cluster from FILE")
     src.add_argument("--kubeconfig", metavar="FILE", help="watch the cluster of a kubeconfig")
     src.add_argument("--in-cluster", action="store_true", help="watch the pod's own cluster")
+    src.add_argument(
+        "--demo",
+        action="store_true",
+        help="serve the bundled demo cluster (one of the four sources is required)",
+    )
     eng.add_argument(
         "--scheduler-names",
         type=_names,
@@ -88,10 +186,12 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     eng.add_argument(
         "--refresh-interval",
-        type=float,
+        type=_non_negative_seconds,
         default=0.0,
-        help="seconds between recomputations of queue shares after cluster changes "
-        "(default 1.0; the extender's own decisions count at once as assumed pods)",
+        help="least seconds between two rebuilds of the queue accounting (default 0: every "
+        "verb decides on the latest event, the accounting being rebuilt whenever the cluster "
+        "changed); a positive value caps rebuilds under churn at the cost of deciding on "
+        "shares up to that old (the extender's own decisions still count at once)",
     )
     eng.add_argument(
         "--namespaces",
@@ -102,15 +202,17 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     eng.add_argument(
         "--assume-ttl",
-        type=float,
+        type=_positive_seconds,
         default=30.0,
         help="seconds a filtered pod stays assumed before the informer shows it (default 30)",
     )
     eng.add_argument(
         "--on-error",
         choices=("pass", "fail"),
-        default="pass",
-        help="on a backend failure: let every node pass (pass) or report an error (fail)",
+        default="fail",
+        help="on an internal error: answer the verb's Error so kube-scheduler retries the pod "
+        "(fail, the default: with ignorable: false no pod is placed that the queue rules would "
+        "refuse), or let every node pass and score neutrally (pass: fails open)",
     )
 
     sec = p.add_argument_group("security")
@@ -126,7 +228,12 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     logs.add_argument(
         "-v", "--v", dest="verbosity", type=_verbosity, default=0, help="klog verbosity 0..10"
     )
-    logs.add_argument("--log-format", choices=("text", "json"), default="text")
+    logs.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="klog-style text lines or one JSON object per line (default text)",
+    )
     return p
 
 
@@ -170,7 +277,7 @@ def banner(args: argparse.Namespace) -> str:
     filter_url = url + verb_path(args.url_prefix, args.filter_verb)
     body = (
         DEMO_FILTER_BODY
-        if not (args.cluster or args.kubeconfig or args.in_cluster)
+        if args.demo
         else (
             '{"Pod":{"metadata":{"name":"POD","namespace":"NAMESPACE"},"spec":{"schedulerName":'
             '"queue-scheduler","containers":[]}},"NodeNames":["NODE-1","NODE-2"]}'
@@ -184,8 +291,13 @@ def banner(args: argparse.Namespace) -> str:
     if args.token_file:
         curl += ["-H", 'Authorization: Bearer "$(cat ' + args.token_file + ')"']
     command = " ".join(shlex.quote(part) for part in curl) + " -d " + shlex.quote(body)
+    metrics_url = url + "/metrics"
+    if args.metrics_bind_address is not None:
+        host, port = args.metrics_bind_address
+        metrics_url = base_url(argparse.Namespace(**{**vars(args), "host": host, "port": port}))
+        metrics_url += "/metrics"
     return (
-        f"queue-extender serving on {url} (filter {filter_url}, metrics {url}/metrics)\n"
+        f"queue-extender serving on {url} (filter {filter_url}, metrics {metrics_url})\n"
         f"try: {command}"
     )
 
@@ -193,19 +305,44 @@ def banner(args: argparse.Namespace) -> str:
 def build_server(
     args: argparse.Namespace, backend_factory: BackendFactory
 ) -> tuple[uvicorn.Server, ServerSettings]:
-    """The configured (not yet started) uvicorn server; raises ValueError on bad flags."""
+    """The main listener alone (for callers that never ask for a metrics listener)."""
+    server, _, settings = build_servers(args, backend_factory)
+    return server, settings
+
+
+def build_servers(
+    args: argparse.Namespace, backend_factory: BackendFactory
+) -> tuple[uvicorn.Server, MetricsServer | None, ServerSettings]:
+    """The configured (not yet started) main listener and, with --metrics-bind-address, the
+    metrics listener over the same app; raises ValueError on bad flags."""
     tls = tls_options(args.tls_cert, args.tls_key, args.client_ca)
+    metrics_address: tuple[str, int] | None = getattr(args, "metrics_bind_address", None)
+    if metrics_address == (args.host, args.port):
+        raise ValueError("--metrics-bind-address must differ from --host:--port")
     settings = settings_from_args(args)
     backend = backend_factory(args)
     # A backend with its own registry (the informers' metrics) is shown on /metrics too.
     extra = getattr(backend, "registry", None)
     if extra is not None:
         settings.extra_registries = (*settings.extra_registries, extra)
+    # A backend that knows its configuration's warnings has them shown on /readyz and counted.
+    warnings = getattr(backend, "config_warnings", None)
+    if callable(warnings):
+        settings.config_warnings = warnings
     app = create_app(backend, settings)
-    config = uvicorn.Config(
+    server = uvicorn.Server(_uvicorn_config(app, args.host, args.port, tls))
+    metrics = None
+    if metrics_address is not None:
+        host, port = metrics_address
+        metrics = MetricsServer(_uvicorn_config(create_metrics_app(app), host, port, tls))
+    return server, metrics, settings
+
+
+def _uvicorn_config(app: Any, host: str, port: int, tls: dict[str, Any]) -> uvicorn.Config:
+    return uvicorn.Config(
         app,
-        host=args.host,
-        port=args.port,
+        host=host,
+        port=port,
         loop="uvloop",
         http="httptools",
         workers=1,
@@ -215,20 +352,65 @@ def build_server(
         server_header=False,
         **tls,
     )
-    return uvicorn.Server(config), settings
+
+
+class MetricsServer(uvicorn.Server):
+    """The metrics listener. It leaves SIGINT/SIGTERM to the main server, which stops it:
+    two servers capturing the same signals would each restore the other's handler."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def serve_with_metrics(main: uvicorn.Server, metrics: uvicorn.Server) -> int:
+    """Runs both listeners on one event loop (one process, one engine) until either stops;
+    returns the exit code. SIGINT/SIGTERM reach the main listener, and the metrics listener
+    follows it; a listener that cannot start (e.g. its port is taken) stops the other, so
+    a pod never runs without the scrape endpoint it was configured with."""
+
+    def stop_both() -> None:
+        main.should_exit = metrics.should_exit = True
+
+    async def run(server: uvicorn.Server) -> int:
+        try:
+            await server.serve()
+        except SystemExit as exc:  # uvicorn's exit on a start-up failure, already logged
+            return exc.code if isinstance(exc.code, int) else 1
+        finally:
+            stop_both()
+        return 0
+
+    async def follow() -> None:
+        # uvicorn's own main loop polls should_exit at this pace: both shut down together.
+        while not (main.should_exit or metrics.should_exit):
+            await asyncio.sleep(0.1)
+        stop_both()
+
+    async def both() -> int:
+        watcher = asyncio.create_task(follow())
+        codes = await asyncio.gather(run(main), run(metrics))
+        watcher.cancel()
+        return max(codes)
+
+    with asyncio.Runner(loop_factory=main.config.get_loop_factory()) as runner:
+        return runner.run(both())
 
 
 def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     """Runs the service until SIGINT/SIGTERM; returns the process exit code."""
     setup_logging(args.verbosity, args.log_format)
     try:
-        server, _ = build_server(args, backend_factory)
+        server, metrics, _ = build_servers(args, backend_factory)
     except (ValueError, OSError) as exc:
-        log.error("cannot start: %s", exc)
+        log.error("cannot start: %s", one_line(str(exc)))
         return 2
     print(banner(args), flush=True)
     try:
-        server.run()
+        if metrics is None:
+            server.run()
+        else:
+            return serve_with_metrics(server, metrics)
     except (OSError, socket.gaierror) as exc:
         log.error("serving failed: %s", exc)
         return 1

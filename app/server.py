@@ -8,14 +8,23 @@ bytes and return pre-encoded bytes, so FastAPI never validates or encodes a requ
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from prometheus_client import CollectorRegistry
+from prometheus_client import (
+    CollectorRegistry,
+    Gauge,
+    GCCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from app import routes_debug, routes_ops
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries
@@ -50,20 +59,22 @@ class ServerSettings:
 
     `registry`: the app's metric registry; pass one to register other collectors on it
     (e.g. the informers'); a fresh one is made otherwise. `extra_registries` are rendered
-    after it on /metrics.
+    after it on /metrics. `config_warnings` returns what the engine's configuration made it
+    skip, read at each /readyz and scrape (so a reloaded configuration shows at once).
     """
 
     url_prefix: str = "/"
     filter_verb: str = "filter"
     prioritize_verb: str = "prioritize"
     preempt_verb: str = "preempt"
-    on_error: OnError = "pass"
+    on_error: OnError = "fail"
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     registry: CollectorRegistry | None = None
     extra_registries: tuple[CollectorRegistry, ...] = ()
     token_file: str | None = None
     token_recheck_seconds: float = 1.0
     metrics_auth: bool = False
+    config_warnings: Callable[[], Sequence[str]] = tuple
 
 
 def verb_path(prefix: str, verb: str) -> str:
@@ -156,11 +167,22 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     _check(settings)
     paths = verb_paths(settings)
     registry = settings.registry if settings.registry is not None else CollectorRegistry()
+    # A `_created` series per counter and histogram doubles the scrape for a timestamp no
+    # dashboard reads (the switch is process-wide in prometheus_client); the process and GC
+    # collectors give memory, CPU, open files and collection pauses next to our own figures.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    ProcessCollector(registry=registry)
+    GCCollector(registry=registry)
     # The queue collector goes first so that a failure while reading the queues is already
     # counted in the same scrape's queue_extender_errors_total.
     queue_collector = QueueCollector(backend.queue_metrics)
     registry.register(queue_collector)
     metrics = ServiceMetrics(registry)
+    Gauge(
+        "queue_extender_config_warnings",
+        "Configuration warnings: plugins the engine skips (named by /readyz).",
+        registry=registry,
+    ).set_function(lambda: len(settings.config_warnings()))
     queue_errors = metrics.verb("queue_metrics")
     queue_collector.on_error = lambda _exc: queue_errors.error()
     ctx = VerbContext(
@@ -213,6 +235,23 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     )
     _add_ops_routes(app, backend, ctx, registry, settings)
     _install_openapi(app, defs)
+    _install_auth(app, settings)
+    return app
+
+
+def create_metrics_app(app: FastAPI) -> Starlette:
+    """/metrics, /healthz and /readyz of `app` alone, for a second listener that Prometheus
+    and probes may reach while the verbs and /debug stay on the main (loopback) one. Same
+    registries, same readiness, same authentication."""
+    endpoints = app.state.ops_endpoints
+    metrics_app = Starlette(
+        routes=[Route(path, endpoint, methods=["GET"]) for path, endpoint in endpoints.items()]
+    )
+    _install_auth(metrics_app, app.state.settings)
+    return metrics_app
+
+
+def _install_auth(app: Starlette, settings: ServerSettings) -> None:
     if settings.token_file:
         open_paths = OPEN_PATHS if settings.metrics_auth else OPEN_PATHS | {"/metrics"}
         app.add_middleware(
@@ -220,7 +259,6 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
             tokens=TokenFile(settings.token_file, settings.token_recheck_seconds),
             open_paths=open_paths,
         )
-    return app
 
 
 def _add_ops_routes(
@@ -231,6 +269,14 @@ def _add_ops_routes(
     settings: ServerSettings,
 ) -> None:
     text = {"content": {"text/plain": {"schema": {"type": "string"}}}}
+    readyz = routes_ops.make_readyz(backend, settings.config_warnings)
+    metrics = routes_ops.make_metrics(tuple(iter_registries(registry, settings.extra_registries)))
+    # What a separate metrics listener serves (`create_metrics_app`): probes and the scrape.
+    app.state.ops_endpoints = {
+        "/healthz": routes_ops.healthz,
+        "/readyz": readyz,
+        "/metrics": metrics,
+    }
     app.add_api_route(
         "/healthz",
         routes_ops.healthz,
@@ -239,7 +285,7 @@ def _add_ops_routes(
     )
     app.add_api_route(
         "/readyz",
-        routes_ops.make_readyz(backend),
+        readyz,
         methods=["GET"],
         responses={
             200: {"description": "Caches synced", **text},
@@ -248,7 +294,7 @@ def _add_ops_routes(
     )
     app.add_api_route(
         "/metrics",
-        routes_ops.make_metrics(tuple(iter_registries(registry, settings.extra_registries))),
+        metrics,
         methods=["GET"],
         responses={200: {"description": "Prometheus text format", **text}},
     )

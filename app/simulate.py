@@ -33,7 +33,13 @@ def add_simulate_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--actions", help='override the configuration\'s actions, e.g. "enqueue, allocate"'
     )
-    parser.add_argument("--output", "-o", choices=("json", "table"), default="json")
+    parser.add_argument(
+        "--output",
+        "-o",
+        choices=("json", "table"),
+        default="json",
+        help="the session's decisions as JSON or as a table for people (default json)",
+    )
     parser.set_defaults(func=run_simulate)
 
 

@@ -9,6 +9,7 @@ warning at session open, as Volcano does.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,9 @@ class SchedulerConfiguration:
     tiers: list[Tier]
     configurations: dict[str, dict[str, Any]] = field(default_factory=dict)
     metrics: dict[str, str] = field(default_factory=dict)
+    #: What a session will skip with a warning (a plugin the engine does not have), one line
+    #: each; filled by whoever knows the engine's plugins (see `unavailable_plugins`).
+    warnings: list[str] = field(default_factory=list)
 
     def action_arguments(self, action: str) -> dict[str, Any]:
         return self.configurations.get(action, {})
@@ -204,6 +208,25 @@ def load_configuration(
         configurations=configurations,
         metrics={str(k): str(v) for k, v in metrics.items()},
     )
+
+
+def unavailable_plugins(
+    conf: SchedulerConfiguration, available: Collection[str], source: str = "configuration"
+) -> list[str]:
+    """One warning per plugin of ``conf`` that is not in ``available``.
+
+    Volcano skips such a plugin with a log line and runs on, so a misspelt ``proportionn``
+    silently turns fair share off; these lines let the caller show it where an operator looks.
+    Actions need no such check: a name Volcano does not know is already an error, and the
+    ones it knows but the engine lacks (backfill, shuffle) take no part in the verbs.
+    """
+    return [
+        f"{source}: tiers[{i}].plugins[{j}]: plugin {option.name!r} is not available, skipped "
+        f"(available: {', '.join(sorted(available))})"
+        for i, tier in enumerate(conf.tiers)
+        for j, option in enumerate(tier.plugins)
+        if option.name not in available
+    ]
 
 
 def load_configuration_file(path: str | Path) -> SchedulerConfiguration:

@@ -5,11 +5,22 @@ from __future__ import annotations
 import scheduler_core.actions
 import scheduler_core.plugins  # noqa: F401 - registers plugins and actions
 from scheduler_core.api.snapshot import ClusterSnapshot
-from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.conf import SchedulerConfiguration, unavailable_plugins
 from scheduler_core.framework.framework import close_session, open_session, run_actions
+from scheduler_core.framework.registry import plugin_names
 from scheduler_core.framework.session import Session
 
-__all__ = ["close_session", "open_session", "run_actions", "run_session"]
+__all__ = ["check_configuration", "close_session", "open_session", "run_actions", "run_session"]
+
+
+def check_configuration(
+    conf: SchedulerConfiguration, source: str = "configuration"
+) -> SchedulerConfiguration:
+    """Records on ``conf`` every plugin a session would skip; returns ``conf``.
+
+    Done here because only the engine knows which plugins it registered."""
+    conf.warnings = unavailable_plugins(conf, plugin_names(), source)
+    return conf
 
 
 def run_session(

@@ -13,7 +13,9 @@ from scheduler_core.conf import (
     load_configuration,
     load_configuration_file,
 )
+from scheduler_core.engine import check_configuration
 from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.registry import plugin_names
 
 VOLCANO_HELM_CONF = """
 actions: "enqueue, allocate, backfill"
@@ -115,3 +117,22 @@ def test_unknown_plugin_is_skipped_with_a_warning_naming_it(
         ssn = open_session(ClusterSnapshot(), conf)
     assert "no-such-plugin" in caplog.text
     assert ssn.plugins == {}
+
+
+def test_plugins_the_engine_lacks_are_recorded_as_warnings_on_the_configuration() -> None:
+    conf = check_configuration(load_configuration(VOLCANO_HELM_CONF), "volcano.conf")
+    (warning,) = conf.warnings
+    assert warning.startswith("volcano.conf: tiers[1].plugins[0]: plugin 'overcommit'")
+    assert "proportion" in warning  # the available names, to spot a misspelling
+    assert check_configuration(default_configuration()).warnings == []
+
+
+def test_a_misspelt_plugin_is_a_warning_and_is_still_skipped() -> None:
+    conf = check_configuration(
+        load_configuration("tiers:\n- plugins:\n  - name: gang\n  - name: proportionn\n")
+    )
+    assert [w.split(": ", 1)[1] for w in conf.warnings] == [
+        "tiers[0].plugins[1]: plugin 'proportionn' is not available, skipped "
+        "(available: " + ", ".join(sorted(plugin_names())) + ")"
+    ]
+    assert set(open_session(ClusterSnapshot(), conf).plugins) == {"gang"}

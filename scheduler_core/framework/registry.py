@@ -64,3 +64,7 @@ def plugin_builder(name: str) -> Callable[[Arguments], Plugin] | None:
 
 def action_builder(name: str) -> Callable[[], Action] | None:
     return _ACTIONS.get(name)
+
+
+def plugin_names() -> frozenset[str]:
+    return frozenset(_PLUGINS)

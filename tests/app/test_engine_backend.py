@@ -25,8 +25,8 @@ def pod(
     }
 
 
-def backend(*flags: str) -> Any:
-    return backend_from_args(build_parser().parse_args(["serve", *flags]))
+def backend(*flags: str, source: tuple[str, ...] = ("--demo",)) -> Any:
+    return backend_from_args(build_parser().parse_args(["serve", *source, *flags]))
 
 
 def test_pods_of_the_configured_scheduler_names_are_managed() -> None:
@@ -50,17 +50,24 @@ def test_namespaces_restrict_pending_demand_to_those_namespaces() -> None:
     assert engine.state.counts()["pods"] > 0
 
 
-def test_demo_cluster_is_served_when_no_source_is_given() -> None:
-    engine = backend()
+def test_demo_cluster_is_served_when_asked_for() -> None:
+    engine = backend(source=("--demo",))
     assert engine.readiness() == (True, "serving from the bundled demo cluster")
     assert engine.state.counts()["nodes"] == 4
+
+
+def test_no_cluster_source_is_refused_naming_the_four_options() -> None:
+    with pytest.raises(ValueError, match="no cluster source") as refused:
+        backend(source=())
+    for option in ("--in-cluster", "--kubeconfig", "--cluster", "--demo"):
+        assert option in str(refused.value)
 
 
 def test_a_bad_cluster_file_is_a_one_line_value_error(tmp_path: Path) -> None:
     bad = tmp_path / "c.yaml"
     bad.write_text("apiVersion: v1\nkind: Node\nmetadata: {}\n")
     with pytest.raises(ValueError, match=r"c\.yaml: document 1: Node: metadata\.name"):
-        backend("--cluster", str(bad))
+        backend(source=("--cluster", str(bad)))
 
 
 def test_a_pod_that_cannot_be_read_gets_neutral_answers_not_an_engine_error(
@@ -87,3 +94,22 @@ def test_explain_of_a_pod_that_cannot_be_read_is_a_bad_request_with_one_line() -
     assert answer.status_code == 400
     error = answer.json()["Error"]
     assert 'invalid quantity "abc"' in error and "requests.cpu" in error and "\n" not in error
+
+
+MISSPELT_CONF = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name: proportionn\n"
+
+
+def test_a_misspelt_plugin_is_kept_as_a_configuration_warning(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano.conf"
+    conf.write_text(MISSPELT_CONF)
+    (warning,) = backend("--conf", str(conf)).config_warnings()
+    assert str(conf) in warning and "'proportionn'" in warning
+    assert backend().config_warnings() == []
+
+
+def test_strict_conf_refuses_a_configuration_warning(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano.conf"
+    conf.write_text(MISSPELT_CONF)
+    with pytest.raises(ValueError, match=r"--strict-conf: 1 configuration warning.*'proportionn'"):
+        backend("--conf", str(conf), "--strict-conf")
+    assert backend("--strict-conf").config_warnings() == []

@@ -126,6 +126,13 @@ def test_backend_exception_fail_policy(live: LiveFactory) -> None:
     assert svc.client.post("/filter", content=FILTER_REQ).json()["NodeNames"] == ["a", "b"]
 
 
+def test_by_default_a_backend_failure_fails_closed(live: LiveFactory) -> None:
+    """No node passes filter on an internal error unless `pass` is asked for."""
+    svc = live(ServerSettings(), FakeBackend(fail={"filter"}))
+    doc = svc.client.post("/filter", content=FILTER_REQ).json()
+    assert "scripted filter failure" in doc["Error"] and not doc["NodeNames"]
+
+
 def test_malformed_backend_answer_counts_as_a_backend_failure(live: LiveFactory) -> None:
     def garbage(pod: object, names: list[str]) -> list[tuple[str, int]]:
         return [("a", "high")]  # type: ignore[list-item]

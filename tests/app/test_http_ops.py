@@ -142,6 +142,18 @@ def test_metrics_include_a_given_registry_and_extra_registries(live: LiveFactory
     assert got[("engine_sessions_total", ())] == 5
 
 
+def test_metrics_have_process_and_gc_collectors_and_no_created_series(live: LiveFactory) -> None:
+    extra = CollectorRegistry()
+    Counter("informer_events_total", "events", registry=extra).inc()
+    svc = live(ServerSettings(extra_registries=(extra,)))
+    svc.client.post("/filter", content=b'{"Pod": {}, "NodeNames": ["a"]}')
+    names = {name for name, _ in samples(svc.client.get("/metrics").text)}
+    assert "process_resident_memory_bytes" in names and "process_cpu_seconds_total" in names
+    assert "python_gc_collections_total" in names
+    assert "queue_extender_decisions_total" in names and "informer_events_total" in names
+    assert not [name for name in names if name.endswith("_created")]
+
+
 def test_debug_endpoints(svc: Live) -> None:
     r = svc.client.get("/debug/queues")
     assert r.status_code == 200 and r.json() == {"queues": {"default": {"weight": 1}}}

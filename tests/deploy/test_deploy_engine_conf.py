@@ -5,6 +5,7 @@ from __future__ import annotations
 import yaml
 
 from scheduler_core.conf import default_configuration, load_configuration
+from scheduler_core.engine import check_configuration
 
 from .deploy_manifests import Manifest, engine_configuration_text
 
@@ -35,3 +36,9 @@ def test_the_engine_loads_it_as_its_default(documents: list[Manifest]) -> None:
     assert [[(p.name, p.flags) for p in t.plugins] for t in mounted.tiers] == [
         [(p.name, p.flags) for p in t.plugins] for t in default.tiers
     ]
+
+
+def test_it_has_no_configuration_warning(documents: list[Manifest]) -> None:
+    """The extender runs with --strict-conf: a warning here would stop it from starting."""
+    mounted = load_configuration(engine_configuration_text(documents), "ConfigMap")
+    assert check_configuration(mounted).warnings == []

@@ -6,7 +6,14 @@ import argparse
 
 from app.serve_cli import add_serve_parser
 
-from .deploy_manifests import SCHEDULER_NAME, Manifest, containers, pod_spec
+from .deploy_manifests import (
+    SCHEDULER_NAME,
+    Manifest,
+    containers,
+    pod_spec,
+    rendered_documents,
+    scheduler_configuration,
+)
 
 
 def _parse(args: list[str]) -> argparse.Namespace:
@@ -25,10 +32,23 @@ def test_the_cli_accepts_the_arguments(documents: list[Manifest]) -> None:
     assert args.host in {"127.0.0.1", "0.0.0.0"}
     assert args.verbosity == 2
     assert args.assume_ttl == 30
-    assert args.on_error == "pass"
+    assert args.on_error == "fail"
+    assert args.strict_conf is True  # a misspelt plugin stops the pod, not fair share
     # Never the token: kube-scheduler cannot send it (deploy/README.md).
     assert args.token_file is None
     assert args.metrics_auth is False
+
+
+def test_an_internal_error_never_places_a_pod_the_queue_rules_would_refuse(
+    documents: list[Manifest],
+) -> None:
+    """Fail-closed as a pair: the extender answers filter's Error on an internal error, and
+    kube-scheduler, with the extender not ignorable, fails the attempt and retries the pod."""
+    args = _parse(containers(documents)["queue-extender"]["args"])
+    (extender,) = scheduler_configuration(documents)["extenders"]
+    assert args.on_error == "fail"
+    assert extender["ignorable"] is False
+    assert extender["filterVerb"] == args.filter_verb
 
 
 def test_tls_files_come_from_the_mounted_secret(documents: list[Manifest]) -> None:
@@ -53,3 +73,9 @@ def test_a_misspelt_flag_would_be_caught() -> None:
     except (argparse.ArgumentError, SystemExit):
         return
     raise AssertionError("an unknown flag was accepted")
+
+
+def test_the_chart_can_turn_strict_conf_off() -> None:
+    documents = rendered_documents({"extender": {"strictConf": False}})
+    args = _parse(containers(documents)["queue-extender"]["args"])
+    assert args.strict_conf is False
