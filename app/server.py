@@ -16,6 +16,7 @@ from fastapi.openapi.utils import get_openapi
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
+from starlette.middleware.authentication import AuthenticationMiddleware
 
 from app import routes_debug, routes_ops
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries
@@ -24,7 +25,7 @@ from app.routes_common import OnError, VerbContext
 from app.routes_filter import make_filter_endpoint
 from app.routes_preempt import make_preempt_endpoint
 from app.routes_prioritize import make_prioritize_endpoint
-from app.security import BearerAuthMiddleware, TokenFile
+from app.security import BearerTokenBackend, TokenFile, unauthorized
 from app.wire import (
     ErrorModel,
     ExtenderArgs,
@@ -216,9 +217,11 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     if settings.token_file:
         open_paths = OPEN_PATHS if settings.metrics_auth else OPEN_PATHS | {"/metrics"}
         app.add_middleware(
-            BearerAuthMiddleware,
-            tokens=TokenFile(settings.token_file, settings.token_recheck_seconds),
-            open_paths=open_paths,
+            AuthenticationMiddleware,
+            backend=BearerTokenBackend(
+                TokenFile(settings.token_file, settings.token_recheck_seconds), open_paths
+            ),
+            on_error=unauthorized,
         )
     return app
 
