@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layering unit e2e bench clean
+.PHONY: run test lint typecheck layering unit e2e bench clean lock
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ test: lint typecheck layering unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# The image's runtime dependencies, pinned with every file's hash (the Dockerfile installs
+# exactly this set). Run after changing [project].dependencies in pyproject.toml.
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --generate-hashes --python-version 3.11 \
+	  --python-platform linux --custom-compile-command "make lock" -o requirements.lock
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

@@ -14,19 +14,21 @@ import logging
 import os
 import ssl
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import orjson
+from starlette.authentication import (
+    AuthCredentials,
+    AuthenticationBackend,
+    AuthenticationError,
+    BaseUser,
+    SimpleUser,
+)
+from starlette.requests import HTTPConnection
+from starlette.responses import Response
 
 log = logging.getLogger(__name__)
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 def tls_options(
@@ -105,35 +107,31 @@ class TokenFile:
 _UNAUTHORIZED = orjson.dumps({"Error": "unauthorized: a valid bearer token is required"})
 
 
-class BearerAuthMiddleware:
-    """Pure ASGI middleware: every HTTP path except `open_paths` needs the bearer token."""
+class BearerTokenBackend(AuthenticationBackend):
+    """Starlette's authentication backend for the token: every path but `open_paths` needs it.
 
-    def __init__(self, app: ASGIApp, tokens: TokenFile, open_paths: frozenset[str]) -> None:
-        self._app = app
+    Starlette's `AuthenticationMiddleware` only labels requests; refusing them is the backend's
+    call (`AuthenticationError`), answered by `unauthorized` below.
+    """
+
+    def __init__(self, tokens: TokenFile, open_paths: frozenset[str]) -> None:
         self._tokens = tokens
         self._open = open_paths
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self._open:
-            await self._app(scope, receive, send)
-            return
-        auth: bytes | None = None
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                auth = value
-                break
-        if self._tokens.accepts(auth):
-            await self._app(scope, receive, send)
-            return
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(_UNAUTHORIZED)).encode()),
-                    (b"www-authenticate", b'Bearer realm="queue-extender"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": _UNAUTHORIZED})
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        if conn.url.path in self._open:
+            return None
+        header = conn.headers.get("authorization")
+        if self._tokens.accepts(header.encode("latin-1") if header is not None else None):
+            return AuthCredentials(["authenticated"]), SimpleUser("bearer")
+        raise AuthenticationError("a valid bearer token is required")
+
+
+def unauthorized(conn: HTTPConnection, exc: AuthenticationError) -> Response:
+    """The 401 every refused request gets, in the verbs' error shape."""
+    return Response(
+        _UNAUTHORIZED,
+        status_code=401,
+        media_type="application/json",
+        headers={"www-authenticate": 'Bearer realm="queue-extender"'},
+    )

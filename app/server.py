@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
 from starlette.routing import Route
+from starlette.middleware.authentication import AuthenticationMiddleware
 
 from app import routes_debug, routes_ops
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries
@@ -33,7 +34,7 @@ from app.routes_common import OnError, VerbContext
 from app.routes_filter import make_filter_endpoint
 from app.routes_preempt import make_preempt_endpoint
 from app.routes_prioritize import make_prioritize_endpoint
-from app.security import BearerAuthMiddleware, TokenFile
+from app.security import BearerTokenBackend, TokenFile, unauthorized
 from app.wire import (
     ErrorModel,
     ExtenderArgs,
@@ -255,9 +256,11 @@ def _install_auth(app: Starlette, settings: ServerSettings) -> None:
     if settings.token_file:
         open_paths = OPEN_PATHS if settings.metrics_auth else OPEN_PATHS | {"/metrics"}
         app.add_middleware(
-            BearerAuthMiddleware,
-            tokens=TokenFile(settings.token_file, settings.token_recheck_seconds),
-            open_paths=open_paths,
+            AuthenticationMiddleware,
+            backend=BearerTokenBackend(
+                TokenFile(settings.token_file, settings.token_recheck_seconds), open_paths
+            ),
+            on_error=unauthorized,
         )
 
 

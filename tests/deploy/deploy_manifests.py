@@ -8,11 +8,13 @@ resources its kustomization lists, in order); the chart is rendered offline by H
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import helm_python as helm
 import yaml
+from helm_python import _native
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = ROOT / "deploy"
@@ -25,6 +27,9 @@ PROBE_SCRIPT = DEPLOY_DIR / "healthprobe.py"
 RELEASE = "kube-queue-extender"
 NAMESPACE = "kube-queue-extender"
 SCHEDULER_NAME = "queue-scheduler"
+#: The API server version the chart is rendered for: `helm install` takes it from the cluster
+#: (.Capabilities.KubeVersion), and the kube-scheduler image tag follows it by default.
+KUBE_VERSION = "v1.36.2"
 
 #: Labels and annotations only Helm adds; deploy/ has no use for them.
 HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
@@ -61,18 +66,35 @@ def load_kustomization(directory: Path = DEPLOY_DIR) -> list[Manifest]:
 
 
 def render_chart(
-    values: dict[str, Any] | None = None, namespace: str = NAMESPACE
+    values: dict[str, Any] | None = None,
+    namespace: str = NAMESPACE,
+    kube_version: str = KUBE_VERSION,
 ) -> dict[str, str]:
-    """Template path -> rendered text, as `helm template` would produce it."""
+    """Template path -> rendered text, as `helm template --kube-version` would produce it.
+
+    ``Chart.render`` of helm-python-sdk 0.2 has no kube-version keyword, but the library's
+    render call takes the option (it rejects unknown ones): call it the way ``render`` does.
+    """
+    options = {"name": RELEASE, "namespace": namespace, "is_install": True}
+    options["kube_version"] = kube_version
     with helm.Chart.load(CHART_DIR) as chart:
-        return chart.render(values=values, name=RELEASE, namespace=namespace, is_install=True)
+        rendered = _native.call_string(
+            "helm_render",
+            chart._raw(),
+            None if values is None else json.dumps(values),
+            json.dumps(options),
+        )
+    manifests: dict[str, str] = json.loads(rendered)
+    return manifests
 
 
 def rendered_documents(
-    values: dict[str, Any] | None = None, namespace: str = NAMESPACE
+    values: dict[str, Any] | None = None,
+    namespace: str = NAMESPACE,
+    kube_version: str = KUBE_VERSION,
 ) -> list[Manifest]:
     documents: list[Manifest] = []
-    for path, text in sorted(render_chart(values, namespace).items()):
+    for path, text in sorted(render_chart(values, namespace, kube_version).items()):
         if path.endswith(".yaml"):
             documents.extend(load_documents(text, path))
     return documents

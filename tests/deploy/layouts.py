@@ -15,6 +15,7 @@ CHART_LAYOUTS: dict[str, dict[str, Any]] = {
         "replicaCount": 2,
         "metrics": {"enabled": True},
         "reclaimLoop": {"enabled": True},
+        "statusWriteBack": {"enabled": True},
         "extender": {
             "tls": {
                 "enabled": True,

@@ -18,7 +18,7 @@ from .deploy_manifests import (
 
 def _parse(args: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="queue-extender", exit_on_error=False)
-    add_serve_parser(parser.add_subparsers(dest="command", required=True))
+    serve = add_serve_parser(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(args)
 
 
@@ -49,6 +49,24 @@ def test_an_internal_error_never_places_a_pod_the_queue_rules_would_refuse(
     assert args.on_error == "fail"
     assert extender["ignorable"] is False
     assert extender["filterVerb"] == args.filter_verb
+
+
+def test_verbs_stay_on_loopback_and_metrics_get_their_own_listener(
+    documents: list[Manifest],
+) -> None:
+    container = containers(documents)["queue-extender"]
+    args = _parse(container["args"])
+    ports = {p["name"]: p["containerPort"] for p in container.get("ports", [])}
+    if args.metrics_bind_address is None:
+        assert "metrics" not in ports
+    else:
+        host, _, port = args.metrics_bind_address.rpartition(":")
+        assert host == "0.0.0.0"
+        assert ports["metrics"] == int(port) != args.port
+    if args.host == "127.0.0.1":
+        assert "extender" not in ports
+    else:
+        assert ports["extender"] == args.port
 
 
 def test_tls_files_come_from_the_mounted_secret(documents: list[Manifest]) -> None:

@@ -123,20 +123,28 @@ def test_default_layout_keeps_the_extender_on_loopback() -> None:
 
 
 @pytest.mark.parametrize("layout", ["chart-metrics", "chart-mtls-reclaim-ha"])
-def test_metrics_layout_exposes_only_the_extender_port(layout: str) -> None:
+def test_metrics_layout_exposes_only_the_metrics_listener(layout: str) -> None:
+    """Prometheus reaches a second listener; the verbs' listener stays on 127.0.0.1."""
     documents = layout_documents(layout)
     extender = containers(documents)["queue-extender"]
-    assert option_value(extender["args"], "--host") == "0.0.0.0"
-    port = int(option_value(extender["args"], "--port") or 0)
-    assert extender["ports"] == [{"name": "metrics", "containerPort": port, "protocol": "TCP"}]
+    assert option_value(extender["args"], "--host") == "127.0.0.1"
+    verbs_port = int(option_value(extender["args"], "--port") or 0)
+    bind = option_value(extender["args"], "--metrics-bind-address") or ""
+    host, _, metrics_port = bind.rpartition(":")
+    assert host == "0.0.0.0"
+    assert int(metrics_port) == 8889 != verbs_port
+    assert extender["ports"] == [
+        {"name": "metrics", "containerPort": int(metrics_port), "protocol": "TCP"}
+    ]
     service = find(documents, "Service")
     annotations = service["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true"
-    assert annotations["prometheus.io/port"] == str(port)
+    assert annotations["prometheus.io/port"] == metrics_port
     assert annotations["prometheus.io/path"] == "/metrics"
-    tls = option_value(extender["args"], "--tls-cert") is not None
-    assert annotations["prometheus.io/scheme"] == ("https" if tls else "http")
-    assert service["spec"]["ports"][0]["targetPort"] == "metrics"
+    assert annotations["prometheus.io/scheme"] == "http"
+    assert service["spec"]["ports"] == [
+        {"name": "metrics", "port": 8889, "targetPort": "metrics", "protocol": "TCP"}
+    ]
     pod_labels = find(documents, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert service["spec"]["selector"].items() <= pod_labels.items()
     policy = find(documents, "NetworkPolicy")
@@ -147,6 +155,30 @@ def test_metrics_layout_exposes_only_the_extender_port(layout: str) -> None:
     assert rule["from"] == [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
     ]
+
+
+def test_metrics_port_is_configurable() -> None:
+    documents = rendered_documents(
+        {"metrics": {"enabled": True, "port": 9100, "service": {"port": 80}}}
+    )
+    extender = containers(documents)["queue-extender"]
+    assert option_value(extender["args"], "--metrics-bind-address") == "0.0.0.0:9100"
+    assert extender["ports"][0]["containerPort"] == 9100
+    service = find(documents, "Service")
+    assert service["metadata"]["annotations"]["prometheus.io/port"] == "9100"
+    assert service["spec"]["ports"][0]["port"] == 80
+
+
+def test_listen_all_with_metrics_guards_both_ports() -> None:
+    documents = rendered_documents({"metrics": {"enabled": True}, "extender": {"listenAll": True}})
+    extender = containers(documents)["queue-extender"]
+    assert option_value(extender["args"], "--host") == "0.0.0.0"
+    assert {p["name"]: p["containerPort"] for p in extender["ports"]} == {
+        "extender": 8888,
+        "metrics": 8889,
+    }
+    (rule,) = find(documents, "NetworkPolicy")["spec"]["ingress"]
+    assert [p["port"] for p in rule["ports"]] == ["metrics", "extender"]
 
 
 def test_listen_all_without_peers_admits_no_one() -> None:

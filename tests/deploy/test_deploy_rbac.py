@@ -1,9 +1,16 @@
 """RBAC grants exactly what the brief lists: the stock scheduler's roles, the lease, the
-extender's read-only informers and, only when the reclaim loop is on, evictions and events."""
+extender's read-only informers and, only with each writer feature's switch, its own writes
+(reclaim loop: evictions, events, its Lease; status write-back: PodGroups, Queue status,
+events)."""
 
 from __future__ import annotations
 
-from .deploy_manifests import Manifest, find, find_all, pod_spec
+import itertools
+from typing import Any
+
+import pytest
+
+from .deploy_manifests import NAMESPACE, Manifest, find, find_all, pod_spec, rendered_documents
 from .layouts import CHART_LAYOUTS
 
 #: (namespace or "*", apiGroup, resource, resourceName or "*", verb)
@@ -24,10 +31,41 @@ INFORMER_GRANTS: set[Grant] = {
     for verb in READ
 }
 
-RECLAIM_GRANTS: set[Grant] = {
-    ("*", "", "pods/eviction", "*", "create"),
-    ("*", "", "events", "*", "create"),
-    ("*", "events.k8s.io", "events", "*", "create"),
+EVENT_GRANTS: set[Grant] = {
+    ("*", group, "events", "*", verb)
+    for group in ("", "events.k8s.io")
+    for verb in ("create", "patch")
+}
+
+
+def _reclaim_grants(namespace: str) -> set[Grant]:
+    return EVENT_GRANTS | {
+        ("*", "", "pods/eviction", "*", "create"),
+        (namespace, "coordination.k8s.io", "leases", "*", "create"),
+        (namespace, "coordination.k8s.io", "leases", "queue-scheduler-reclaim", "get"),
+        (namespace, "coordination.k8s.io", "leases", "queue-scheduler-reclaim", "update"),
+    }
+
+
+STATUS_GRANTS: set[Grant] = (
+    EVENT_GRANTS
+    | {
+        ("*", "scheduling.volcano.sh", "podgroups", "*", verb)
+        for verb in ("get", "update", "patch")
+    }
+    | {("*", "scheduling.volcano.sh", "queues/status", "*", verb) for verb in ("update", "patch")}
+)
+
+#: Every verb any of our roles may carry; anything else (delete, escalate, bind, …) fails.
+ALLOWED_VERBS = {"get", "list", "watch", "create", "update", "patch"}
+
+#: Every switch that changes which RBAC objects render.
+RBAC_SWITCHES: dict[str, dict[str, Any]] = {
+    "reclaimLoop": {"reclaimLoop": {"enabled": True}},
+    "statusWriteBack": {"statusWriteBack": {"enabled": True}},
+    "serviceAccount.create=false": {"serviceAccount": {"create": False, "name": "byo"}},
+    "metrics": {"metrics": {"enabled": True}},
+    "ha": {"replicaCount": 3},
 }
 
 #: Built-in roles bound as they are, exactly as the stock kube-scheduler runs with them.
@@ -45,8 +83,21 @@ def _lease_grants(namespace: str) -> set[Grant]:
     }
 
 
+def _switched_on(layout: str, feature: str) -> bool:
+    return bool(CHART_LAYOUTS.get(layout, {}).get(feature, {}).get("enabled"))
+
+
 def _reclaim_on(layout: str) -> bool:
-    return bool(CHART_LAYOUTS.get(layout, {}).get("reclaimLoop", {}).get("enabled"))
+    return _switched_on(layout, "reclaimLoop")
+
+
+def _expected_grants(namespace: str, reclaim: bool, status: bool) -> set[Grant]:
+    expected = INFORMER_GRANTS | _lease_grants(namespace)
+    if reclaim:
+        expected |= _reclaim_grants(namespace)
+    if status:
+        expected |= STATUS_GRANTS
+    return expected
 
 
 def _namespace(documents: list[Manifest]) -> str:
@@ -88,10 +139,8 @@ def _granted(documents: list[Manifest]) -> tuple[set[Grant], set[tuple[str, str,
 
 def test_grants_are_exactly_the_brief(layout: str, documents: list[Manifest]) -> None:
     grants, built_in = _granted(documents)
-    expected = INFORMER_GRANTS | _lease_grants(_namespace(documents))
-    if _reclaim_on(layout):
-        expected |= RECLAIM_GRANTS
-    assert grants == expected
+    reclaim, status = _reclaim_on(layout), _switched_on(layout, "statusWriteBack")
+    assert grants == _expected_grants(_namespace(documents), reclaim, status)
     assert built_in == BUILT_IN_ROLES
 
 
@@ -128,3 +177,35 @@ def test_reclaim_rights_only_with_the_reclaim_loop(layout: str, documents: list[
     grants, _ = _granted(documents)
     can_evict = any(g[2] == "pods/eviction" for g in grants)
     assert can_evict is _reclaim_on(layout)
+
+
+def _combinations() -> list[tuple[str, ...]]:
+    names = sorted(RBAC_SWITCHES)
+    return [c for n in range(len(names) + 1) for c in itertools.combinations(names, n)]
+
+
+def _merged(switches: tuple[str, ...]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name in switches:
+        values.update(RBAC_SWITCHES[name])
+    return values
+
+
+@pytest.mark.parametrize("switches", _combinations(), ids=lambda c: "+".join(c) or "defaults")
+def test_every_switch_combination_grants_only_allowed_verbs(switches: tuple[str, ...]) -> None:
+    """No wildcard anywhere, no verb outside the allow-list, and each writer's rights exactly
+    when its switch is on, whatever else is switched."""
+    documents = rendered_documents(_merged(switches))
+    for kind in ("ClusterRole", "Role"):
+        for role in find_all(documents, kind):
+            for rule in role["rules"]:
+                for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+                    assert "*" not in rule.get(field, []), (role["metadata"]["name"], field)
+                assert set(rule["verbs"]) <= ALLOWED_VERBS, role["metadata"]["name"]
+    grants, built_in = _granted(documents)
+    reclaim, status = "reclaimLoop" in switches, "statusWriteBack" in switches
+    assert grants == _expected_grants(NAMESPACE, reclaim, status)
+    assert built_in == BUILT_IN_ROLES
+    account = pod_spec(documents)["serviceAccountName"]
+    created = [a["metadata"]["name"] for a in find_all(documents, "ServiceAccount")]
+    assert created == ([] if "serviceAccount.create=false" in switches else [account])

@@ -21,6 +21,7 @@ EXPECTED_KINDS = {
     "Deployment",
     "Service",
     "NetworkPolicy",
+    "PodDisruptionBudget",
 }
 
 

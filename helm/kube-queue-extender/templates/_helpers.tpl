@@ -20,7 +20,11 @@ Names. Cluster-scoped objects (ClusterRoles, bindings) carry the full name so tw
 {{- end }}
 
 {{- define "kqe.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
 {{- default (include "kqe.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create=false" .Values.serviceAccount.name }}
+{{- end }}
 {{- end }}
 
 {{- define "kqe.selectorLabels" -}}
@@ -37,12 +41,79 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{/*
-Whether the extender listens on every interface. Only then is it reachable from outside the
-pod (Prometheus, kubelet); by default it binds 127.0.0.1 and only kube-scheduler reaches it.
-Returns "true" or "".
+Whether any port of the extender is reachable from outside the pod: the metrics listener
+(metrics.enabled) or the verbs' listener on 0.0.0.0 (extender.listenAll). By default both stay
+on 127.0.0.1 and only kube-scheduler reaches the extender. Returns "true" or "".
 */}}
 {{- define "kqe.exposed" -}}
 {{- if or .Values.metrics.enabled .Values.extender.listenAll }}true{{ end }}
+{{- end }}
+
+{{/*
+The kube-scheduler image tag: scheduler.image.tag, or else the API server's own version
+(major.minor.patch, without a distribution suffix such as -eks-… or +k3s1). Kubernetes'
+version-skew policy allows kube-scheduler to be older than the API server, never newer:
+https://kubernetes.io/releases/version-skew-policy/#kube-controller-manager-kube-scheduler-and-cloud-controller-manager
+*/}}
+{{- define "kqe.schedulerImageTag" -}}
+{{- if .Values.scheduler.image.tag }}
+{{- .Values.scheduler.image.tag }}
+{{- else }}
+{{- $v := semver .Capabilities.KubeVersion.Version }}
+{{- printf "v%d.%d.%d" $v.Major $v.Minor $v.Patch }}
+{{- end }}
+{{- end }}
+
+{{/*
+Whether the pod runs several replicas: then a PodDisruptionBudget and a spread are rendered.
+*/}}
+{{- define "kqe.replicated" -}}
+{{- if gt (int .Values.replicaCount) 1 }}true{{ end }}
+{{- end }}
+
+{{/*
+A Prometheus Operator scrape endpoint's shared fields (ServiceMonitor endpoint or PodMonitor
+podMetricsEndpoint), from metrics.serviceMonitor or metrics.podMonitor.
+*/}}
+{{- define "kqe.scrapeEndpoint" -}}
+- port: metrics
+  path: /metrics
+  scheme: {{ .scheme }}
+  {{- with .interval }}
+  interval: {{ . }}
+  {{- end }}
+  {{- with .scrapeTimeout }}
+  scrapeTimeout: {{ . }}
+  {{- end }}
+  {{- with .tlsConfig }}
+  tlsConfig:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .authorization }}
+  authorization:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .bearerTokenSecret }}
+  bearerTokenSecret:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .relabelings }}
+  relabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .metricRelabelings }}
+  metricRelabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+
+{{/*
+A monitor needs the metrics listener to scrape: enabling one without it is a mistake, said so.
+*/}}
+{{- define "kqe.requireMetrics" -}}
+{{- if not .Values.metrics.enabled }}
+{{- fail "metrics.serviceMonitor.enabled / metrics.podMonitor.enabled need metrics.enabled=true (the metrics listener they scrape)" }}
+{{- end }}
 {{- end }}
 
 {{- define "kqe.scheme" -}}
