@@ -24,8 +24,8 @@ from prometheus_client import (
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
-from starlette.routing import Route
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
 
 from app import routes_debug, routes_ops
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries

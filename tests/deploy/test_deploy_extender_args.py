@@ -18,7 +18,7 @@ from .deploy_manifests import (
 
 def _parse(args: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="queue-extender", exit_on_error=False)
-    serve = add_serve_parser(parser.add_subparsers(dest="command", required=True))
+    add_serve_parser(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(args)
 
 
