@@ -60,7 +60,7 @@ def test_verbs_stay_on_loopback_and_metrics_get_their_own_listener(
     if args.metrics_bind_address is None:
         assert "metrics" not in ports
     else:
-        host, _, port = args.metrics_bind_address.rpartition(":")
+        host, port = args.metrics_bind_address
         assert host == "0.0.0.0"
         assert ports["metrics"] == int(port) != args.port
     if args.host == "127.0.0.1":

@@ -152,7 +152,7 @@ def _pending_pod(queue: str, cpu: str) -> dict[str, Any]:
 
 
 def _scrape_demo_cluster() -> str:
-    backend = backend_from_args(build_parser().parse_args(["serve"]))
+    backend = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
     queue = backend.queue_metrics()[0].name
     nodes = ["cpu-node-1"]  # a node of the bundled demo cluster
     with serve(create_app(backend, ServerSettings())) as url, httpx.Client(base_url=url) as client:

@@ -1,5 +1,5 @@
-"""RBAC grants exactly what the brief lists: the stock scheduler's roles, the lease, the
-extender's read-only informers and, only with each writer feature's switch, its own writes
+"""RBAC grants exactly what the extender needs: the stock scheduler's roles, the lease, the
+extender's read-only informers (plus patching a parked pod's retry annotation) and, only with each writer feature's switch, its own writes
 (reclaim loop: evictions, events, its Lease; status write-back: PodGroups, Queue status,
 events)."""
 
@@ -29,7 +29,7 @@ INFORMER_GRANTS: set[Grant] = {
         ("scheduling.volcano.sh", "podgroups"),
     ]
     for verb in READ
-}
+} | {("*", "", "pods", "*", "patch")}  # the parked-pod retry annotation
 
 EVENT_GRANTS: set[Grant] = {
     ("*", group, "events", "*", verb)
