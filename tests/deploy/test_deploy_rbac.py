@@ -1,7 +1,7 @@
 """RBAC grants exactly what the extender needs: the stock scheduler's roles, the lease, the
-extender's read-only informers (plus patching a parked pod's retry annotation) and, only with each writer feature's switch, its own writes
-(reclaim loop: evictions, events, its Lease; status write-back: PodGroups, Queue status,
-events)."""
+extender's read-only informers (plus patching a parked pod's retry annotation) and, only with
+each writer feature's switch, its own writes (reclaim loop: evictions, events, its Lease;
+status write-back: PodGroups, Queue status, events)."""
 
 from __future__ import annotations
 
