@@ -83,7 +83,7 @@ class QueueAccounting:
             close_session(self._session, update_phases=False)
         with self.state.locked():
             version = self.state.version
-            ssn = open_session(self.state.shared_snapshot(), self.conf, clone=False)
+            ssn = open_session(self.state.shared_snapshot(), self.conf, clone=False, read_only=True)
             self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
         self.refreshes += 1

@@ -9,6 +9,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
+from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task
 from scheduler_core.cache.state import synthesized_job
 from scheduler_core.engine import open_session
@@ -48,9 +49,15 @@ class PodContext:
             own = job.clone()
             if self.task.uid not in own.tasks:
                 own.add_task_info(self.task.clone())
+            cached = snapshot.jobs.get(own.uid)
             snapshot.jobs[own.uid] = own
-            snapshot.queue_usage = None  # this job is not in the cache's sums
-            ssn = open_session(snapshot, self.acct.conf, clone=False)
+            if snapshot.queue_usage is not None:
+                # The cache's per-queue sums, with this job as it is here instead of as the
+                # cache has it: no walk over every job of the cluster for one pod.
+                if cached is not None and own.queue in snapshot.queue_usage:
+                    job_usage(cached).take_from(snapshot.queue_usage[own.queue])
+                job_usage(own).add_to(snapshot.queue_usage.setdefault(own.queue, JobUsage.empty()))
+            ssn = open_session(snapshot, self.acct.conf, clone=False, read_only=True)
             self.acct.replay_assumptions(ssn)
         log.log(
             v(4), "Pod <%s> is not in the cache yet: one-off session %d", self.task.key, ssn.uid

@@ -18,14 +18,20 @@ log = logging.getLogger("scheduler_core.framework")
 
 
 def open_session(
-    snapshot: ClusterSnapshot, conf: SchedulerConfiguration, *, clone: bool = True
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConfiguration,
+    *,
+    clone: bool = True,
+    read_only: bool = False,
 ) -> Session:
     """Build plugins tier by tier and let each register its hooks.
 
     A plugin named in the configuration that the engine does not have is skipped with a
-    warning naming it, as Volcano does; the session still opens.
+    warning naming it, as Volcano does; the session still opens. ``read_only`` promises
+    that no action or statement will run in the session (only the plugins' hooks are asked,
+    and event handlers fired for tasks outside the jobs' own sums).
     """
-    ssn = Session(snapshot=snapshot.clone() if clone else snapshot, conf=conf)
+    ssn = Session(snapshot=snapshot.clone() if clone else snapshot, conf=conf, read_only=read_only)
     for tier in conf.tiers:
         for option in tier.plugins:
             builder = plugin_builder(option.name)

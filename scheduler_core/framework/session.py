@@ -73,6 +73,9 @@ class Session:
     evictions: list[Eviction] = field(default_factory=list)
     bound: list[TaskInfo] = field(default_factory=list)
     total_resource: Resource = field(default_factory=Resource.empty)
+    #: No statement will change a job here (the extender's accounting sessions): plugins may
+    #: derive per-job state on first use instead of for every job at open.
+    read_only: bool = False
 
     # hook maps: plugin name -> function
     job_order_fns: dict[str, CompareFn] = field(default_factory=dict)

@@ -11,6 +11,8 @@ import pytest
 
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.conf import load_configuration
+from scheduler_core.engine import open_session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.plugins.drf import DrfPlugin, calculate_share
 from tests.builders import (
@@ -20,6 +22,7 @@ from tests.builders import (
     podgroup,
     priority_class,
     session,
+    snapshot,
     task_of,
     tiers,
 )
@@ -210,3 +213,30 @@ def test_conformance_in_tier_one_narrows_the_intersection() -> None:
 def drf_is_veto(ssn: Any, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> bool:
     victims, _ = drf_of(ssn).preemptable(preemptor, preemptees)
     return victims == []
+
+
+@pytest.mark.parametrize(
+    ("victim_cpus", "order"),
+    [(["1", "1", "1", "1"], [0, 1, 2, 3]), (["3", "1"], [0, 1]), (["3", "1"], [1, 0])],
+)
+def test_a_read_only_session_derives_the_same_shares_and_victims_on_first_use(
+    victim_cpus: list[str], order: list[int]
+) -> None:
+    """Read-only sessions (the extender's accounting) derive a job's share when first asked;
+    with assumption-style events fired for a task outside the job's own sums, shares and
+    victims equal those of a session that derived every job at open."""
+    objs = cluster(job("p", ["1"], pending=["1"]), job("v", victim_cpus), job("w", ["2"]))
+    eager = session(objs, DRF)
+    lazy = open_session(snapshot(objs), load_configuration(DRF), read_only=True)
+    assert drf_of(lazy).job_attrs == {}, "nothing derived at open"
+    for ssn in (eager, lazy):
+        outside = task_of(ssn, "ns/w-0").clone()
+        outside.uid, outside.name = "ns-w-extra", "w-extra"
+        ssn.fire_allocate(outside)
+    for uid in ("ns/p", "ns/v", "ns/w"):
+        assert drf_of(lazy).job_share(uid) == pytest.approx(drf_of(eager).job_share(uid))
+    victims = [
+        keys(ssn.preemptable(task_of(ssn, "ns/p-p0"), [task_of(ssn, f"ns/v-{i}") for i in order]))
+        for ssn in (eager, lazy)
+    ]
+    assert victims[0] == victims[1]

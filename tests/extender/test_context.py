@@ -1,0 +1,50 @@
+"""A pod the cache has not seen yet is judged in a one-off session that starts from the cache's
+per-queue sums; its queue attributes equal those of a session that walks every job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler_core.engine import open_session
+from scheduler_core.extender.context import PodContext
+from scheduler_core.report import queue_attrs
+from tests.builders import node, pod, podgroup, queue
+from tests.extender.conftest import accounting
+
+
+def cluster() -> list[dict[str, Any]]:
+    objs: list[dict[str, Any]] = [node("n1", cpu="8"), node("n2", cpu="8")]
+    objs += [queue("a", 2), queue("b", 1)]
+    objs += [podgroup("gang", 3, queue="a", phase="Inqueue")]
+    objs += [pod("g0", group="gang", node_name="n1"), pod("g1", group="gang")]
+    objs += [pod(f"b{i}", queue="b", node_name="n2", cpu="2") for i in range(3)]
+    return objs
+
+
+def amounts(resource: Any) -> dict[str, float]:
+    return {k: round(v, 3) for k, v in resource.to_quantities().items()}
+
+
+@pytest.mark.parametrize(
+    "newcomer",
+    [
+        pod("g2", group="gang"),  # a new member of a PodGroup the cache knows
+        pod("lone", queue="b", cpu="3"),  # a job of one the cache has never seen
+    ],
+    ids=["member-of-known-gang", "new-lone-pod"],
+)
+def test_one_off_session_sums_equal_a_walk_over_every_job(newcomer: dict[str, Any]) -> None:
+    acct, _ = accounting(cluster())
+    ctx = PodContext(acct, newcomer)
+    assert ctx.ssn is not acct.session(), "the pod is not in the cache: a one-off session"
+    walked = ctx.ssn.snapshot
+    walked.queue_usage = None
+    slow = open_session(walked, acct.conf, clone=False)
+    fast_attrs, slow_attrs = queue_attrs(ctx.ssn), queue_attrs(slow)
+    assert set(fast_attrs) == set(slow_attrs)
+    for name, attr in slow_attrs.items():
+        other = fast_attrs[name]
+        for field in ("deserved", "allocated", "request", "inqueue", "elastic"):
+            assert amounts(getattr(attr, field)) == amounts(getattr(other, field)), (name, field)
