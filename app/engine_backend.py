@@ -195,9 +195,11 @@ class EngineBackend:
                 "objects": self.state.counts(),
                 "queues": report["queues"],
                 "jobs": report["jobs"],
-                "assumed": sorted(
-                    {"pod": key, "queue": a.queue} for key, a in self.accounting.assumed.items()
-                ),
+                # Sorted by pod key: dicts themselves have no order (two of them made this 500).
+                "assumed": [
+                    {"pod": key, "queue": a.queue}
+                    for key, a in sorted(self.accounting.assumed.items())
+                ],
             }
 
 
