@@ -17,9 +17,18 @@ from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from app import routes_debug, routes_ops
+from app import (
+    routes_debug,
+    routes_explain_api,
+    routes_ops,
+    routes_queues_api,
+    routes_status_page,
+    routes_whatif_api,
+)
+from app.insight_port import InsightBackend
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries
 from app.ports import ExtenderBackend
+from app.routes_api_common import answer_validation_errors_with_400
 from app.routes_common import OnError, VerbContext
 from app.routes_filter import make_filter_endpoint
 from app.routes_preempt import make_preempt_endpoint
@@ -38,7 +47,7 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 FIXED_PATHS = frozenset(
     {"/healthz", "/readyz", "/metrics", "/debug/queues", "/debug/explain", "/noop"}
-    | {"/openapi.json", "/docs", "/docs/oauth2-redirect"}
+    | {"/openapi.json", "/api/v1/whatif", "/api/v1/queues"}
 )
 TITLE = "kube-queue-extender"
 VERSION = "0.1.0"
@@ -175,8 +184,12 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         version=VERSION,
         description="Volcano-style queue fair share, preemption and reclaim for kube-scheduler, "
         "served as a kube-scheduler HTTP extender (k8s.io/kube-scheduler/extender/v1).",
+        # Swagger UI and ReDoc load their scripts from a public CDN: blank in an air-gapped
+        # cluster. The schema stays at /openapi.json for any OpenAPI viewer.
+        docs_url=None,
         redoc_url=None,
     )
+    app.state.backend = backend
     app.state.metrics = metrics
     app.state.registry = registry
     app.state.settings = settings
@@ -212,6 +225,8 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         openapi_extra=_json_body(refs[ExtenderPreemptionArgs.__name__]),
     )
     _add_ops_routes(app, backend, ctx, registry, settings)
+    if isinstance(backend, InsightBackend):
+        defs.update(add_insight_routes(app, backend))
     _install_openapi(app, defs)
     if settings.token_file:
         open_paths = OPEN_PATHS if settings.metrics_auth else OPEN_PATHS | {"/metrics"}
@@ -219,6 +234,40 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
             BearerAuthMiddleware,
             tokens=TokenFile(settings.token_file, settings.token_recheck_seconds),
             open_paths=open_paths,
+        )
+    return app
+
+
+def add_insight_routes(app: FastAPI, backend: InsightBackend) -> dict[str, Any]:
+    """The read-only API and the status page; returns the schema definitions to publish."""
+    app.include_router(routes_queues_api.make_router(backend))
+    app.include_router(routes_explain_api.make_router(backend))
+    app.include_router(routes_whatif_api.make_router(backend))
+    app.include_router(routes_status_page.make_router(backend))
+    answer_validation_errors_with_400(app)
+    return routes_whatif_api.request_schema()[1]
+
+
+def create_status_app(backend: InsightBackend, settings: ServerSettings | None = None) -> FastAPI:
+    """The status page and the read-only API alone, for ``--status-address``: a listener
+    that can be shown to users without exposing the verbs, /metrics or /debug. It honours
+    the same bearer token (TLS is the listener's)."""
+    settings = settings if settings is not None else ServerSettings()
+    app = FastAPI(
+        title=TITLE + " status",
+        version=VERSION,
+        description="The queue status page and the read-only explain / what-if API.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.backend = backend
+    app.add_api_route("/healthz", routes_ops.healthz, methods=["GET"])
+    _install_openapi(app, add_insight_routes(app, backend))
+    if settings.token_file:
+        app.add_middleware(
+            BearerAuthMiddleware,
+            tokens=TokenFile(settings.token_file, settings.token_recheck_seconds),
+            open_paths=frozenset({"/healthz"}),
         )
     return app
 
