@@ -36,7 +36,7 @@ class DerivationRound(_Out):
 class Derivation(_Out):
     plugin: str
     rounds: list[DerivationRound]
-    bound_by: str
+    bound_by: dict[str, str] = Field(description="resource -> what held its deserved amount")
     summary: str
 
 

@@ -15,7 +15,6 @@ BOUND_CAPABILITY = "capability"
 BOUND_GUARANTEE = "guarantee"
 BOUND_SHARE = "weighted share of what remained"
 BOUND_SPEC = "spec.deserved"
-BOUND_NONE = "no jobs"
 
 
 @dataclass(slots=True)
@@ -37,9 +36,11 @@ class DerivationRound:
 
 @dataclass(slots=True)
 class Derivation:
+    """``bound_by``: per resource, what held the queue's deserved amount where it ended."""
+
     plugin: str
     rounds: list[DerivationRound]
-    bound_by: str
+    bound_by: dict[str, str]
     summary: str
 
 
@@ -52,7 +53,7 @@ def queue_derivation(ssn: Session, queue: str) -> Derivation:
     steps = getattr(plugin, "derivation", None)
     if plugin is not None and isinstance(steps, dict):
         return _capacity(queue, steps.get(queue))
-    return Derivation("", [], BOUND_NONE, "no fair-share plugin (proportion, capacity) is on")
+    return Derivation("", [], {}, "no fair-share plugin (proportion, capacity) is on")
 
 
 def _proportion(queue: str, rounds: list[FillRound]) -> Derivation:
@@ -77,36 +78,62 @@ def _proportion(queue: str, rounds: list[FillRound]) -> Derivation:
             )
     if not out:
         return Derivation(
-            "proportion", [], BOUND_NONE, f"queue {queue} has no jobs: proportion gives it nothing"
+            "proportion", [], {}, f"queue {queue} has no jobs: proportion gives it nothing"
         )
     last = out[-1]
-    bound = _proportion_bound(last)
+    bound = _bounds(out, BOUND_SHARE)
     return Derivation(
         "proportion",
         out,
         bound,
         f"deserved {describe(last.deserved)} after {len(out)} pass(es) of the weighted "
-        f"water-filling; bound by its {bound}",
+        f"water-filling; {_bound_text(bound)}",
     )
 
 
-def _proportion_bound(last: DerivationRound) -> str:
-    """The request wins when the queue has everything it asked for; else the last clamp
-    that moved it (guarantee raises, capability and request cap); else its share."""
-    if last.met == "request":
-        return BOUND_REQUEST
-    for name in (BOUND_GUARANTEE, BOUND_CAPABILITY, BOUND_REQUEST):
-        if last.clamped.get(name):
-            return name
-    if last.met == "capability":
+def _bounds(rounds: list[DerivationRound], default: str) -> dict[str, str]:
+    """Per resource, the latest clamp that moved it (a guarantee raise before a capability
+    cap before a request cap within one step); else ``default`` (its weighted share)."""
+    dims = dict.fromkeys(name for r in rounds for name in (r.deserved or {}))
+    out: dict[str, str] = {}
+    for dim in dims:
+        out[dim] = default
+        for r in reversed(rounds):
+            hit = next(
+                (
+                    _clamp_name(name)
+                    for name, changed in sorted(r.clamped.items(), key=_clamp_rank)
+                    if dim in changed
+                ),
+                None,
+            )
+            if hit is not None:
+                out[dim] = hit
+                break
+    return out
+
+
+def _clamp_rank(item: tuple[str, list[str]]) -> int:
+    name = _clamp_name(item[0])
+    return [BOUND_GUARANTEE, BOUND_CAPABILITY, BOUND_REQUEST].index(name)
+
+
+def _clamp_name(label: str) -> str:
+    if "guarantee" in label:
+        return BOUND_GUARANTEE
+    if "capab" in label:
         return BOUND_CAPABILITY
-    return BOUND_SHARE
+    return BOUND_REQUEST
+
+
+def _bound_text(bound: dict[str, str]) -> str:
+    return "bound by: " + "; ".join(f"{dim}: its {what}" for dim, what in bound.items())
 
 
 def _capacity(queue: str, steps: list[DerivationStep] | None) -> Derivation:
     if not steps:
         return Derivation(
-            "capacity", [], BOUND_NONE, f"queue {queue} has no capacity attributes this session"
+            "capacity", [], {}, f"queue {queue} has no capacity attributes this session"
         )
     out = [
         DerivationRound(
@@ -117,17 +144,13 @@ def _capacity(queue: str, steps: list[DerivationStep] | None) -> Derivation:
         )
         for i, step in enumerate(steps)
     ]
-    bound = BOUND_SPEC
-    for step in steps:
-        if step.changed and step.label.startswith("deserved"):
-            bound = BOUND_GUARANTEE if "guarantee" in step.label else BOUND_CAPABILITY
-    deserved = next(
-        (r.deserved for r in reversed(out) if r.label.startswith(("deserved", "spec"))), None
-    )
+    deserving = [r for r in out if r.label.startswith(("deserved", "spec"))]
+    bound = _bounds(deserving, BOUND_SPEC)
+    deserved = deserving[-1].deserved if deserving else None
     return Derivation(
         "capacity",
         out,
         bound,
         f"deserved {describe(deserved)}: its spec.deserved, capped by the real capability "
-        f"and raised to the guarantee; bound by its {bound}",
+        f"and raised to the guarantee; {_bound_text(bound)}",
     )
