@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from app.insight_port import InsightBackend
 from app.insight_wire import ApiError, Explanation, dump
-from app.routes_api_common import JSON, NAME_PATTERN, not_found
+from app.routes_api_common import BAD_REQUEST, JSON, NAME_PATTERN, not_found
 from scheduler_core.insight.lookup import NotFoundError
 
 Namespace = Path(pattern=NAME_PATTERN, max_length=63, description="namespace")
@@ -20,7 +20,10 @@ def make_router(backend: InsightBackend) -> APIRouter:
     @router.get(
         "/pods/{namespace}/{name}/explain",
         response_model=Explanation,
-        responses={404: {"model": ApiError, "description": "The engine does not know the pod"}},
+        responses={
+            **BAD_REQUEST,
+            404: {"model": ApiError, "description": "The engine does not know the pod"},
+        },
         summary="Why is this pod pending: each check with its verdict, numbers and rule",
     )
     async def explain_pod(namespace: str = Namespace, name: str = Name) -> Response:
@@ -33,7 +36,10 @@ def make_router(backend: InsightBackend) -> APIRouter:
     @router.get(
         "/podgroups/{namespace}/{name}/explain",
         response_model=Explanation,
-        responses={404: {"model": ApiError, "description": "The engine does not know it"}},
+        responses={
+            **BAD_REQUEST,
+            404: {"model": ApiError, "description": "The engine does not know it"},
+        },
         summary="Why is this PodGroup pending (its first pending pod's checks)",
     )
     async def explain_podgroup(namespace: str = Namespace, name: str = Name) -> Response:

@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from app.insight_port import InsightBackend
 from app.insight_wire import ApiError, PendingPage, Queue, QueueList, dump
-from app.routes_api_common import JSON, NAME_PATTERN, not_found
+from app.routes_api_common import BAD_REQUEST, JSON, NAME_PATTERN, not_found
 from scheduler_core.insight.lookup import NotFoundError
 from scheduler_core.insight.pending import DEFAULT_LIMIT, MAX_LIMIT
 
@@ -19,10 +19,16 @@ QueueName = Path(pattern=NAME_PATTERN, max_length=253, description="the Queue's 
 def make_router(backend: InsightBackend) -> APIRouter:
     router = APIRouter(prefix="/api/v1", tags=["queues"])
     missing: dict[int | str, dict[str, Any]] = {
-        404: {"model": ApiError, "description": "No such queue"}
+        **BAD_REQUEST,
+        404: {"model": ApiError, "description": "No such queue"},
     }
 
-    @router.get("/queues", response_model=QueueList, summary="Every queue, with its fair share")
+    @router.get(
+        "/queues",
+        response_model=QueueList,
+        responses=BAD_REQUEST,
+        summary="Every queue, with its fair share",
+    )
     async def list_queues() -> Response:
         queues = [Queue.model_validate(view) for view in backend.queues()]
         return Response(dump(QueueList(queues=queues)), media_type=JSON)

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Path
 from starlette.responses import HTMLResponse
 
 from app.insight_port import InsightBackend
-from app.routes_api_common import NAME_PATTERN
+from app.routes_api_common import BAD_REQUEST, NAME_PATTERN
 from app.status_page import PENDING_SHOWN, render_index, render_missing, render_queue
 from scheduler_core.insight.lookup import NotFoundError
 
@@ -25,7 +25,10 @@ def make_router(backend: InsightBackend) -> APIRouter:
     @router.get(
         "/queues/{name}",
         response_class=HTMLResponse,
-        responses={404: {"description": "No such queue", "content": {"text/html": {}}}},
+        responses={
+            **BAD_REQUEST,
+            404: {"description": "No such queue", "content": {"text/html": {}}},
+        },
         summary="The status page of one queue",
     )
     async def queue(name: str = Path(pattern=NAME_PATTERN, max_length=253)) -> HTMLResponse:

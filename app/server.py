@@ -28,7 +28,7 @@ from app import (
 from app.insight_port import InsightBackend
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries
 from app.ports import ExtenderBackend
-from app.routes_api_common import answer_validation_errors_with_400
+from app.routes_api_common import answer_validation_errors_with_400, drop_validation_422
 from app.routes_common import OnError, VerbContext
 from app.routes_filter import make_filter_endpoint
 from app.routes_preempt import make_preempt_endpoint
@@ -153,6 +153,7 @@ def _install_openapi(app: FastAPI, defs: dict[str, Any]) -> None:
             schemas = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, definition in defs.items():
                 schemas.setdefault(name, definition)
+            drop_validation_422(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
