@@ -197,7 +197,7 @@ def _summary(reason: str | None, fitting: list[str], victims: list[NodeVictimsVi
         head = f"held back by the extender's filter: {reason}"
     elif fitting:
         return (
-            f"passes the extender's filter and fits on {len(fitting)}+ node(s): "
+            f"passes the extender's filter and fits on {len(fitting)} node(s): "
             "kube-scheduler should place it on its next attempt"
         )
     else:
