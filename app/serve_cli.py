@@ -21,6 +21,7 @@ from app.logs import setup_logging
 from app.ports import ExtenderBackend
 from app.security import tls_options
 from app.server import DEFAULT_MAX_BODY_BYTES, ServerSettings, create_app, verb_path
+from app.status_listener import build_status_server, parse_address, run_servers
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,12 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     net.add_argument("--filter-verb", default="filter")
     net.add_argument("--prioritize-verb", default="prioritize")
     net.add_argument("--preempt-verb", default="preempt")
+    net.add_argument(
+        "--status-address",
+        type=parse_address,
+        metavar="HOST:PORT",
+        help="also serve the status page and the read-only API (no verbs) on this address",
+    )
     net.add_argument(
         "--max-body-bytes",
         type=_positive,
@@ -222,13 +229,14 @@ def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     """Runs the service until SIGINT/SIGTERM; returns the process exit code."""
     setup_logging(args.verbosity, args.log_format)
     try:
-        server, _ = build_server(args, backend_factory)
+        server, settings = build_server(args, backend_factory)
+        status = build_status_server(args, server.config.app, settings)
     except (ValueError, OSError) as exc:
         log.error("cannot start: %s", exc)
         return 2
     print(banner(args), flush=True)
     try:
-        server.run()
+        run_servers(server, status)
     except (OSError, socket.gaierror) as exc:
         log.error("serving failed: %s", exc)
         return 1
