@@ -1,4 +1,5 @@
-"""The ``queue-extender`` command: ``serve`` (the extender) and ``simulate`` (offline)."""
+"""The ``queue-extender`` command: ``serve`` (the extender), ``simulate`` (offline) and the
+read-only queries (``queues``, ``explain``, ``whatif``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 from importlib import metadata
 
+from app.query_cli import add_query_parsers
 from app.serve_cli import add_serve_parser, run_serve
 from app.simulate import add_simulate_parser
 
@@ -21,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     add_serve_parser(subparsers).set_defaults(func=serve)
     add_simulate_parser(subparsers)
+    add_query_parsers(subparsers)
     return parser
 
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 import argparse
 import gc
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from app.insight_port import RecentEviction, RecentEvictionsProvider
 from app.ports import BadPodError, FilterDecision, QueueMetrics
 from scheduler_core.api.resource import Resource
 from scheduler_core.cache.convert import ConversionError
@@ -35,6 +38,11 @@ from scheduler_core.extender.filter import filter_pod
 from scheduler_core.extender.managed import ManagedPods
 from scheduler_core.extender.preempt import preempt_pod
 from scheduler_core.extender.prioritize import prioritize_pod
+from scheduler_core.insight.explain import Explanation, explain_cached_pod, explain_podgroup
+from scheduler_core.insight.lookup import NotFoundError
+from scheduler_core.insight.pending import PendingPage, pending_jobs
+from scheduler_core.insight.queues import QueueView, queue_view, queue_views
+from scheduler_core.insight.whatif import WhatIfRequest, WhatIfResult, prepare, run_prepared
 from scheduler_core.report import queue_attrs, session_report
 
 log = logging.getLogger("app.engine")
@@ -78,6 +86,9 @@ class EngineBackend:
             self.options.scheduler_names, self.options.manage_annotated, self.options.namespaces
         )
         self._frozen = False
+        #: The reclaim loop's record of its evictions, for the status page; set it when the
+        #: loop is started (until then the page says there is none to show).
+        self.eviction_history: RecentEvictionsProvider | None = None
         self.registry: CollectorRegistry | None = (
             informers.registry if informers is not None else None
         )
@@ -212,6 +223,39 @@ class EngineBackend:
             except ConversionError as exc:
                 raise BadPodError(f"cannot read the pod: {exc}") from exc
 
+    # --- the read-only API (app.insight_port.InsightBackend) -------------------------------
+
+    def queues(self) -> list[QueueView]:
+        with self.state.locked():
+            return queue_views(self.accounting)
+
+    def queue(self, name: str) -> QueueView:
+        with self.state.locked():
+            view = queue_view(self.accounting, name)
+        if view is None:
+            raise NotFoundError(f"queue {name} is not in the extender's cache")
+        return view
+
+    def pending(self, queue: str, limit: int) -> PendingPage:
+        with self.state.locked():
+            return pending_jobs(self.accounting, queue, limit)
+
+    def explain_pod(self, namespace: str, name: str) -> Explanation:
+        with self.state.locked():
+            return explain_cached_pod(self.accounting, namespace, name)
+
+    def explain_podgroup(self, namespace: str, name: str) -> Explanation:
+        with self.state.locked():
+            return explain_podgroup(self.accounting, namespace, name)
+
+    def whatif(self, request: WhatIfRequest) -> Callable[[], WhatIfResult]:
+        with self.state.locked():
+            prepared = prepare(self.accounting, self.conf, request)
+        return partial(run_prepared, prepared)
+
+    def recent_evictions(self) -> Sequence[RecentEviction] | None:
+        return list(self.eviction_history()) if self.eviction_history is not None else None
+
     def debug_state(self) -> dict[str, Any]:
         with self.state.locked():
             ssn = self.accounting.session()
@@ -222,9 +266,11 @@ class EngineBackend:
                 "objects": self.state.counts(),
                 "queues": report["queues"],
                 "jobs": report["jobs"],
-                "assumed": sorted(
-                    {"pod": key, "queue": a.queue} for key, a in self.accounting.assumed.items()
-                ),
+                # Sorted by pod key: dicts themselves have no order (two of them made this 500).
+                "assumed": [
+                    {"pod": key, "queue": a.queue}
+                    for key, a in sorted(self.accounting.assumed.items())
+                ],
             }
 
 

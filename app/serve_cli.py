@@ -9,17 +9,16 @@ its own assumed-pod state, and two such views would hand out the same queue shar
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import logging
 import math
 import shlex
 import socket
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
 
+from app.listeners import SideServer, serve_all, uvicorn_config
 from app.logs import setup_logging
 from app.ports import ExtenderBackend
 from app.security import tls_options
@@ -30,6 +29,7 @@ from app.server import (
     create_metrics_app,
     verb_path,
 )
+from app.status_listener import build_status_server, parse_address
 from app.wire import one_line
 
 log = logging.getLogger(__name__)
@@ -148,6 +148,12 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         help="also serve /metrics, /healthz and /readyz (never the verbs or /debug) on this "
         "address, e.g. 0.0.0.0:9090, so Prometheus can scrape while the verbs stay on "
         "loopback; same TLS and --metrics-auth as the main listener (default: none)",
+    )
+    net.add_argument(
+        "--status-address",
+        type=parse_address,
+        metavar="HOST:PORT",
+        help="also serve the status page and the read-only API (no verbs) on this address",
     )
     net.add_argument(
         "--max-body-bytes",
@@ -312,9 +318,10 @@ def build_server(
 
 def build_servers(
     args: argparse.Namespace, backend_factory: BackendFactory
-) -> tuple[uvicorn.Server, MetricsServer | None, ServerSettings]:
-    """The configured (not yet started) main listener and, with --metrics-bind-address, the
-    metrics listener over the same app; raises ValueError on bad flags."""
+) -> tuple[uvicorn.Server, list[SideServer], ServerSettings]:
+    """The configured (not yet started) main listener and the side listeners over the same
+    engine: --metrics-bind-address (/metrics and probes) and --status-address (the page and
+    the read-only API); raises ValueError on bad flags."""
     tls = tls_options(args.tls_cert, args.tls_key, args.client_ca)
     metrics_address: tuple[str, int] | None = getattr(args, "metrics_bind_address", None)
     if metrics_address == (args.host, args.port):
@@ -330,87 +337,31 @@ def build_servers(
     if callable(warnings):
         settings.config_warnings = warnings
     app = create_app(backend, settings)
-    server = uvicorn.Server(_uvicorn_config(app, args.host, args.port, tls))
-    metrics = None
+    server = uvicorn.Server(uvicorn_config(app, args.host, args.port, tls))
+    sides: list[SideServer] = []
     if metrics_address is not None:
         host, port = metrics_address
-        metrics = MetricsServer(_uvicorn_config(create_metrics_app(app), host, port, tls))
-    return server, metrics, settings
-
-
-def _uvicorn_config(app: Any, host: str, port: int, tls: dict[str, Any]) -> uvicorn.Config:
-    return uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        loop="uvloop",
-        http="httptools",
-        workers=1,
-        access_log=False,
-        log_config=None,
-        lifespan="auto",
-        server_header=False,
-        **tls,
-    )
-
-
-class MetricsServer(uvicorn.Server):
-    """The metrics listener. It leaves SIGINT/SIGTERM to the main server, which stops it:
-    two servers capturing the same signals would each restore the other's handler."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
-
-
-def serve_with_metrics(main: uvicorn.Server, metrics: uvicorn.Server) -> int:
-    """Runs both listeners on one event loop (one process, one engine) until either stops;
-    returns the exit code. SIGINT/SIGTERM reach the main listener, and the metrics listener
-    follows it; a listener that cannot start (e.g. its port is taken) stops the other, so
-    a pod never runs without the scrape endpoint it was configured with."""
-
-    def stop_both() -> None:
-        main.should_exit = metrics.should_exit = True
-
-    async def run(server: uvicorn.Server) -> int:
-        try:
-            await server.serve()
-        except SystemExit as exc:  # uvicorn's exit on a start-up failure, already logged
-            return exc.code if isinstance(exc.code, int) else 1
-        finally:
-            stop_both()
-        return 0
-
-    async def follow() -> None:
-        # uvicorn's own main loop polls should_exit at this pace: both shut down together.
-        while not (main.should_exit or metrics.should_exit):
-            await asyncio.sleep(0.1)
-        stop_both()
-
-    async def both() -> int:
-        watcher = asyncio.create_task(follow())
-        codes = await asyncio.gather(run(main), run(metrics))
-        watcher.cancel()
-        return max(codes)
-
-    with asyncio.Runner(loop_factory=main.config.get_loop_factory()) as runner:
-        return runner.run(both())
+        sides.append(SideServer(uvicorn_config(create_metrics_app(app), host, port, tls)))
+    status = build_status_server(args, app, settings)
+    if status is not None:
+        sides.append(status)
+    return server, sides, settings
 
 
 def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     """Runs the service until SIGINT/SIGTERM; returns the process exit code."""
     setup_logging(args.verbosity, args.log_format)
     try:
-        server, metrics, _ = build_servers(args, backend_factory)
+        server, sides, _ = build_servers(args, backend_factory)
     except (ValueError, OSError) as exc:
         log.error("cannot start: %s", one_line(str(exc)))
         return 2
     print(banner(args), flush=True)
     try:
-        if metrics is None:
+        if not sides:
             server.run()
         else:
-            return serve_with_metrics(server, metrics)
+            return serve_all(server, sides)
     except (OSError, socket.gaierror) as exc:
         log.error("serving failed: %s", exc)
         return 1

@@ -27,9 +27,18 @@ from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from app import routes_debug, routes_ops
+from app import (
+    routes_debug,
+    routes_explain_api,
+    routes_ops,
+    routes_queues_api,
+    routes_status_page,
+    routes_whatif_api,
+)
+from app.insight_port import InsightBackend
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries
 from app.ports import ExtenderBackend
+from app.routes_api_common import answer_validation_errors_with_400, drop_validation_422
 from app.routes_common import OnError, VerbContext
 from app.routes_filter import make_filter_endpoint
 from app.routes_preempt import make_preempt_endpoint
@@ -48,7 +57,7 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 FIXED_PATHS = frozenset(
     {"/healthz", "/readyz", "/metrics", "/debug/queues", "/debug/explain", "/noop"}
-    | {"/openapi.json", "/docs", "/docs/oauth2-redirect"}
+    | {"/openapi.json", "/api/v1/whatif", "/api/v1/queues"}
 )
 TITLE = "kube-queue-extender"
 VERSION = "0.1.0"
@@ -156,6 +165,7 @@ def _install_openapi(app: FastAPI, defs: dict[str, Any]) -> None:
             schemas = schema.setdefault("components", {}).setdefault("schemas", {})
             for name, definition in defs.items():
                 schemas.setdefault(name, definition)
+            drop_validation_422(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
@@ -198,8 +208,12 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         version=VERSION,
         description="Volcano-style queue fair share, preemption and reclaim for kube-scheduler, "
         "served as a kube-scheduler HTTP extender (k8s.io/kube-scheduler/extender/v1).",
+        # Swagger UI and ReDoc load their scripts from a public CDN: blank in an air-gapped
+        # cluster. The schema stays at /openapi.json for any OpenAPI viewer.
+        docs_url=None,
         redoc_url=None,
     )
+    app.state.backend = backend
     app.state.metrics = metrics
     app.state.registry = registry
     app.state.settings = settings
@@ -235,6 +249,8 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         openapi_extra=_json_body(refs[ExtenderPreemptionArgs.__name__]),
     )
     _add_ops_routes(app, backend, ctx, registry, settings)
+    if isinstance(backend, InsightBackend):
+        defs.update(add_insight_routes(app, backend))
     _install_openapi(app, defs)
     _install_auth(app, settings)
     return app
@@ -262,6 +278,43 @@ def _install_auth(app: Starlette, settings: ServerSettings) -> None:
             ),
             on_error=unauthorized,
         )
+
+
+def add_insight_routes(app: FastAPI, backend: InsightBackend) -> dict[str, Any]:
+    """The read-only API and the status page; returns the schema definitions to publish."""
+    app.include_router(routes_queues_api.make_router(backend))
+    app.include_router(routes_explain_api.make_router(backend))
+    app.include_router(routes_whatif_api.make_router(backend))
+    app.include_router(routes_status_page.make_router(backend))
+    answer_validation_errors_with_400(app)
+    return routes_whatif_api.request_schema()[1]
+
+
+def create_status_app(backend: InsightBackend, settings: ServerSettings | None = None) -> FastAPI:
+    """The status page and the read-only API alone, for ``--status-address``: a listener
+    that can be shown to users without exposing the verbs, /metrics or /debug. It honours
+    the same bearer token (TLS is the listener's)."""
+    settings = settings if settings is not None else ServerSettings()
+    app = FastAPI(
+        title=TITLE + " status",
+        version=VERSION,
+        description="The queue status page and the read-only explain / what-if API.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.backend = backend
+    app.add_api_route("/healthz", routes_ops.healthz, methods=["GET"])
+    _install_openapi(app, add_insight_routes(app, backend))
+    if settings.token_file:
+        app.add_middleware(
+            AuthenticationMiddleware,
+            backend=BearerTokenBackend(
+                TokenFile(settings.token_file, settings.token_recheck_seconds),
+                frozenset({"/healthz"}),
+            ),
+            on_error=unauthorized,
+        )
+    return app
 
 
 def _add_ops_routes(

@@ -8,6 +8,7 @@ from typing import Any, TextIO
 
 import orjson
 
+from app.tables import fmt_resources, table
 from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.yaml_source import ClusterFileError, load_cluster_file
 from scheduler_core.conf import (
@@ -70,46 +71,14 @@ def run_simulate(
     if args.output == "json":
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        out.write(render_table(report))
+        out.write(rendertable(report))
     return 0
 
 
 # --- kubectl-style table ------------------------------------------------------------------
 
 
-def _fmt_resources(values: dict[str, float] | None) -> str:
-    if values is None:
-        return "<none>"
-    parts = []
-    for name, value in values.items():
-        if name == "pods":
-            continue
-        if name == "memory":
-            parts.append(f"memory={_fmt_bytes(value)}")
-        else:
-            parts.append(f"{name}={value:g}")
-    return ",".join(parts) or "0"
-
-
-def _fmt_bytes(value: float) -> str:
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if value >= size:
-            return f"{value / size:.4g}{unit}"
-    return f"{value:g}"
-
-
-def _table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    lines = [
-        "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in [headers, *rows]
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def render_table(report: dict[str, Any]) -> str:
+def rendertable(report: dict[str, Any]) -> str:
     sections = []
     queue_rows = [
         [
@@ -117,16 +86,16 @@ def render_table(report: dict[str, Any]) -> str:
             q["parent"] or "<none>",
             q["state"],
             str(q["weight"]),
-            _fmt_resources(q["deserved"]),
-            _fmt_resources(q["allocated"]),
-            _fmt_resources(q["request"]),
+            fmt_resources(q["deserved"]),
+            fmt_resources(q["allocated"]),
+            fmt_resources(q["request"]),
             f"{q['share']:.2f}",
             "yes" if q["overused"] else "no",
         ]
         for q in report["queues"]
     ]
     sections.append(
-        _table(
+        table(
             [
                 "QUEUE",
                 "PARENT",
@@ -152,15 +121,15 @@ def render_table(report: dict[str, Any]) -> str:
         ]
         for j in report["jobs"]
     ]
-    sections.append(_table(["JOB", "QUEUE", "PHASE", "MIN", "READY", "STARVING"], job_rows))
+    sections.append(table(["JOB", "QUEUE", "PHASE", "MIN", "READY", "STARVING"], job_rows))
     for title, key in (("ALLOCATED", "allocated"), ("PIPELINED", "pipelined")):
         rows = [[r["pod"], r["node"]] for r in report[key]]
-        sections.append(_table([f"{title} POD", "NODE"], rows) if rows else f"{title}: none\n")
+        sections.append(table([f"{title} POD", "NODE"], rows) if rows else f"{title}: none\n")
     evict_rows = [
         [e["pod"], e["node"], e["action"], e["preemptor"] or "<none>"] for e in report["evicted"]
     ]
     sections.append(
-        _table(["EVICTED POD", "NODE", "ACTION", "PREEMPTOR"], evict_rows)
+        table(["EVICTED POD", "NODE", "ACTION", "PREEMPTOR"], evict_rows)
         if evict_rows
         else "EVICTED: none\n"
     )

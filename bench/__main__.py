@@ -24,6 +24,7 @@ from bench import (
     engine_bench,
     format_number,
     http_bench,
+    insight_bench,
     load_average,
     machine_facts,
     sync_bench,
@@ -40,6 +41,11 @@ BUDGETS: dict[str, Budget] = {
     "deserved-waterfill": Budget(n=200, seconds=10, warmup=5),
     "accounting-rebuild": Budget(n=30, seconds=20, warmup=2),
     "reclaim-session": Budget(n=3, seconds=60, warmup=0),
+    "api-queues": Budget(n=100, seconds=15, warmup=3),
+    "api-queue": Budget(n=100, seconds=15, warmup=3),
+    "api-pending": Budget(n=50, seconds=20, warmup=2),
+    "api-explain": Budget(n=50, seconds=20, warmup=2),
+    "api-whatif": Budget(n=5, seconds=60, warmup=1),
     "noop-http": Budget(n=2000, seconds=20, warmup=100),
     "filter-http": Budget(n=1000, seconds=40, warmup=20),
     "prioritize-http": Budget(n=300, seconds=30, warmup=5),
@@ -51,6 +57,7 @@ SYNC_TRIALS = 20
 
 GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("engine", engine_bench.BENCHES),
+    ("insight", insight_bench.BENCHES),
     ("http", http_bench.BENCHES),
     ("sync", sync_bench.BENCHES),
 )
@@ -136,12 +143,14 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
     log(f"cluster: {orjson.dumps(summary).decode()}")
     results: list[Measurement] = []
     engine = [n for n in engine_bench.BENCHES if n in selected]
-    if engine:
+    insight = [n for n in insight_bench.BENCHES if n in selected]
+    if engine or insight:
         log("building the in-process cluster state")
         fixture = engine_bench.build_fixture(cluster)
         summary["state_build_seconds"] = round(fixture.build_seconds, 2)
-        log(f"running {', '.join(engine)}")
+        log(f"running {', '.join(engine + insight)}")
         results += engine_bench.run(fixture, set(engine), budgets)
+        results += insight_bench.run(fixture, set(insight), budgets)
         del fixture
         gc.collect()
     http = [n for n in http_bench.BENCHES if n in selected]

@@ -394,6 +394,40 @@ class ClusterState:
             queue_usage={q: u.clone() for q, u in self._queue_usage.items() if q in queues},
         )
 
+    def fork(self) -> ClusterState:
+        """A private copy of the whole state, for a what-if: objects can be added to and
+        removed from it through the same code paths as the live cache's (so a what-if and a
+        ``simulate`` of the same objects agree), and a session may decide on its snapshot,
+        without the live state changing."""
+        with self._lock:
+            other = ClusterState()
+            other.version = self.version
+            other._synced = set(self._synced)
+            other._jobs = {uid: job.clone() for uid, job in self._jobs.items()}
+            clones: dict[str, TaskInfo] = {}
+            for job in other._jobs.values():
+                clones.update(job.tasks)
+            for job_id, waiting in self._orphans.items():
+                other._orphans[job_id] = {uid: t.clone() for uid, t in waiting.items()}
+                clones.update(other._orphans[job_id])
+            other._tasks = {
+                key: clones.get(task.uid) or task.clone() for key, task in self._tasks.items()
+            }
+            other._nodes = {name: node.clone(clones) for name, node in self._nodes.items()}
+            other._total_allocatable = self._total_allocatable.clone()
+            other._job_usage = {j: (q, u.clone()) for j, (q, u) in self._job_usage.items()}
+            other._queue_usage = {q: u.clone() for q, u in self._queue_usage.items()}
+            other._queue_jobs = Counter(self._queue_jobs)
+            other._unplaced = {
+                node: {uid: clones.get(uid) or t.clone() for uid, t in waiting.items()}
+                for node, waiting in self._unplaced.items()
+            }
+            other._queues = dict(self._queues)
+            other._podgroups = dict(self._podgroups)
+            other._priority_classes = dict(self._priority_classes)
+            other._pdbs = dict(self._pdbs)
+            return other
+
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:
         """Copy-on-write: everything is shared except the named nodes, the jobs with tasks
         on them and the named jobs, which are cloned and linked to each other. A session

@@ -34,9 +34,11 @@ from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import CycleState, EventHandler, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.queue_attr import (
+    DerivationStep,
     QueueAttr,
     QueueCharging,
     capacity_share,
+    changed_dimensions,
     flat_capability,
     flat_real_capability,
     format_resource_names,
@@ -152,6 +154,9 @@ class CapacityPlugin(QueueCharging, Plugin):
         self.total_resource = Resource.empty()
         self.total_guarantee = Resource.empty()
         self.queue_opts: dict[str, QueueAttr] = {}
+        #: queue name -> how its deserved and real capability were reached this session
+        #: (the explain API's record of this computation)
+        self.derivation: dict[str, list[DerivationStep]] = {}
         self.hierarchy = False
         self.ready_to_schedule = True
         #: why the hierarchy is unusable ("" when it is fine)
@@ -236,8 +241,19 @@ class CapacityPlugin(QueueCharging, Plugin):
                 trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
             job_usage(job).add_to(attr)
         for attr in self.queue_opts.values():
+            steps = self._steps(attr, "spec.deserved", attr.deserved)
+            self._step(
+                steps,
+                "real capability: cluster - all guarantees + own guarantee, capped by capability",
+                attr.real_capability,
+                attr.real_capability,
+            )
+            before = attr.deserved.clone()
             attr.deserved.min_dimension_resource(attr.real_capability, INFINITY)
+            self._step(steps, "deserved capped by real capability", attr.deserved, before)
+            before = attr.deserved.clone()
             attr.deserved = res_max(attr.deserved, attr.guarantee) or Resource.empty()
+            self._step(steps, "deserved raised to guarantee", attr.deserved, before)
             attr.share = capacity_share(attr)
             _log_attr(attr)
         ssn.queue_order_fns[self.name] = self._flat_queue_order
@@ -309,7 +325,10 @@ class CapacityPlugin(QueueCharging, Plugin):
         sum_guarantee = Resource.empty()
         sum_deserved = Resource.empty()
         for child in children:
+            steps = self._steps(child, "spec.deserved", child.deserved)
+            before = child.deserved
             child.deserved = res_max(child.deserved, child.guarantee) or Resource.empty()
+            self._step(steps, "deserved raised to guarantee", child.deserved, before)
             sum_deserved.add(child.deserved)
             sum_guarantee.add(child.guarantee)
             capability = child.capability
@@ -339,8 +358,19 @@ class CapacityPlugin(QueueCharging, Plugin):
             attr.deserved = sum_deserved
         for child in children:
             real = exceeded_part(attr.real_capability, sum_guarantee).clone().add(child.guarantee)
+            self._step(
+                self.derivation[child.name],
+                f"real capability: {attr.name}'s real capability - its children's guarantees "
+                "+ own guarantee",
+                real,
+                real,
+            )
+            before = real.clone()
             real.min_dimension_resource(child.capability, INFINITY)
             child.real_capability = real
+            self._step(
+                self.derivation[child.name], "real capability capped by capability", real, before
+            )
         if attr.deserved.less_partly(sum_deserved, ZERO):
             trace(
                 log,
@@ -363,6 +393,16 @@ class CapacityPlugin(QueueCharging, Plugin):
             )
         for child in children:
             self._check_hierarchical_queue(child)
+
+    # --- the derivation record -----------------------------------------------------------
+
+    def _steps(self, attr: QueueAttr, label: str, value: Resource) -> list[DerivationStep]:
+        steps = self.derivation[attr.name] = [DerivationStep(label, value.clone(), [])]
+        return steps
+
+    @staticmethod
+    def _step(steps: list[DerivationStep], label: str, value: Resource, before: Resource) -> None:
+        steps.append(DerivationStep(label, value.clone(), changed_dimensions(before, value)))
 
     # --- lookups --------------------------------------------------------------------------
 

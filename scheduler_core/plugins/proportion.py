@@ -24,8 +24,11 @@ from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import CycleState, EventHandler, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.queue_attr import (
+    FillRound,
+    FillStep,
     QueueAttr,
     QueueCharging,
+    changed_dimensions,
     flat_capability,
     flat_real_capability,
     format_resource_names,
@@ -43,9 +46,15 @@ log = logging.getLogger("scheduler_core.plugins.proportion")
 MAX_DESERVED_PASSES = 10_000
 
 
-def water_fill(queue_opts: Mapping[str, QueueAttr], total: Resource) -> Resource:
+def water_fill(
+    queue_opts: Mapping[str, QueueAttr],
+    total: Resource,
+    rounds: list[FillRound] | None = None,
+) -> Resource:
     """Volcano's deserved loop; fills ``attr.deserved``/``attr.share`` in place and returns
-    what is left of ``total``.
+    what is left of ``total``. With ``rounds``, each pass is appended to it as it happens
+    (the explain API shows a queue's deserved derivation from this record, so it can never
+    disagree with the loop).
 
     Per pass, every queue not yet met gets ``remaining * weight / total weight`` added, then
     is capped by its real capability (missing scalars unlimited) and its request (scalars it
@@ -63,6 +72,10 @@ def water_fill(queue_opts: Mapping[str, QueueAttr], total: Resource) -> Resource
             trace(log, v(4), "Exiting when total weight is 0")
             break
         old_remaining = remaining.clone()
+        record = None
+        if rounds is not None:
+            record = FillRound(len(rounds) + 1, remaining.clone(), total_weight)
+            rounds.append(record)
         increased = Resource.empty()
         decreased = Resource.empty()
         for attr in queue_opts.values():
@@ -79,8 +92,11 @@ def water_fill(queue_opts: Mapping[str, QueueAttr], total: Resource) -> Resource
                 continue
             old_deserved = attr.deserved.clone()
             attr.deserved.add(remaining.clone().multi(float(attr.weight) / float(total_weight)))
+            offered = attr.deserved.clone() if record is not None else attr.deserved
             attr.deserved.min_dimension_resource(attr.real_capability, INFINITY)
+            capped = attr.deserved.clone() if record is not None else attr.deserved
             attr.deserved.min_dimension_resource(attr.request, ZERO)
+            requested = attr.deserved.clone() if record is not None else attr.deserved
             attr.deserved = res_max(attr.deserved, attr.guarantee) or Resource.empty()
             if attr.request.less_equal(attr.deserved, ZERO):
                 meet.add(attr.name)
@@ -92,6 +108,8 @@ def water_fill(queue_opts: Mapping[str, QueueAttr], total: Resource) -> Resource
                 met = ""
             if verbose:
                 _trace_pass(attr, met)
+            if record is not None:
+                record.steps.append(_fill_step(attr, old_deserved, offered, capped, requested, met))
             inc, dec = attr.deserved.diff(old_deserved, ZERO)
             increased.add(inc)
             decreased.add(dec)
@@ -118,6 +136,30 @@ def water_fill(queue_opts: Mapping[str, QueueAttr], total: Resource) -> Resource
     for attr in queue_opts.values():
         attr.share = proportion_share(attr)
     return remaining
+
+
+def _fill_step(
+    attr: QueueAttr,
+    before: Resource,
+    offered: Resource,
+    capped: Resource,
+    requested: Resource,
+    met: str,
+) -> FillStep:
+    clamps = {
+        "capability": changed_dimensions(offered, capped),
+        "request": changed_dimensions(capped, requested),
+        "guarantee": changed_dimensions(requested, attr.deserved),
+    }
+    return FillStep(
+        queue=attr.name,
+        weight=attr.weight,
+        before=before,
+        offered=offered,
+        deserved=attr.deserved.clone(),
+        clamped={k: dims for k, dims in clamps.items() if dims},
+        met="" if not met else "capability" if met.endswith("capability") else "request",
+    )
 
 
 def _trace_pass(attr: QueueAttr, met: str) -> None:
@@ -157,6 +199,8 @@ class ProportionPlugin(QueueCharging, Plugin):
         self.total_resource = Resource.empty()
         self.total_guarantee = Resource.empty()
         self.queue_opts: dict[str, QueueAttr] = {}
+        #: every pass of the deserved loop, as it ran this session (the explain API's record)
+        self.derivation: list[FillRound] = []
         #: job uid -> why the queue refused to admit it (Volcano records a PodGroup event).
         self.unschedulable_reasons: dict[str, str] = {}
         self._ssn: Session | None = None
@@ -207,7 +251,7 @@ class ProportionPlugin(QueueCharging, Plugin):
                     trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
                 job_usage(job).add_to(attr)
 
-        water_fill(self.queue_opts, self.total_resource)
+        water_fill(self.queue_opts, self.total_resource, self.derivation)
 
         ssn.queue_order_fns[self.name] = self._queue_order
         ssn.reclaimable_fns[self.name] = self._reclaimable

@@ -73,6 +73,50 @@ class QueueAttr:
         )
 
 
+@dataclass(slots=True)
+class FillStep:
+    """One queue in one pass of proportion's deserved loop, exactly as the loop computed it:
+    what it held before the pass, what the weighted share of the remainder raised it to
+    (``offered``), which clamp changed which dimensions (``clamped``: "capability",
+    "request", "guarantee" -> resource names) and the result. ``met`` says why the loop
+    stopped giving to the queue after this pass ("request": it has all it asks for;
+    "capability": a cap held it still), or is empty."""
+
+    queue: str
+    weight: int
+    before: Resource
+    offered: Resource
+    deserved: Resource
+    clamped: dict[str, list[str]]
+    met: str
+
+
+@dataclass(slots=True)
+class FillRound:
+    """One pass of the loop: what was left to hand out, over which total weight."""
+
+    index: int
+    remaining: Resource
+    total_weight: int
+    steps: list[FillStep] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DerivationStep:
+    """One step of capacity's deserved or real-capability computation for a queue."""
+
+    label: str
+    value: Resource
+    changed: list[str]
+
+
+def changed_dimensions(before: Resource, after: Resource) -> list[str]:
+    """Resource names whose amount differs between the two (the derivations' "what bound
+    it"), ignoring the pod-slot dimension."""
+    names = dict.fromkeys([*before.resource_names(), *after.resource_names()])
+    return [n for n in names if n != "pods" and before.get(n) != after.get(n)]
+
+
 class QueueAttrs(dict[str, QueueAttr]):
     """Queue name -> attributes; the plugins' entry in a preemptor's cycle state.
 

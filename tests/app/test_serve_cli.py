@@ -17,13 +17,13 @@ import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.engine_backend import backend_from_args
+from app.listeners import serve_all
 from app.serve_cli import (
     add_serve_parser,
     banner,
     build_server,
     build_servers,
     run_serve,
-    serve_with_metrics,
     settings_from_args,
 )
 
@@ -261,9 +261,10 @@ def test_the_banner_names_the_metrics_listener() -> None:
 def test_the_metrics_listener_serves_metrics_and_probes_but_not_the_verbs() -> None:
     port, metrics_port = free_port(), free_port()
     args = parse("--port", str(port), "--metrics-bind-address", f"127.0.0.1:{metrics_port}")
-    server, metrics, _ = build_servers(args, lambda _a: FakeBackend())
+    server, sides, _ = build_servers(args, lambda _a: FakeBackend())
+    (metrics,) = sides
     assert metrics is not None
-    thread = threading.Thread(target=serve_with_metrics, args=(server, metrics), daemon=True)
+    thread = threading.Thread(target=serve_all, args=(server, [metrics]), daemon=True)
     thread.start()
     main_url, metrics_url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{metrics_port}"
     try:
@@ -296,11 +297,12 @@ def test_a_metrics_port_in_use_stops_the_main_listener_too() -> None:
         taken.listen()
         busy = taken.getsockname()[1]
         args = parse("--port", str(free_port()), "--metrics-bind-address", f"127.0.0.1:{busy}")
-        server, metrics, _ = build_servers(args, lambda _a: FakeBackend())
+        server, sides, _ = build_servers(args, lambda _a: FakeBackend())
+        (metrics,) = sides
         assert metrics is not None
         codes: list[int] = []
         thread = threading.Thread(
-            target=lambda: codes.append(serve_with_metrics(server, metrics)), daemon=True
+            target=lambda: codes.append(serve_all(server, [metrics])), daemon=True
         )
         thread.start()
         thread.join(30)

@@ -1,0 +1,192 @@
+"""The read-only API's JSON: pydantic models over the engine's answers (``scheduler_core.
+insight``), camelCase on the wire, published in the OpenAPI schema."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+#: Kubernetes units (cores, bytes, scalar units); ``null`` means unlimited.
+Amounts = dict[str, float | None]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, from_attributes=True, frozen=True
+    )
+
+
+class DerivationRound(_Out):
+    round: int
+    label: str
+    deserved: Amounts | None
+    clamped: dict[str, list[str]] = Field(
+        default_factory=dict, description="clamp (capability, request, guarantee) -> dimensions"
+    )
+    remaining: Amounts | None = Field(None, description="left to hand out at the pass start")
+    total_weight: int | None = None
+    weight: int | None = None
+    before: Amounts | None = None
+    offered: Amounts | None = Field(None, description="before + weighted share of remaining")
+    met: str = Field("", description='"request", "capability" or empty')
+
+
+class Derivation(_Out):
+    plugin: str
+    rounds: list[DerivationRound]
+    bound_by: dict[str, str] = Field(description="resource -> what held its deserved amount")
+    summary: str
+
+
+class Queue(_Out):
+    name: str
+    parent: str | None
+    children: list[str]
+    state: str
+    weight: int
+    reclaimable: bool
+    guarantee: Amounts | None
+    capability: Amounts | None
+    real_capability: Amounts | None
+    request: Amounts | None
+    allocated: Amounts | None = Field(description="includes the assumed pods")
+    assumed: Amounts | None = Field(description="filtered, not bound yet")
+    assumed_pods: int
+    deserved: Amounts | None
+    share: float
+    overused: bool
+    jobs: int
+    pending_jobs: int
+    derivation: Derivation | None = None
+
+
+class QueueList(_Out):
+    queues: list[Queue]
+
+
+class PendingJob(_Out):
+    position: int
+    job: str
+    priority: int
+    min_available: int
+    ready: int
+    pending: int
+    request: Amounts | None
+    first_pod: str | None
+    code: str
+    reason: str
+
+
+class PendingPage(_Out):
+    queue: str
+    total: int
+    jobs: list[PendingJob]
+
+
+class Step(_Out):
+    name: str
+    question: str
+    verdict: Literal["pass", "fail", "skip", "info"]
+    rule: str
+    detail: str
+    numbers: dict[str, Any] = Field(default_factory=dict)
+
+
+class NodeVictims(_Out):
+    node: str
+    mode: str
+    victims: list[str]
+    pdb_violations: int
+
+
+class Explanation(_Out):
+    kind: str
+    name: str
+    pod: str | None
+    job: str | None
+    queue: str | None
+    phase: str
+    filter: Literal["pass", "reject", "n/a"]
+    code: str | None
+    reason: str | None = Field(description="filter's reason, as kube-scheduler prints it")
+    preemption_may_help: bool | None
+    summary: str
+    steps: list[Step]
+    victims: list[NodeVictims] = Field(default_factory=list)
+
+
+class QueueChangeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=253)
+    weight: int | None = Field(None, ge=1, le=1_000_000)
+    capability: dict[str, str | int | float] | None = Field(None, max_length=32)
+
+
+class WhatIfIn(BaseModel):
+    """Objects to add (Pods, PodGroups, Queues as Kubernetes JSON), pods to remove
+    (``namespace/name``) and queue changes to try together."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    add: list[dict[str, Any]] = Field(default_factory=list, max_length=500)
+    remove: list[str] = Field(default_factory=list, max_length=500)
+    queues: list[QueueChangeIn] = Field(default_factory=list, max_length=100)
+
+
+class Placement(_Out):
+    pod: str
+    node: str
+    added: bool
+    pipelined: bool
+
+
+class Eviction(_Out):
+    pod: str
+    node: str
+    queue: str | None
+    action: str
+    preemptor: str | None
+    reason: str
+
+
+class QueueFigures(_Out):
+    deserved: Amounts | None
+    allocated: Amounts | None
+    share: float
+    overused: bool
+
+
+class QueueChange(_Out):
+    name: str
+    before: QueueFigures | None
+    after: QueueFigures | None
+
+
+class WhatIfOut(_Out):
+    actions: list[str]
+    placed: list[Placement]
+    evicted: list[Eviction]
+    unplaced: list[str]
+    queues: list[QueueChange]
+
+
+class RecentEviction(_Out):
+    """One eviction the reclaim loop made (shown once that loop exists)."""
+
+    pod: str
+    queue: str | None
+    reason: str
+    at: str
+
+
+class ApiError(BaseModel):
+    """One sentence saying what is wrong."""
+
+    Error: str
+
+
+def dump(model: BaseModel) -> bytes:
+    return model.model_dump_json(by_alias=True).encode()

@@ -1,0 +1,496 @@
+"""Why is this pod (or PodGroup) pending: the debugging flow a person would follow through
+the scheduler's logs, as data.
+
+The steps are asked in the order the verbs ask them: does the job exist and is it valid (gang),
+is its queue open, has the queue admitted it (enqueue), does the queue's share leave room,
+is there room for the whole gang, which nodes would take it, and if none, could preemption
+(same queue) or reclaim (other queues) make room, with the victims per node. Every step calls
+the same session hooks as filter and preempt; the overall verdict and reason are filter's own
+(``check_pod``), so the reason is the one kube-scheduler printed in the pod's events.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.resource import ZERO
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.extender.filter import (
+    admission_reason,
+    check_pod,
+    gang_shortfall,
+    queue_quota_reason,
+)
+from scheduler_core.extender.preempt import gangs_broken, select_victims_for_node
+from scheduler_core.insight.amounts import amounts
+from scheduler_core.insight.lookup import (
+    CachedPodContext,
+    find_pod,
+    find_podgroup,
+    first_pending,
+)
+from scheduler_core.report import queue_attrs
+
+Verdict = Literal["pass", "fail", "skip", "info"]
+
+#: How many nodes the victim search examines, and how many answers it keeps, so that an
+#: explanation stays fast on a 5,000-node cluster (the preempt verb only ever sees the
+#: candidates kube-scheduler offers, a bounded list too).
+MAX_VICTIM_NODES_EXAMINED = 64
+MAX_VICTIM_NODES_SHOWN = 8
+#: How many fitting node names an explanation lists.
+MAX_NODES_LISTED = 10
+
+
+@dataclass(slots=True)
+class Step:
+    name: str
+    question: str
+    verdict: Verdict
+    rule: str
+    detail: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class NodeVictimsView:
+    node: str
+    mode: str
+    victims: list[str]
+    pdb_violations: int
+
+
+@dataclass(slots=True)
+class Explanation:
+    kind: str
+    name: str
+    pod: str | None
+    job: str | None
+    queue: str | None
+    phase: str
+    filter: Literal["pass", "reject", "n/a"]
+    code: str | None
+    reason: str | None
+    preemption_may_help: bool | None
+    summary: str
+    steps: list[Step]
+    victims: list[NodeVictimsView] = field(default_factory=list)
+
+
+def explain_cached_pod(acct: QueueAccounting, namespace: str, name: str) -> Explanation:
+    """Raises ``NotFoundError`` for a pod the cache does not hold."""
+    return _explain(acct, find_pod(acct, namespace, name), "Pod", f"{namespace}/{name}")
+
+
+def explain_podgroup(acct: QueueAccounting, namespace: str, name: str) -> Explanation:
+    """The PodGroup's verdict is that of the pending pod the engine would try first."""
+    job = find_podgroup(acct, namespace, name)
+    task = first_pending(acct, job)
+    key = f"{namespace}/{name}"
+    if task is None:
+        ready = job.ready_task_num()
+        return Explanation(
+            kind="PodGroup",
+            name=key,
+            pod=None,
+            job=job.uid,
+            queue=job.queue,
+            phase=str(job.phase),
+            filter="n/a",
+            code=None,
+            reason=None,
+            preemption_may_help=None,
+            summary=f"PodGroup {key} has no pending pods ({ready} ready, minMember "
+            f"{job.min_available})",
+            steps=[
+                Step(
+                    "pod-pending",
+                    "Does the job have a pending pod?",
+                    "skip",
+                    "status",
+                    f"no pending pods: {ready} ready of {len(job.tasks)}",
+                    {"ready": ready, "pods": len(job.tasks), "minAvailable": job.min_available},
+                )
+            ],
+        )
+    return _explain(acct, task, "PodGroup", key)
+
+
+def _explain(acct: QueueAccounting, cached: TaskInfo, kind: str, name: str) -> Explanation:
+    if cached.status != TaskStatus.PENDING:
+        where = f" on node {cached.node_name}" if cached.node_name else ""
+        return Explanation(
+            kind=kind,
+            name=name,
+            pod=cached.key,
+            job=cached.job,
+            queue=None,
+            phase=str(cached.status),
+            filter="n/a",
+            code=None,
+            reason=None,
+            preemption_may_help=None,
+            summary=f"pod {cached.key} is {cached.status}{where}: not pending",
+            steps=[
+                Step(
+                    "pod-pending",
+                    "Is the pod pending?",
+                    "skip",
+                    "status",
+                    f"the pod is {cached.status}{where}",
+                    {"node": cached.node_name or None},
+                )
+            ],
+        )
+    ctx = CachedPodContext(acct, cached)
+    steps: list[Step] = []
+    assumption = acct.assumed.get(cached.key)
+    if assumption is not None:
+        steps.append(
+            Step(
+                "assumed",
+                "Has filter already let the pod through?",
+                "info",
+                "extender.assume",
+                "filter passed this pod and counts it in its queue until kube-scheduler's "
+                "binding shows up; the checks below count it too",
+                {"queue": assumption.queue},
+            )
+        )
+    steps.extend(_queue_steps(ctx))
+    rejection = check_pod(ctx)
+    fitting, node_step = _node_step(ctx)
+    steps.append(node_step)
+    victims: list[NodeVictimsView] = []
+    stuck = rejection is not None or not fitting
+    if stuck and (rejection is None or rejection.resolvable):
+        victims = _victims(ctx)
+        steps.extend(_eviction_steps(ctx, victims))
+    else:
+        why = "the pod is not stuck" if not stuck else "preemption cannot change this verdict"
+        steps.append(_skipped("preempt", "Could it preempt a lower-priority pod?", why))
+        steps.append(_skipped("reclaim", "Could it reclaim from another queue?", why))
+    return Explanation(
+        kind=kind,
+        name=name,
+        pod=cached.key,
+        job=ctx.job_id,
+        queue=ctx.queue_name or None,
+        phase=str(cached.status),
+        filter="pass" if rejection is None else "reject",
+        code=None if rejection is None else rejection.code,
+        reason=None if rejection is None else rejection.reason,
+        preemption_may_help=None if rejection is None else rejection.resolvable,
+        summary=_summary(rejection.reason if rejection else None, fitting, victims),
+        steps=steps,
+        victims=victims,
+    )
+
+
+def _summary(reason: str | None, fitting: list[str], victims: list[NodeVictimsView]) -> str:
+    if reason is not None:
+        head = f"held back by the extender's filter: {reason}"
+    elif fitting:
+        return (
+            f"passes the extender's filter and fits on {len(fitting)} node(s): "
+            "kube-scheduler should place it on its next attempt"
+        )
+    else:
+        head = "passes the extender's filter but fits on no node now"
+    if victims:
+        first = victims[0]
+        return (
+            f"{head}; {first.mode} could make room on {first.node} by evicting "
+            f"{', '.join(first.victims)}"
+        )
+    return head
+
+
+def _skipped(name: str, question: str, why: str) -> Step:
+    return Step(name, question, "skip", name, why)
+
+
+# --- the queue and gang checks (filter's, one by one) ------------------------------------------
+
+
+def _queue_steps(ctx: CachedPodContext) -> list[Step]:
+    job, ssn, task = ctx.job, ctx.ssn, ctx.task
+    steps = []
+    if job is None:
+        steps.append(
+            Step(
+                "job-exists",
+                "Does the pod's PodGroup exist?",
+                "fail",
+                "podgroup-missing",
+                f"PodGroup {ctx.job_id} does not exist (yet)",
+            )
+        )
+        return steps
+    steps.append(
+        Step(
+            "job-exists",
+            "Does the pod's PodGroup exist?",
+            "pass",
+            "podgroup",
+            f"job {job.uid} in queue {job.queue}"
+            + (" (a group of one made for a plain pod)" if job.synthesized else ""),
+            {"minAvailable": job.min_available, "pods": len(job.tasks)},
+        )
+    )
+    queue = ctx.queue
+    if queue is None:
+        steps.append(
+            Step(
+                "queue-open",
+                "Is the queue open?",
+                "fail",
+                "queue-missing",
+                f"queue {ctx.queue_name} does not exist",
+            )
+        )
+        return steps
+    invalid = ssn.job_valid(job)
+    steps.append(
+        Step(
+            "job-valid",
+            "Is the job valid (gang: enough pods to reach minMember)?",
+            "pass" if invalid is None else "fail",
+            "gang.JobValid",
+            "valid" if invalid is None else f"gang {job.uid}: {invalid.message or invalid.reason}",
+            {"validTaskNum": job.valid_task_num(), "minAvailable": job.min_available},
+        )
+    )
+    steps.append(
+        Step(
+            "queue-open",
+            "Is the queue open?",
+            "pass" if queue.is_open() else "fail",
+            "queue.state",
+            f"queue {queue.name} is {queue.state}",
+            {"state": str(queue.state)},
+        )
+    )
+    attrs = queue_attrs(ssn)
+    attr = attrs.get(queue.name)
+    plugin = "proportion" if "proportion" in ssn.plugins else "capacity"
+    if job.ready_task_num() == 0 and job.min_resources is not None:
+        admitted = ssn.job_enqueueable(job)
+        steps.append(
+            Step(
+                "enqueue",
+                "Has the queue admitted the job (minResources within real capability)?",
+                "pass" if admitted else "fail",
+                f"{plugin}.JobEnqueueable",
+                "admitted" if admitted else admission_reason(ssn, queue, job),
+                {
+                    "minResources": amounts(job.get_min_resources()),
+                    "allocated": amounts(attr.allocated) if attr else None,
+                    "inqueue": amounts(attr.inqueue) if attr else None,
+                    "elastic": amounts(attr.elastic) if attr else None,
+                    "realCapability": amounts(attr.real_capability) if attr else None,
+                },
+            )
+        )
+    else:
+        steps.append(
+            _skipped(
+                "enqueue",
+                "Has the queue admitted the job?",
+                "the job already runs pods or sets no minResources: admission is not asked",
+            )
+        )
+    allocatable = ssn.allocatable(queue, task)
+    limit = "deserved" if plugin == "proportion" else "realCapability"
+    steps.append(
+        Step(
+            "queue-share",
+            f"Does the queue stay within its {limit} with this pod?",
+            "pass" if allocatable else "fail",
+            f"{plugin}.Allocatable",
+            "yes" if allocatable else queue_quota_reason(ssn, queue, task),
+            {
+                "request": amounts(task.resreq),
+                "allocated": amounts(attr.allocated) if attr else None,
+                "deserved": amounts(attr.deserved) if attr else None,
+                "realCapability": amounts(attr.real_capability) if attr else None,
+                "share": round(float(attr.share), 6) if attr else None,
+                "overused": ssn.overused(queue) if attr else False,
+            },
+        )
+    )
+    shortfall = gang_shortfall(ctx, None)
+    have = job.ready_task_num() + job.waiting_task_num() + ctx.acct.assumed_in_job(job.uid)
+    steps.append(
+        Step(
+            "gang-room",
+            "Is there room now for every gang member still missing?",
+            "pass" if shortfall is None else "fail",
+            "gang.minMember",
+            shortfall or f"{have} of minMember {job.min_available} placed; room for the rest",
+            {"placed": have, "minAvailable": job.min_available},
+        )
+    )
+    return steps
+
+
+# --- nodes ---------------------------------------------------------------------------------
+
+
+def _fit(ctx: CachedPodContext, task: TaskInfo, node: NodeInfo) -> str | None:
+    if node.unschedulable:
+        return "node is unschedulable (cordoned)"
+    err = ctx.ssn.predicate(task, node)
+    if err is not None:
+        return ", ".join(err.reasons) or err.code.value
+    fits, names = task.init_resreq.less_equal_with_resources_name(node.future_idle(), ZERO)
+    if not fits:
+        return "Insufficient " + ", ".join(names)
+    return None
+
+
+def _node_step(ctx: CachedPodContext) -> tuple[list[str], Step]:
+    """Which nodes would take the pod now (the predicates and free resources, as allocate
+    checks them), and why the others would not, counted by reason."""
+    fitting: list[str] = []
+    reasons: Counter[str] = Counter()
+    task = ctx.job.tasks.get(ctx.task.uid, ctx.task) if ctx.job is not None else ctx.task
+    for node in ctx.ssn.nodes.values():
+        why = _fit(ctx, task, node)
+        if why is None:
+            fitting.append(node.name)
+        else:
+            reasons[why] += 1
+    total = len(ctx.ssn.nodes)
+    detail = f"{len(fitting)}/{total} nodes would take it"
+    if reasons:
+        detail += "; " + ", ".join(f"{n} {why}" for why, n in reasons.most_common(5))
+    return fitting, Step(
+        "nodes",
+        "Which nodes would take it, and why not the others?",
+        "pass" if fitting else "fail",
+        "predicates + node resources",
+        detail,
+        {
+            "fitting": len(fitting),
+            "nodes": total,
+            "examples": sorted(fitting)[:MAX_NODES_LISTED],
+            "rejections": dict(reasons.most_common()),
+        },
+    )
+
+
+# --- preempt and reclaim -----------------------------------------------------------------------
+
+
+def _victims(ctx: CachedPodContext) -> list[NodeVictimsView]:
+    """The preempt verb's own choice per node (same-queue preempt first, then reclaim),
+    over the nodes where evicting could help: those that pass the preemption predicates
+    and run something."""
+    job = ctx.job
+    if job is None or ctx.queue is None or ctx.ssn.job_valid(job) is not None:
+        return []
+    preemptor = job.tasks.get(ctx.task.uid, ctx.task)
+    found: list[NodeVictimsView] = []
+    examined = 0
+    for node in ctx.ssn.nodes.values():
+        if not node.tasks:
+            continue
+        if examined >= MAX_VICTIM_NODES_EXAMINED or len(found) >= MAX_VICTIM_NODES_SHOWN:
+            break
+        examined += 1
+        choice = select_victims_for_node(ctx.ssn, preemptor, node, None)
+        if choice is None or not choice.uids:
+            continue
+        tasks = [node.tasks[uid] for uid in choice.uids]
+        if gangs_broken(ctx.ssn, tasks):
+            continue
+        found.append(
+            NodeVictimsView(
+                node=node.name,
+                mode=choice.mode or "preempt",
+                victims=[t.key for t in tasks],
+                pdb_violations=choice.num_pdb_violations,
+            )
+        )
+    return found
+
+
+def _eviction_steps(ctx: CachedPodContext, victims: list[NodeVictimsView]) -> list[Step]:
+    task, ssn, queue = ctx.task, ctx.ssn, ctx.queue
+    preempt = [v for v in victims if v.mode == "preempt"]
+    reclaim = [v for v in victims if v.mode == "reclaim"]
+    never = task.preemption_policy == PREEMPTION_POLICY_NEVER
+    steps = [
+        Step(
+            "preempt",
+            "Could it preempt lower-priority pods of its own queue?",
+            "fail" if never or not preempt else "pass",
+            "preempt (priority, gang, drf, conformance)",
+            "its preemptionPolicy is Never"
+            if never
+            else (
+                f"victims on {len(preempt)} node(s), e.g. {preempt[0].node}: "
+                f"{', '.join(preempt[0].victims)}"
+                if preempt
+                else "no node has a valid set of same-queue victims"
+            ),
+            {
+                "priority": task.priority,
+                "preemptionPolicy": task.preemption_policy or "PreemptLowerPriority",
+                "nodes": {v.node: v.victims for v in preempt},
+            },
+        )
+    ]
+    if queue is None:
+        steps.append(_skipped("reclaim", "Could it reclaim from another queue?", "no queue"))
+        return steps
+    overused = ssn.overused(queue)
+    preemptive = ssn.preemptive(queue, [task])
+    attrs = queue_attrs(ssn)
+    lenders = sorted(
+        name
+        for name, other in ssn.queues.items()
+        if name != queue.name and name in attrs and other.reclaimable() and ssn.overused(other)
+    )
+    if overused or not preemptive:
+        verdict: Verdict = "fail"
+        detail = (
+            f"queue {queue.name} is overused itself"
+            if overused
+            else f"queue {queue.name} cannot grow by this pod within its share (Preemptive)"
+        )
+    elif not reclaim:
+        verdict = "fail"
+        detail = (
+            "no overused reclaimable queue has victims on a node the pod could use"
+            if lenders
+            else "no other queue is overused and reclaimable"
+        )
+    else:
+        verdict = "pass"
+        detail = (
+            f"victims on {len(reclaim)} node(s), e.g. {reclaim[0].node}: "
+            f"{', '.join(reclaim[0].victims)}"
+        )
+    steps.append(
+        Step(
+            "reclaim",
+            "Could it reclaim from queues above their deserved share?",
+            verdict,
+            "reclaim (queue Preemptive, Overused, Reclaimable)",
+            detail,
+            {
+                "queueOverused": overused,
+                "queuePreemptive": preemptive,
+                "reclaimableQueues": lenders,
+                "nodes": {v.node: v.victims for v in reclaim},
+            },
+        )
+    )
+    return steps

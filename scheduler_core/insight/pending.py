@@ -1,0 +1,104 @@
+"""A queue's pending jobs in the order the engine would serve them, each with the reason it
+waits (the filter verb's reason for the job's first pending pod)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cmp_to_key
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.extender.filter import check_pod
+from scheduler_core.framework.session import Session
+from scheduler_core.insight.amounts import Amounts, amounts
+from scheduler_core.insight.lookup import CachedPodContext, NotFoundError, first_pending
+
+#: Default and largest page of pending jobs: each carries a verdict the verbs compute.
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+
+
+@dataclass(slots=True)
+class PendingJob:
+    position: int
+    job: str
+    priority: int
+    min_available: int
+    ready: int
+    pending: int
+    request: Amounts | None
+    first_pod: str | None
+    code: str
+    reason: str
+
+
+@dataclass(slots=True)
+class PendingPage:
+    queue: str
+    total: int
+    jobs: list[PendingJob]
+
+
+def _order(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
+    """Volcano's job order within a queue: the plugins' JobOrderFn (priority, gang
+    readiness, DRF share, as configured), then creation time, then uid."""
+
+    def compare(l: JobInfo, r: JobInfo) -> int:
+        if ssn.job_order_fn(l, r):
+            return -1
+        if ssn.job_order_fn(r, l):
+            return 1
+        return 0
+
+    return sorted(jobs, key=cmp_to_key(compare))
+
+
+def pending_jobs(acct: QueueAccounting, queue: str, limit: int = DEFAULT_LIMIT) -> PendingPage:
+    """Raises ``NotFoundError`` for an unknown queue."""
+    ssn = acct.session()
+    if queue not in ssn.queues:
+        raise NotFoundError(f"queue {queue} is not in the extender's cache")
+    waiting = [
+        job
+        for job in ssn.jobs.values()
+        if job.queue == queue
+        and any(t.key not in acct.assumed for t in job.tasks_with(TaskStatus.PENDING))
+    ]
+    ordered = _order(ssn, waiting)
+    rows = []
+    for position, job in enumerate(ordered[:limit], start=1):
+        task = first_pending(acct, job)
+        pending = list(job.tasks_with(TaskStatus.PENDING))
+        request = None
+        if pending:
+            total = pending[0].resreq.clone()
+            for other in pending[1:]:
+                total.add(other.resreq)
+            request = amounts(total)
+        code, reason = "", ""
+        if task is not None:
+            rejection = check_pod(CachedPodContext(acct, task))
+            if rejection is None:
+                code = "filter-passes"
+                reason = (
+                    "passes the queue and gang checks: waiting for kube-scheduler to find "
+                    "a node (or for its next attempt)"
+                )
+            else:
+                code, reason = rejection.code, rejection.reason
+        rows.append(
+            PendingJob(
+                position=position,
+                job=job.uid,
+                priority=job.priority,
+                min_available=job.min_available,
+                ready=job.ready_task_num(),
+                pending=len(pending),
+                request=request,
+                first_pod=task.key if task is not None else None,
+                code=code,
+                reason=reason,
+            )
+        )
+    return PendingPage(queue=queue, total=len(ordered), jobs=rows)

@@ -1,0 +1,107 @@
+"""Each queue as the engine sees it now: spec, usage, fair share and how it was derived."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduler_core.api.resource import Resource
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.insight.amounts import Amounts, amounts
+from scheduler_core.insight.derivation import Derivation, queue_derivation
+from scheduler_core.report import queue_attrs
+
+
+@dataclass(slots=True)
+class QueueView:
+    name: str
+    parent: str | None
+    children: list[str]
+    state: str
+    weight: int
+    reclaimable: bool
+    guarantee: Amounts | None
+    capability: Amounts | None
+    real_capability: Amounts | None
+    request: Amounts | None
+    allocated: Amounts | None
+    assumed: Amounts | None
+    assumed_pods: int
+    deserved: Amounts | None
+    share: float
+    overused: bool
+    jobs: int
+    pending_jobs: int
+    derivation: Derivation | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list[QueueView]:
+    """Every queue that is defined or holds work, sorted by name (an implicit queue such as
+    ``default`` only when a job uses it)."""
+    ssn = acct.session()
+    attrs = queue_attrs(ssn)
+    assumed = _assumed_by_queue(acct)
+    jobs_by_queue: dict[str, list[int]] = {}
+    for job in ssn.jobs.values():
+        counts = jobs_by_queue.setdefault(job.queue, [0, 0])
+        counts[0] += 1
+        if any(True for _ in job.tasks_with(TaskStatus.PENDING)):
+            counts[1] += 1
+    children: dict[str, list[str]] = {}
+    for name, queue in ssn.queues.items():
+        if queue.parent and queue.parent != name:
+            children.setdefault(queue.parent, []).append(name)
+    views = []
+    for name, queue in sorted(ssn.queues.items()):
+        if queue.implicit and name not in jobs_by_queue and name not in children:
+            continue
+        attr = attrs.get(name)
+        held, count = assumed.get(name, (Resource.empty(), 0))
+        njobs, npending = jobs_by_queue.get(name, [0, 0])
+        views.append(
+            QueueView(
+                name=name,
+                parent=queue.parent or None,
+                children=sorted(children.get(name, [])),
+                state=str(queue.state),
+                weight=queue.weight,
+                reclaimable=queue.reclaimable(),
+                guarantee=amounts(queue.guarantee or Resource.empty()),
+                capability=amounts(queue.capability),
+                real_capability=amounts(attr.real_capability) if attr is not None else None,
+                request=amounts(attr.request if attr is not None else Resource.empty()),
+                allocated=amounts(attr.allocated if attr is not None else Resource.empty()),
+                assumed=amounts(held),
+                assumed_pods=count,
+                deserved=amounts(attr.deserved if attr is not None else Resource.empty()),
+                share=round(float(attr.share), 6) if attr is not None else 0.0,
+                overused=ssn.overused(queue) if attr is not None else False,
+                jobs=njobs,
+                pending_jobs=npending,
+                derivation=queue_derivation(ssn, name) if with_derivation else None,
+            )
+        )
+    return views
+
+
+def queue_view(acct: QueueAccounting, name: str) -> QueueView | None:
+    ssn = acct.session()
+    if name not in ssn.queues:
+        return None
+    for view in queue_views(acct, with_derivation=False):
+        if view.name == name:
+            view.derivation = queue_derivation(ssn, name)
+            return view
+    return None
+
+
+def _assumed_by_queue(acct: QueueAccounting) -> dict[str, tuple[Resource, int]]:
+    """What filter has let through and kube-scheduler has not bound yet, per queue: already
+    counted in ``allocated``, shown apart so a person can tell the two."""
+    out: dict[str, tuple[Resource, int]] = {}
+    for assumption in acct.assumed.values():
+        held, count = out.get(assumption.queue, (Resource.empty(), 0))
+        held.add(assumption.task.resreq)
+        out[assumption.queue] = (held, count + 1)
+    return out

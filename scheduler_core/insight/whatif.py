@@ -1,0 +1,264 @@
+"""What would happen if these objects were submitted: a dry-run scheduling session over a
+private copy of the live state.
+
+The copy (``ClusterState.fork``) takes the added pods, PodGroups and queues through the same
+code as the live cache, and the session runs the configured actions exactly as ``simulate``
+does; so a what-if on the live state and a ``simulate`` of the same cluster plus the same
+objects decide the same. The live state, the accounting session and its assumed pods are
+only read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import Resource
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.convert import ConversionError, resource_list
+from scheduler_core.cache.objects import ClusterObjects, collect
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.engine import close_session, open_session, run_actions
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.framework.session import Session
+from scheduler_core.insight.amounts import Amounts, amounts
+from scheduler_core.insight.queues import QueueView, queue_views
+from scheduler_core.report import queue_attrs
+
+#: The kinds a what-if may add; anything else is refused rather than silently ignored.
+WHATIF_KINDS = ("Pod", "PodGroup", "Queue")
+MAX_OBJECTS = 500
+MAX_REMOVALS = 500
+MAX_QUEUE_CHANGES = 100
+
+
+class WhatIfError(ValueError):
+    """The request cannot be answered as given: a sentence naming what is wrong."""
+
+
+@dataclass(slots=True)
+class QueueChange:
+    name: str
+    weight: int | None = None
+    capability: Mapping[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class WhatIfRequest:
+    add: Sequence[Mapping[str, Any]] = field(default_factory=list)
+    remove: Sequence[str] = field(default_factory=list)
+    queues: list[QueueChange] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Placement:
+    pod: str
+    node: str
+    added: bool
+    pipelined: bool
+
+
+@dataclass(slots=True)
+class EvictionView:
+    pod: str
+    node: str
+    queue: str | None
+    action: str
+    preemptor: str | None
+    reason: str
+
+
+@dataclass(slots=True)
+class QueueFigures:
+    deserved: Amounts | None
+    allocated: Amounts | None
+    share: float
+    overused: bool
+
+
+@dataclass(slots=True)
+class QueueChangeView:
+    name: str
+    before: QueueFigures | None
+    after: QueueFigures | None
+
+
+@dataclass(slots=True)
+class WhatIfResult:
+    actions: list[str]
+    placed: list[Placement]
+    evicted: list[EvictionView]
+    unplaced: list[str]
+    queues: list[QueueChangeView]
+
+
+@dataclass(slots=True)
+class PreparedWhatIf:
+    """The private copy with the request applied, and the live figures to compare with:
+    made under the live state's lock, then run without it (see ``run_prepared``)."""
+
+    fork: ClusterState
+    conf: SchedulerConfiguration
+    added: set[str]
+    before: dict[str, QueueView]
+
+
+def what_if(
+    acct: QueueAccounting, conf: SchedulerConfiguration, request: WhatIfRequest
+) -> WhatIfResult:
+    """Raises ``WhatIfError`` for a request it cannot apply (nothing is changed then)."""
+    return run_prepared(prepare(acct, conf, request))
+
+
+def prepare(
+    acct: QueueAccounting, conf: SchedulerConfiguration, request: WhatIfRequest
+) -> PreparedWhatIf:
+    """Everything that reads the live state and the accounting: call it where the verbs
+    run (they change both). Raises ``WhatIfError``."""
+    _check_sizes(request)
+    objects = _collect(request.add)
+    fork = acct.state.fork()
+    queues: dict[str, QueueInfo] = fork.queues()
+    for queue in objects.queues:
+        queues[queue.name] = queue
+    for change in request.queues:
+        objects.queues.append(_changed_queue(queues, change))
+    for key in request.remove:
+        if fork.task(key) is None:
+            raise WhatIfError(f"cannot remove pod {key}: the extender's cache does not hold it")
+    fork.apply_objects(objects)
+    for key in request.remove:
+        fork.delete("Pod", key)
+    added = {_pod_key(pod) for pod in objects.pods}
+    before = {v.name: v for v in queue_views(acct)}
+    return PreparedWhatIf(fork, conf, added, before)
+
+
+def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
+    """The dry-run session; touches only the private copy, so it may run on another thread
+    while the verbs go on."""
+    ssn = open_session(prepared.fork.shared_snapshot(), prepared.conf, clone=False)
+    run_actions(ssn)
+    close_session(ssn)
+    placed = _placements(ssn, prepared.added)
+    return WhatIfResult(
+        actions=list(prepared.conf.actions),
+        placed=placed,
+        evicted=_evictions(ssn),
+        unplaced=sorted(prepared.added - {p.pod for p in placed}),
+        queues=_queue_changes(ssn, prepared.before),
+    )
+
+
+def _check_sizes(request: WhatIfRequest) -> None:
+    for what, items, limit in (
+        ("objects to add", request.add, MAX_OBJECTS),
+        ("pods to remove", request.remove, MAX_REMOVALS),
+        ("queue changes", request.queues, MAX_QUEUE_CHANGES),
+    ):
+        if len(items) > limit:
+            raise WhatIfError(f"too many {what}: {len(items)} (at most {limit})")
+    if not (request.add or request.remove or request.queues):
+        raise WhatIfError("nothing to try: give objects to add, pods to remove or queue changes")
+
+
+def _collect(objects: Sequence[Mapping[str, Any]]) -> ClusterObjects:
+    for i, obj in enumerate(objects):
+        kind = obj.get("kind") if isinstance(obj, Mapping) else None
+        if kind not in WHATIF_KINDS:
+            raise WhatIfError(
+                f"object {i}: kind {kind!r} cannot be added in a what-if "
+                f"(one of {', '.join(WHATIF_KINDS)})"
+            )
+    try:
+        return collect(objects)
+    except ConversionError as exc:
+        raise WhatIfError(str(exc)) from exc
+
+
+def _changed_queue(queues: Mapping[str, QueueInfo], change: QueueChange) -> QueueInfo:
+    queue = queues.get(change.name)
+    if queue is None:
+        raise WhatIfError(f"queue {change.name} does not exist (add it as a Queue object)")
+    updates: dict[str, Any] = {}
+    if change.weight is not None:
+        if change.weight < 1:
+            raise WhatIfError(f"queue {change.name}: weight must be at least 1")
+        updates["weight"] = change.weight
+    if change.capability is not None:
+        try:
+            capability: Resource = resource_list(change.capability, f"queue {change.name}")
+        except ConversionError as exc:
+            raise WhatIfError(str(exc)) from exc
+        updates["capability"] = capability if not capability.is_empty() else None
+    return dataclasses.replace(queue, **updates)
+
+
+def _pod_key(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace') or 'default'}/{meta.get('name')}"
+
+
+def _placements(ssn: Session, added: set[str]) -> list[Placement]:
+    rows = [Placement(t.key, t.node_name, t.key in added, False) for t in ssn.bound]
+    rows += [
+        Placement(t.key, t.node_name, t.key in added, True)
+        for job in ssn.jobs.values()
+        for t in job.tasks_with(TaskStatus.PIPELINED)
+    ]
+    return sorted(rows, key=lambda p: (not p.added, p.pod))
+
+
+def _evictions(ssn: Session) -> list[EvictionView]:
+    rows = []
+    for e in ssn.evictions:
+        job = ssn.jobs.get(e.task.job)
+        queue = job.queue if job is not None else None
+        by = e.preemptor.key if e.preemptor is not None else "another pod"
+        if e.reason == "reclaim":
+            why = f"reclaimed from queue {queue} (above its deserved share) for {by}"
+        elif e.reason == "preempt":
+            why = f"preempted in queue {queue} by the higher-priority {by}"
+        else:
+            why = f"{e.reason} for {by}"
+        rows.append(
+            EvictionView(
+                pod=e.task.key,
+                node=e.node,
+                queue=queue,
+                action=e.reason,
+                preemptor=e.preemptor.key if e.preemptor is not None else None,
+                reason=why,
+            )
+        )
+    return sorted(rows, key=lambda r: (r.pod, r.action))
+
+
+def _queue_changes(ssn: Session, before: Mapping[str, Any]) -> list[QueueChangeView]:
+    attrs = queue_attrs(ssn)
+    rows = []
+    for name in sorted(set(before) | set(attrs)):
+        was = before.get(name)
+        attr = attrs.get(name)
+        queue = ssn.queues.get(name)
+        rows.append(
+            QueueChangeView(
+                name=name,
+                before=None
+                if was is None
+                else QueueFigures(was.deserved, was.allocated, was.share, was.overused),
+                after=None
+                if attr is None or queue is None
+                else QueueFigures(
+                    amounts(attr.deserved),
+                    amounts(attr.allocated),
+                    round(float(attr.share), 6),
+                    ssn.overused(queue),
+                ),
+            )
+        )
+    return rows

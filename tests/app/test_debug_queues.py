@@ -1,0 +1,45 @@
+"""/debug/queues with assumed pods: it lists each one, however many there are."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from app.cli import build_parser
+from app.engine_backend import EngineBackend, backend_from_args
+from app.server import create_app
+
+from .live import serve
+
+
+def _pod(name: str, namespace: str = "production") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "annotations": {"scheduling.volcano.sh/queue-name": "production"},
+        },
+        "spec": {
+            "schedulerName": "queue-scheduler",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+        },
+    }
+
+
+def _demo() -> EngineBackend:
+    return backend_from_args(build_parser().parse_args(["serve"]))
+
+
+def test_debug_queues_lists_two_assumed_pods_sorted_by_pod() -> None:
+    engine = _demo()
+    nodes = engine.state.node_names()
+    for name in ("zz-second", "aa-first"):
+        assert engine.filter(_pod(name), nodes).node_names, name
+    with serve(create_app(engine)) as url:
+        answer = httpx.get(url + "/debug/queues", timeout=10)
+    assert answer.status_code == 200, answer.text
+    assumed = answer.json()["assumed"]
+    assert [a["pod"] for a in assumed] == ["production/aa-first", "production/zz-second"]
+    assert {a["queue"] for a in assumed} == {"production"}

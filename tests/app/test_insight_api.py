@@ -1,0 +1,154 @@
+"""The read-only API over HTTP: answers, 404s with a sentence, bounded what-if input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from app.cli import build_parser
+from app.engine_backend import EngineBackend, backend_from_args
+from app.routes_whatif_api import MAX_WHATIF_BYTES
+from app.server import create_app
+from scheduler_core.insight.whatif import MAX_OBJECTS
+from tests.insight.conftest import fingerprint
+
+from .live import serve
+
+NEW_POD = {
+    "kind": "Pod",
+    "metadata": {
+        "name": "extra",
+        "namespace": "production",
+        "annotations": {"scheduling.volcano.sh/queue-name": "production"},
+    },
+    "spec": {
+        "schedulerName": "queue-scheduler",
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}],
+    },
+}
+
+
+@pytest.fixture
+def demo() -> Iterator[tuple[EngineBackend, httpx.Client]]:
+    engine = backend_from_args(build_parser().parse_args(["serve"]))
+    with serve(create_app(engine)) as url, httpx.Client(base_url=url, timeout=30) as client:
+        yield engine, client
+
+
+def test_queues_list_and_one_queue_with_its_derivation(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    _, client = demo
+    queues = client.get("/api/v1/queues").json()["queues"]
+    names = [q["name"] for q in queues]
+    assert {"production", "research", "analytics"} <= set(names)
+    analytics = next(q for q in queues if q["name"] == "analytics")
+    assert analytics["overused"] is True
+    one = client.get("/api/v1/queues/production").json()
+    assert one["derivation"]["plugin"] == "proportion"
+    assert one["derivation"]["rounds"][0]["round"] == 1
+    assert set(one["derivation"]["boundBy"]) >= {"cpu", "memory"}
+
+
+def test_pending_and_explain_answer_for_known_objects_and_404_otherwise(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    _, client = demo
+    page = client.get("/api/v1/queues/production/pending", params={"limit": 1}).json()
+    assert page["total"] == 2 and len(page["jobs"]) == 1
+    explained = client.get("/api/v1/pods/production/report-export/explain").json()
+    assert explained["queue"] == "production"
+    assert [s["name"] for s in explained["steps"]][:3] == ["job-exists", "job-valid", "queue-open"]
+    group = client.get("/api/v1/podgroups/production/billing-reconcile/explain").json()
+    assert group["kind"] == "PodGroup"
+    for path, what in (
+        ("/api/v1/pods/production/ghost/explain", "pod production/ghost"),
+        ("/api/v1/podgroups/production/ghost/explain", "PodGroup production/ghost"),
+        ("/api/v1/queues/ghost", "queue ghost"),
+        ("/api/v1/queues/ghost/pending", "queue ghost"),
+    ):
+        answer = client.get(path)
+        assert answer.status_code == 404, path
+        assert what in answer.json()["Error"]
+
+
+def test_malformed_names_and_parameters_are_400(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    _, client = demo
+    for path in (
+        "/api/v1/pods/Bad_NS/x/explain",
+        "/api/v1/queues/production/pending?limit=0",
+        "/api/v1/queues/production/pending?limit=x",
+    ):
+        answer = client.get(path)
+        assert answer.status_code == 400, path
+        assert "\n" not in answer.json()["Error"]
+
+
+def test_whatif_answers_and_leaves_the_live_state_alone(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    engine, client = demo
+    before = fingerprint(engine.accounting)
+    answer = client.post("/api/v1/whatif", json={"add": [NEW_POD]})
+    assert answer.status_code == 200, answer.text
+    result = answer.json()
+    assert [p["pod"] for p in result["placed"] if p["added"]] == ["production/extra"]
+    assert {q["name"] for q in result["queues"]} >= {"production"}
+    assert fingerprint(engine.accounting) == before
+
+
+def test_whatif_input_is_bounded(demo: tuple[EngineBackend, httpx.Client]) -> None:
+    engine, client = demo
+    before = fingerprint(engine.accounting)
+    huge = b'{"add": [' + b" " * MAX_WHATIF_BYTES + b"]}"
+    too_big = client.post(
+        "/api/v1/whatif", content=huge, headers={"Content-Type": "application/json"}
+    )
+    assert too_big.status_code == 413
+    many = client.post("/api/v1/whatif", json={"add": [NEW_POD] * (MAX_OBJECTS + 1)})
+    assert many.status_code == 400
+    assert "add" in many.json()["Error"]
+    for body in (b"not json", b"[]", json.dumps({"add": [{"kind": "Node"}]}).encode()):
+        bad = client.post(
+            "/api/v1/whatif", content=body, headers={"Content-Type": "application/json"}
+        )
+        assert bad.status_code == 400, body
+    assert fingerprint(engine.accounting) == before
+
+
+def test_the_status_page_lists_queues_and_pending_reasons(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    _, client = demo
+    page = client.get("/")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert "data-queue='production'" in html and "badge over" in html
+    assert "passes the queue and gang checks" in html
+    assert "http://" not in html and "https://" not in html  # nothing fetched from elsewhere
+    detail = client.get("/queues/production")
+    assert detail.status_code == 200 and "Deserved derivation (proportion)" in detail.text
+    assert client.get("/queues/ghost").status_code == 404
+
+
+def test_docs_are_off_and_the_schema_lists_the_api(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    _, client = demo
+    assert client.get("/docs").status_code == 404
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in (
+        "/api/v1/queues",
+        "/api/v1/queues/{name}",
+        "/api/v1/queues/{name}/pending",
+        "/api/v1/pods/{namespace}/{name}/explain",
+        "/api/v1/podgroups/{namespace}/{name}/explain",
+        "/api/v1/whatif",
+    ):
+        assert path in paths, path

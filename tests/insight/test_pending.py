@@ -1,0 +1,58 @@
+"""A queue's pending jobs in the engine's order, with the reason each waits."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler_core.insight.lookup import NotFoundError
+from scheduler_core.insight.pending import pending_jobs
+from tests.builders import node, pod, podgroup, priority_class, queue
+from tests.extender.conftest import accounting
+from tests.insight.conftest import fingerprint
+
+
+def cluster() -> list[dict[str, object]]:
+    return [
+        node("n1", cpu="4"),
+        queue("a", capability={"cpu": "4"}),
+        priority_class("low", 1),
+        priority_class("high", 100),
+        podgroup("run", 1, queue="a"),
+        pod("r", group="run", cpu="3", node_name="n1"),
+        podgroup("first-low", 1, queue="a", priority_class="low", phase="Inqueue"),
+        pod("l0", group="first-low", cpu="2", priority=1),
+        podgroup("later-high", 1, queue="a", priority_class="high", phase="Inqueue"),
+        pod("h0", group="later-high", cpu="1", priority=100),
+        podgroup("gang", 3, queue="a", priority_class="low", phase="Inqueue"),
+        pod("g0", group="gang", cpu="1", priority=1),
+    ]
+
+
+def test_pending_jobs_come_in_serving_order_with_their_reasons() -> None:
+    acct, _ = accounting(cluster())
+    page = pending_jobs(acct, "a")
+    assert page.total == 3
+    assert page.jobs[0].job == "ns/later-high"  # priority orders jobs first
+    assert [j.position for j in page.jobs] == [1, 2, 3]
+    by = {j.job: j for j in page.jobs}
+    assert by["ns/later-high"].code == "filter-passes"
+    assert by["ns/first-low"].code == "queue-overused"
+    assert "would exceed its deserved share" in by["ns/first-low"].reason
+    assert by["ns/gang"].code == "gang-invalid"
+    assert by["ns/gang"].first_pod == "ns/g0"
+
+
+def test_the_page_is_limited_but_the_total_counts_every_job() -> None:
+    acct, _ = accounting(cluster())
+    page = pending_jobs(acct, "a", limit=1)
+    assert page.total == 3
+    assert len(page.jobs) == 1
+
+
+def test_an_unknown_queue_is_not_found_and_nothing_changes() -> None:
+    acct, _ = accounting(cluster())
+    before = fingerprint(acct)
+    pending_jobs(acct, "a")
+    assert fingerprint(acct) == before
+    with pytest.raises(NotFoundError, match="queue nope"):
+        pending_jobs(acct, "nope")
