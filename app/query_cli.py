@@ -55,7 +55,13 @@ def add_source_options(parser: argparse.ArgumentParser, *, proxy_default: bool) 
         metavar="NS/NAME:PORT",
         help=f"the extender's Service for the API server proxy (default {DEFAULT_SERVICE})",
     )
-    parser.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "json", "yaml"),
+        default="table",
+        help="output format (default table)",
+    )
 
 
 def add_query_parsers(subparsers: _Subparsers, *, proxy_default: bool = False) -> None:
@@ -67,13 +73,21 @@ def add_query_parsers(subparsers: _Subparsers, *, proxy_default: bool = False) -
 
     e = subparsers.add_parser("explain", help="why is this pod or PodGroup pending")
     e.add_argument("target", metavar="pod/NAME|podgroup/NAME")
-    e.add_argument("-n", "--namespace", default="default")
+    e.add_argument(
+        "-n", "--namespace", default="default", help="namespace of the pod (default default)"
+    )
     add_source_options(e, proxy_default=proxy_default)
     e.set_defaults(func=run_explain)
 
     w = subparsers.add_parser("whatif", help="what would be placed and evicted if submitted")
     w.add_argument("-f", "--filename", action="append", default=[], help="YAML of objects")
-    w.add_argument("--remove", action="append", default=[], metavar="NS/POD")
+    w.add_argument(
+        "--remove",
+        action="append",
+        default=[],
+        metavar="NS/POD",
+        help="also remove this pod in the what-if (repeatable)",
+    )
     add_source_options(w, proxy_default=proxy_default)
     w.set_defaults(func=run_whatif)
 

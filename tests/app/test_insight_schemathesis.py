@@ -13,7 +13,7 @@ from app.cli import build_parser
 from app.engine_backend import backend_from_args
 from app.server import create_app
 
-_engine = backend_from_args(build_parser().parse_args(["serve"]))
+_engine = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(_engine)).include(
     path_regex=r"^/api/v1/"
 )

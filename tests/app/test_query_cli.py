@@ -62,7 +62,7 @@ def server() -> Iterator[str]:
     from app.cli import build_parser as serve_parser
     from app.engine_backend import backend_from_args
 
-    engine = backend_from_args(serve_parser().parse_args(["serve"]))
+    engine = backend_from_args(serve_parser().parse_args(["serve", "--demo"]))
     with serve(create_app(engine, ServerSettings())) as url:
         yield url
 
