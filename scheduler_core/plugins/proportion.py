@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
@@ -162,6 +163,60 @@ def _fill_step(
     )
 
 
+def _resource_key(resource: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    scalars = tuple(sorted(resource.scalars.items())) if resource.scalars else ()
+    return resource.milli_cpu, resource.memory, scalars
+
+
+@dataclass(frozen=True, slots=True)
+class _Fill:
+    """One run of the deserved loop: its inputs, and what it decided."""
+
+    key: tuple[object, ...]
+    deserved: dict[str, Resource]
+    rounds: list[FillRound]
+
+
+#: The last run, shared by the sessions that follow it. Most cluster changes (a pod bound,
+#: a pod started, a label) leave every queue's request, capability and weight as they were,
+#: and with them the deserved shares: such a session takes the last result instead of
+#: running the loop again. Replaced whole, never changed in place, so threads can share it.
+_last_fill: _Fill | None = None
+
+
+def deserved_shares(queue_opts: Mapping[str, QueueAttr], total: Resource) -> list[FillRound]:
+    """``water_fill`` on ``queue_opts``, or the last run's result when every input is the
+    same (total resource; each queue's name, weight, real capability, request, guarantee and
+    starting deserved, in order); returns the loop's rounds either way. The loop's V(4)
+    lines are wanted whenever they are enabled, so then it always runs."""
+    global _last_fill
+    key = (
+        _resource_key(total),
+        tuple(
+            (
+                a.name,
+                a.weight,
+                _resource_key(a.real_capability),
+                _resource_key(a.request),
+                _resource_key(a.guarantee),
+                _resource_key(a.deserved),
+            )
+            for a in queue_opts.values()
+        ),
+    )
+    last = _last_fill
+    if last is not None and last.key == key and not log.isEnabledFor(v(4)):
+        for name, attr in queue_opts.items():
+            attr.deserved = last.deserved[name].clone()
+            attr.share = proportion_share(attr)
+        return last.rounds
+    rounds: list[FillRound] = []
+    water_fill(queue_opts, total, rounds)
+    deserved = {name: attr.deserved.clone() for name, attr in queue_opts.items()}
+    _last_fill = _Fill(key, deserved, rounds)
+    return rounds
+
+
 def _trace_pass(attr: QueueAttr, met: str) -> None:
     """Volcano's V(4) lines for one queue in one pass (share as of this pass)."""
     attr.share = proportion_share(attr)
@@ -251,7 +306,7 @@ class ProportionPlugin(QueueCharging, Plugin):
                     trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
                 job_usage(job).add_to(attr)
 
-        water_fill(self.queue_opts, self.total_resource, self.derivation)
+        self.derivation = deserved_shares(self.queue_opts, self.total_resource)
 
         ssn.queue_order_fns[self.name] = self._queue_order
         ssn.reclaimable_fns[self.name] = self._reclaimable

@@ -516,3 +516,26 @@ def test_cycle_state_copies_only_the_queues_a_simulation_reads() -> None:
     copy["b"].allocated.add(Resource(1, 0))
     assert state["a"].allocated.milli_cpu == 1500 and copy["a"].allocated.milli_cpu == 2000
     assert source["b"].allocated.milli_cpu == 0
+
+
+# --- the deserved loop, run again only when its inputs change --------------------------------
+
+
+def test_a_session_with_the_same_queue_inputs_reuses_the_last_deserved_loop() -> None:
+    """A pod bound or started changes no queue's request: the loop's last result is reused
+    (the same record of rounds); a new pending pod changes a request and the loop runs."""
+    base = [node("n1", "8", "8Gi"), queue("a", 1), queue("b", 1)]
+    base += running("ra", "a", "2") + pending("pb", "b", "4", "4")
+    first = session(base, CONF)
+    started = [*base[:-2], *pending("pb", "b", "4", "4")[:1]]
+    started.append(pod("pb-0", cpu="4", memory=None, group="pb", node_name="n1"))
+    started.append(pod("pb-1", cpu="4", memory=None, group="pb"))
+    second = session(started, CONF)
+    assert plugin(second).derivation is plugin(first).derivation
+    for name in ("a", "b"):
+        assert attr(second, name).deserved.to_quantities() == (
+            attr(first, name).deserved.to_quantities()
+        )
+    grown = session([*base, *pending("more", "a", "3")], CONF)
+    assert plugin(grown).derivation is not plugin(first).derivation
+    assert attr(grown, "a").deserved.milli_cpu > attr(first, "a").deserved.milli_cpu
