@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layering unit e2e bench clean
+.PHONY: run test lint typecheck layering unit e2e bench bench-e2e clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ test: lint typecheck layering unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# Throughput of the real kube-scheduler alone, with a no-op extender and with ours (minutes;
+# ARGS=--quick for a smoke run). Not part of `make test`.
+bench-e2e: $(STAMP)
+	$(BIN)/python -m bench.e2e $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache
