@@ -20,12 +20,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ApiException as DynamicApiException
 from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from tests.deploy.deploy_manifests import (
+    CHART_DIR,
     DEPLOY_DIR,
     Manifest,
     load_documents,
@@ -48,6 +50,25 @@ OPTIONAL_KINDS = frozenset(
 )
 
 _fresh = itertools.count(1)
+
+
+def switched_on(values: dict[str, Any]) -> dict[str, Any]:
+    """Overrides turning on every boolean the chart's values.yaml defaults to false."""
+    overrides: dict[str, Any] = {}
+    for key, value in values.items():
+        if value is False:
+            overrides[key] = True
+        elif isinstance(value, dict) and (nested := switched_on(value)):
+            overrides[key] = nested
+    return overrides
+
+
+def every_switch_on() -> dict[str, Any]:
+    """The chart with every feature on at once (a switch added later is on here too); TLS
+    needs the name of its Secret besides."""
+    overrides = switched_on(yaml.safe_load((CHART_DIR / "values.yaml").read_text()))
+    overrides["extender"]["tls"]["secretName"] = "queue-extender-tls"
+    return overrides
 
 
 def describe(document: Manifest) -> str:
@@ -136,10 +157,12 @@ def layout(name: str, chart_namespace: str) -> list[Manifest]:
         return load_kustomization()
     if name == "deploy-crds":
         return crd_documents()
+    if name == "chart-every-switch-on":
+        return rendered_documents(every_switch_on(), namespace=chart_namespace)
     return rendered_documents(CHART_LAYOUTS[name], namespace=chart_namespace)
 
 
-@pytest.mark.parametrize("name", ["deploy", "deploy-crds", *CHART_LAYOUTS])
+@pytest.mark.parametrize("name", ["deploy", "deploy-crds", *CHART_LAYOUTS, "chart-every-switch-on"])
 def test_every_object_is_accepted_by_the_api_server(
     name: str, dynamic: DynamicClient, core: Any, chart_namespace: str
 ) -> None:
@@ -151,6 +174,16 @@ def test_every_object_is_accepted_by_the_api_server(
     expected_unserved = [d for d in documents if (d["apiVersion"], d["kind"]) in OPTIONAL_KINDS]
     assert [describe(d) for d in result.unserved] == [describe(d) for d in expected_unserved]
     assert len(result.accepted) == len(documents) - len(expected_unserved)
+
+
+def test_every_switch_on_turns_on_the_known_features() -> None:
+    """The automatic layout above really covers TLS, metrics and the reclaim loop."""
+    values = every_switch_on()
+    assert values["metrics"]["enabled"] is True
+    assert values["reclaimLoop"]["enabled"] is True
+    assert values["extender"]["tls"]["enabled"] is True
+    assert values["extender"]["tls"]["clientAuth"] is True
+    assert values["extender"]["listenAll"] is True
 
 
 def test_a_dry_run_leaves_nothing_behind(dynamic: DynamicClient, core: Any) -> None:
