@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layering unit e2e bench clean lock
+.PHONY: run test lint typecheck layering unit e2e bench bench-e2e clean lock
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ bench: $(STAMP)
 lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --generate-hashes --python-version 3.11 \
 	  --python-platform linux --custom-compile-command "make lock" -o requirements.lock
+
+# Throughput of the real kube-scheduler alone, with a no-op extender and with ours (minutes;
+# ARGS=--quick for a smoke run). Not part of `make test`.
+bench-e2e: $(STAMP)
+	$(BIN)/python -m bench.e2e $(ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache

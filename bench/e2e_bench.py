@@ -1,0 +1,463 @@
+"""``make bench-e2e``: throughput of the real kube-scheduler, alone and with an extender.
+
+One control plane (etcd + kube-apiserver from ``tests/e2e/controlplane.py``) and no kubelet.
+Each round: a fresh namespace; the extender of the round started (and, for ours, waited until
+``/readyz``); N pods of 100m created while no scheduler runs; then a kube-scheduler started
+with one profile (``queue-scheduler``) and, except for ``plain``, the extender configured
+exactly as the chart configures ours. A watch on the namespace notes when each pod is first
+seen with ``spec.nodeName`` set (local receipt time); the round's rate is
+``(N - 1) / (last bind - first bind)``, so the scheduler's start-up is not in it. The
+scheduler and the extender are stopped by their PIDs and the pods deleted (grace 0) before
+the next round.
+
+The three configurations run alternately (plain, noop, ours, plain, ...) so that drift in the
+machine's load spreads over all of them; only ratios taken within one run mean anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from kubernetes import client
+from kubernetes.watch.watch import iter_resp_lines
+
+from bench import load_average, machine_facts, subprocess_env
+from tests.e2e.controlplane import ControlPlane, Extender, Process, find_binaries, free_port
+from tests.e2e.controlplane import wait_for as wait_until
+from tests.e2e.kube import QUEUE_SCHEDULER, Kube
+
+CONFIGS = ("plain", "noop", "ours")
+#: What our extender is started with: decisions on the latest event (the issue's target
+#: behaviour) and the chart's default verbosity, so logging costs what it costs in production.
+OURS_ARGS = ("--refresh-interval", "0", "-v", "2")
+CREATE_THREADS = 4
+
+
+@dataclass(frozen=True)
+class Scale:
+    name: str
+    nodes: int
+    pods: int
+    node_cpu: str = "8"
+    pod_cpu: str = "100m"
+
+    def describe(self) -> str:
+        return (
+            f"{self.nodes} nodes × {self.pods} pods ({self.pod_cpu} CPU each, "
+            f"nodes {self.node_cpu} CPU)"
+        )
+
+
+SCALES = {"small": Scale("small", 200, 1000), "large": Scale("large", 1000, 5000)}
+
+
+@dataclass
+class Round:
+    """One configuration's measurement: bind times and what went wrong, if anything."""
+
+    config: str
+    index: int
+    pods: int
+    binds: list[float] = field(default_factory=list)
+    failed_scheduling: int = 0
+    failed_sample: str = ""
+    extender_counts: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return len(self.binds) == self.pods
+
+    @property
+    def rate(self) -> float | None:
+        """Pods per second from the first bind to the last; None with fewer than two binds."""
+        if len(self.binds) < 2:
+            return None
+        span = max(self.binds) - min(self.binds)
+        return (len(self.binds) - 1) / span if span > 0 else None
+
+    def notes(self) -> str:
+        parts = []
+        if not self.complete:
+            parts.append(f"only {len(self.binds)}/{self.pods} bound")
+        if self.failed_scheduling:
+            parts.append(f"{self.failed_scheduling} FailedScheduling, e.g. {self.failed_sample!r}")
+        rejected = {
+            k: v
+            for k, v in self.extender_counts.items()
+            if v and not k.endswith(("/passed", "/scored", "/no_victims", "/unmanaged"))
+        }
+        if rejected:
+            parts.append("extender " + ", ".join(f"{k}={v:g}" for k, v in sorted(rejected.items())))
+        return "; ".join(parts)
+
+
+# --- watching binds ---------------------------------------------------------------------------
+
+
+class BindWatch:
+    """Notes the local receipt time of the first event showing each pod bound.
+
+    Raw watch lines parsed with orjson, not the client's model objects: the watcher shares the
+    two cores with kube-scheduler and must cost as little as possible.
+    """
+
+    def __init__(self, core: Any, namespace: str, resource_version: str, expected: int) -> None:
+        self.core = core
+        self.namespace = namespace
+        self.resource_version = resource_version
+        self.expected = expected
+        self.bound: dict[str, float] = {}
+        self.error: str | None = None
+        self.done = threading.Event()
+        self._stop = threading.Event()
+        self._response: Any = None
+        self._thread = threading.Thread(target=self._run, name="bind-watch", daemon=True)
+
+    def start(self) -> BindWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(Exception):
+            if self._response is not None:
+                self._response.close()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set() and not self.done.is_set():
+                self._watch_once()
+        except Exception as exc:  # reported with the round's result
+            if not self._stop.is_set():
+                self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.done.set()
+
+    def _watch_once(self) -> None:
+        self._response = self.core.list_namespaced_pod(
+            self.namespace,
+            watch=True,
+            resource_version=self.resource_version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=600,
+            _preload_content=False,
+        )
+        lines: Iterator[str] = iter_resp_lines(self._response)  # type: ignore[no-untyped-call]
+        for line in lines:
+            received = time.monotonic()
+            event = orjson.loads(line)
+            obj = event["object"]
+            if event["type"] == "ERROR":
+                raise RuntimeError(f"watch error: {obj.get('message')}")
+            self.resource_version = obj["metadata"]["resourceVersion"]
+            if event["type"] == "BOOKMARK":
+                continue
+            name = obj["metadata"]["name"]
+            if obj["spec"].get("nodeName") and name not in self.bound:
+                self.bound[name] = received
+                if len(self.bound) >= self.expected:
+                    self.done.set()
+                    return
+
+
+# --- the cluster ------------------------------------------------------------------------------
+
+
+def pod_body(name: str, cpu: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "schedulerName": QUEUE_SCHEDULER,
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": cpu, "memory": "64Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def in_parallel(items: Sequence[Any], work: Callable[[Any], None]) -> None:
+    with ThreadPoolExecutor(CREATE_THREADS) as pool:
+        for _ in pool.map(work, items):
+            pass
+
+
+def create_pods(core: Any, namespace: str, count: int, cpu: str) -> None:
+    def create(index: int) -> None:
+        response = core.create_namespaced_pod(
+            namespace, pod_body(f"p-{index:05d}", cpu), _preload_content=False
+        )
+        response.read()
+        response.release_conn()
+
+    in_parallel(range(count), create)
+
+
+def delete_pods(core: Any, namespace: str) -> None:
+    response = core.delete_collection_namespaced_pod(
+        namespace, grace_period_seconds=0, _preload_content=False
+    )
+    response.read()
+    response.release_conn()
+    wait_until(
+        lambda: not core.list_namespaced_pod(namespace, limit=1).items,
+        120,
+        f"the pods of {namespace} to be deleted",
+        interval=0.5,
+    )
+
+
+def add_nodes(kube: Kube, scale: Scale) -> None:
+    def add(name: str) -> None:
+        kube.node(name, cpu=scale.node_cpu, memory="32Gi", pods=110)
+
+    in_parallel([f"{scale.name}-n{i:04d}" for i in range(scale.nodes)], add)
+
+
+def failed_scheduling(core: Any, namespace: str) -> tuple[int, str]:
+    events = core.list_namespaced_event(namespace, field_selector="reason=FailedScheduling").items
+    sample = events[0].message if events else ""
+    return sum(e.count or 1 for e in events), sample
+
+
+METRIC_LINE = re.compile(
+    r"^queue_extender_(decisions|errors|filter_rejections)_total\{([^}]*)\}\s+(\S+)$", re.M
+)
+
+
+def extender_counts(metrics_text: str) -> dict[str, float]:
+    """Our extender's answers by verb and outcome, its errors and its filter rejections, from
+    its /metrics (``--on-error pass`` turns a backend error into a pass: only this shows it)."""
+    counts: dict[str, float] = {}
+    for kind, labels, value in METRIC_LINE.findall(metrics_text):
+        fields = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        key = {
+            "decisions": f"{fields.get('verb')}/{fields.get('outcome')}",
+            "errors": f"errors/{fields.get('verb')}",
+            "filter_rejections": f"filter_rejected/{fields.get('reason')}",
+        }[kind]
+        counts[key] = counts.get(key, 0.0) + float(value)
+    return counts
+
+
+# --- one round --------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, cp: ControlPlane, log: Callable[[str], None]) -> None:
+        self.cp = cp
+        self.log = log
+        self.api = cp.api_client()
+        self.core = client.CoreV1Api(self.api)
+        self.kube = Kube(self.api)
+
+    def warm_up(self, scale: Scale) -> None:
+        """A burst of creations and deletions, so the API server's watch cache has grown before
+        anything is measured (a fresh one force-closes slow watchers on the first burst)."""
+        namespace = self.kube.namespace("bench-warmup")
+        create_pods(self.core, namespace, scale.pods, scale.pod_cpu)
+        delete_pods(self.core, namespace)
+
+    @contextlib.contextmanager
+    def extender(self, config: str) -> Iterator[tuple[str | None, Extender | None]]:
+        """The extender of ``config`` (URL and, for ours, the handle), stopped afterwards."""
+        if config == "plain":
+            yield None, None
+            return
+        if config == "noop":
+            port = free_port()
+            process = self.cp.spawn(
+                "noop-extender",
+                [sys.executable, "-m", "bench.noop_extender", "--port", str(port)],
+                env=subprocess_env(),
+            )
+            url = f"http://127.0.0.1:{port}"
+            try:
+                Extender(process, url).wait_ready(30)
+                yield url + "/", None
+            finally:
+                process.stop()
+            return
+        ours = self.cp.start_extender("queue-extender", args=OURS_ARGS)
+        try:
+            ours.wait_ready(120)
+            yield ours.url + "/", ours
+        finally:
+            ours.process.stop()
+
+    def round(self, scale: Scale, config: str, index: int, timeout: float) -> Round:
+        result = Round(config, index, scale.pods)
+        namespace = self.kube.namespace(f"bench-{config}")
+        with self.extender(config) as (url, ours):
+            create_pods(self.core, namespace, scale.pods, scale.pod_cpu)
+            listed: Any = self.core.list_namespaced_pod(namespace, limit=1)
+            watch = BindWatch(
+                self.core, namespace, listed.metadata.resource_version, scale.pods
+            ).start()
+            scheduler: Process | None = None
+            try:
+                scheduler = self.cp.start_scheduler(
+                    f"kube-scheduler-{config}", (QUEUE_SCHEDULER,), url
+                )
+                watch.done.wait(timeout)
+            finally:
+                if scheduler is not None:
+                    scheduler.stop()
+                watch.stop()
+            result.binds = sorted(watch.bound.values())
+            if watch.error:
+                self.log(f"{config} round {index}: the bind watch failed: {watch.error}")
+            if ours is not None:
+                result.extender_counts = extender_counts(ours.metrics())
+        result.failed_scheduling, result.failed_sample = failed_scheduling(self.core, namespace)
+        delete_pods(self.core, namespace)
+        return result
+
+
+# --- the report -------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def summary(rounds: Sequence[Round]) -> dict[str, dict[str, float | None]]:
+    """min and median pods/s per configuration, over the rounds that had a rate."""
+    out: dict[str, dict[str, float | None]] = {}
+    for config in CONFIGS:
+        rates = [r.rate for r in rounds if r.config == config and r.rate is not None]
+        out[config] = {
+            "min": min(rates) if rates else None,
+            "median": statistics.median(rates) if rates else None,
+        }
+    return out
+
+
+def ratio(top: float | None, bottom: float | None) -> float | None:
+    return top / bottom if top is not None and bottom else None
+
+
+def render(scale: Scale, rounds: Sequence[Round]) -> str:
+    lines = [f"{scale.describe()}:", ""]
+    header = f"{'config':<7} {'pods/s per round':<26} {'min':>6} {'median':>7}"
+    lines += [header, "-" * len(header)]
+    stats = summary(rounds)
+    for config in CONFIGS:
+        rates = ", ".join(fmt(r.rate) for r in rounds if r.config == config)
+        s = stats[config]
+        lines.append(f"{config:<7} {rates:<26} {fmt(s['min']):>6} {fmt(s['median']):>7}")
+    medians = {c: stats[c]["median"] for c in CONFIGS}
+    lines.append("")
+    lines.append(
+        "ratios of medians: "
+        f"ours/plain {fmt(ratio(medians['ours'], medians['plain']), 2)}, "
+        f"noop/plain {fmt(ratio(medians['noop'], medians['plain']), 2)}, "
+        f"ours/noop {fmt(ratio(medians['ours'], medians['noop']), 2)}"
+    )
+    totals: dict[str, float] = {}
+    for r in rounds:
+        for key, value in r.extender_counts.items():
+            totals[key] = totals.get(key, 0.0) + value
+    if any(r.config == "ours" for r in rounds):
+        answers = ", ".join(f"{k}={v:g}" for k, v in sorted(totals.items()))
+        lines.append(f"ours answered, over all rounds: {answers}")
+    notes = [f"  {r.config} round {r.index}: {r.notes()}" for r in rounds if r.notes()]
+    if notes:
+        lines += ["", "notes:", *notes]
+    return "\n".join(lines)
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def log(message: str) -> None:
+    print(f"[bench-e2e {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run_scale(bench: Bench, scale: Scale, rounds: int) -> list[Round]:
+    log(f"{scale.name}: adding {scale.nodes} nodes, warming up with {scale.pods} pods")
+    add_nodes(bench.kube, scale)
+    bench.warm_up(scale)
+    timeout = 120 + scale.pods / 10
+    results = []
+    for index in range(1, rounds + 1):
+        for config in CONFIGS:
+            result = bench.round(scale, config, index, timeout)
+            log(
+                f"{scale.name} {config} round {index}: {fmt(result.rate)} pods/s, "
+                f"{len(result.binds)}/{scale.pods} bound {result.notes()}".rstrip()
+            )
+            results.append(result)
+    for node in list(bench.kube.nodes):
+        with contextlib.suppress(client.ApiException):
+            bench.core.delete_node(node)
+    bench.kube.nodes.clear()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.e2e", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="the small scale, one round each")
+    parser.add_argument("--rounds", type=int, help="rounds per configuration (default 3)")
+    parser.add_argument(
+        "--scales", default="small,large", help=f"comma-separated, of {', '.join(SCALES)}"
+    )
+    parser.add_argument("--workdir", help="keep the control plane's files and logs here")
+    args = parser.parse_args(argv)
+    names = ["small"] if args.quick else [s.strip() for s in args.scales.split(",") if s.strip()]
+    unknown = [n for n in names if n not in SCALES]
+    if unknown or not names:
+        parser.error(f"unknown scale {', '.join(unknown) or '(none)'}; known: {', '.join(SCALES)}")
+    rounds = args.rounds or (1 if args.quick else 3)
+    if rounds < 1:
+        parser.error("--rounds must be at least 1")
+
+    facts = machine_facts()
+    with contextlib.ExitStack() as stack:
+        workdir = Path(args.workdir or stack.enter_context(tempfile.TemporaryDirectory()))
+        cp = ControlPlane(find_binaries(), workdir / "control-plane")
+        reports = []
+        try:
+            log(f"starting etcd and kube-apiserver under {workdir}")
+            cp.start()
+            bench = Bench(cp, log)
+            for name in names:
+                reports.append(render(SCALES[name], run_scale(bench, SCALES[name], rounds)))
+        except BaseException:
+            print(cp.log_tails(40), file=sys.stderr)
+            raise
+        finally:
+            cp.stop()
+    print(
+        f"machine: {facts['cores']} cores, {facts['cpu_model']}, Python {facts['python']}, "
+        f"load average (1 min) {facts['loadavg_1m']} at start, {load_average()} at end; "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
+    print("kube-scheduler v1.36 alone (plain), with the stdlib no-op extender (noop), with ours")
+    print(f"(queue-extender serve {' '.join(OURS_ARGS)}); {rounds} round(s) each, alternating.")
+    for report in reports:
+        print()
+        print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""``make bench-e2e``'s arithmetic and report, on made-up rounds (the bench itself needs a
+control plane and minutes; nothing here runs it or asserts a rate it measured)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.e2e_bench import SCALES, Round, extender_counts, main, render, summary
+
+METRICS = """\
+# HELP queue_extender_decisions_total Answers by verb and outcome.
+# TYPE queue_extender_decisions_total counter
+queue_extender_decisions_total{outcome="passed",verb="filter"} 998.0
+queue_extender_decisions_total{outcome="failed",verb="filter"} 2.0
+queue_extender_decisions_total{outcome="scored",verb="prioritize"} 1000.0
+queue_extender_errors_total{verb="filter"} 1.0
+queue_extender_filter_rejections_total{reason="capability"} 2.0
+queue_extender_request_duration_seconds_count{verb="filter"} 1000.0
+"""
+
+
+def bound_round(config: str, index: int, binds: list[float], pods: int | None = None) -> Round:
+    return Round(config, index, pods if pods is not None else len(binds), binds=binds)
+
+
+def test_rate_counts_intervals_between_the_first_and_last_bind() -> None:
+    assert bound_round("plain", 1, [10.0, 10.5, 11.0, 12.0]).rate == pytest.approx(1.5)
+    assert bound_round("plain", 1, [10.0]).rate is None
+    assert bound_round("plain", 1, [3.0, 3.0]).rate is None
+
+
+def test_summary_takes_min_and_median_per_configuration() -> None:
+    rounds = [
+        bound_round("plain", 1, [0.0, 1.0]),  # 1 pod/s
+        bound_round("plain", 2, [0.0, 0.25]),  # 4 pods/s
+        bound_round("plain", 3, [0.0, 0.5]),  # 2 pods/s
+        bound_round("noop", 1, [0.0, 1.0]),
+    ]
+    stats = summary(rounds)
+    assert stats["plain"] == {"min": 1.0, "median": 2.0}
+    assert stats["noop"] == {"min": 1.0, "median": 1.0}
+    assert stats["ours"] == {"min": None, "median": None}
+
+
+def test_report_shows_every_round_and_the_three_ratios() -> None:
+    rounds = [
+        bound_round("plain", 1, [0.0, 0.01]),  # 100/s
+        bound_round("noop", 1, [0.0, 0.02]),  # 50/s
+        bound_round("ours", 1, [0.0, 0.04, 0.05], pods=4),  # 40/s, one pod never bound
+    ]
+    rounds[2].extender_counts = extender_counts(METRICS)
+    text = render(SCALES["small"], rounds)
+    assert "200 nodes × 1000 pods" in text
+    assert "ours/plain 0.40, noop/plain 0.50, ours/noop 0.80" in text
+    assert "only 3/4 bound" in text
+    assert "errors/filter=1" in text
+    assert "filter/failed=2" in text
+
+
+def test_extender_counts_read_decisions_errors_and_rejections() -> None:
+    assert extender_counts(METRICS) == {
+        "filter/passed": 998.0,
+        "filter/failed": 2.0,
+        "prioritize/scored": 1000.0,
+        "errors/filter": 1.0,
+        "filter_rejected/capability": 2.0,
+    }
+
+
+def test_clean_rounds_carry_no_notes() -> None:
+    clean = bound_round("ours", 1, [0.0, 1.0])
+    clean.extender_counts = {"filter/passed": 2.0, "prioritize/scored": 2.0}
+    assert clean.notes() == ""
+
+
+def test_an_unknown_scale_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["--scales", "huge"])
+    assert refused.value.code == 2
+    assert "unknown scale huge" in capsys.readouterr().err
