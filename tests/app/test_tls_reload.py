@@ -151,3 +151,16 @@ def test_unchanged_files_are_not_reloaded_and_checks_are_rate_limited(
     current = reloading.current()
     now[0] += 10
     assert reloading.current() is current and reloading.reloads == 1
+
+
+def test_a_rotated_client_ca_decides_which_client_certificates_pass(
+    running_server: tuple[uvicorn.Server, int], tls_dir: Path, ca: trustme.CA
+) -> None:
+    _, port = running_server
+    next_ca = trustme.CA()
+    write_cert(next_ca, "cert-B", tls_dir)
+    next_ca.cert_pem.write_to_path(str(tls_dir / "ca.new"))
+    os.replace(tls_dir / "ca.new", tls_dir / "ca.crt")
+    time.sleep(1.1)  # the files are stat'ed at most once a second
+    assert peer_name(port, next_ca, next_ca.issue_cert("kube-scheduler")) == "cert-B"
+    assert peer_name(port, next_ca, ca.issue_cert("kube-scheduler")) is None
