@@ -276,7 +276,10 @@ class KubernetesReviews:
     def _call(self, kind: str, create: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
         try:
             response = create(body, _preload_content=False, _request_timeout=self._timeout)
-            answer = orjson.loads(response.data)
+            try:
+                answer = orjson.loads(response.data)
+            finally:
+                response.release_conn()  # back to the pool the informers share
         except Exception as exc:
             reason = _reason(exc)
             log.error("cannot create a %s, answering 503: %s", kind, reason)
