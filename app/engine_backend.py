@@ -93,6 +93,12 @@ class EngineBackend:
             informers.registry if informers is not None else None
         )
 
+    @property
+    def api_client(self) -> Any:
+        """The informers' kubernetes client (None for a file or the demo): what
+        --delegated-auth sends its TokenReviews and SubjectAccessReviews through."""
+        return self.informers.api_client if self.informers is not None else None
+
     # --- port -----------------------------------------------------------------------------
 
     def readiness(self) -> tuple[bool, str]:

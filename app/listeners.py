@@ -14,10 +14,35 @@ from typing import Any
 
 import uvicorn
 
+from app.tls_reload import ReloadingServerContext
 
-def uvicorn_config(app: Any, host: str, port: int, tls: dict[str, Any]) -> uvicorn.Config:
-    return uvicorn.Config(
+
+class _Config(uvicorn.Config):
+    """uvicorn's configuration with a reloading TLS context in place of the one uvicorn loads
+    once from the same files (which still tell uvicorn it serves https)."""
+
+    def __init__(self, *args: Any, tls_context: ReloadingServerContext | None, **kw: Any):
+        super().__init__(*args, **kw)
+        self.tls_context = tls_context
+
+    def load(self) -> None:
+        super().load()
+        if self.tls_context is not None:
+            self.ssl = self.tls_context.context
+
+
+def uvicorn_config(
+    app: Any,
+    host: str,
+    port: int,
+    tls: dict[str, Any],
+    reloading: ReloadingServerContext | None = None,
+) -> uvicorn.Config:
+    """One listener's configuration; with ``reloading``, every listener shares one TLS
+    context that follows the certificate files as they are rotated."""
+    return _Config(
         app,
+        tls_context=reloading,
         host=host,
         port=port,
         loop="uvloop",

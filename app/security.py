@@ -104,9 +104,6 @@ class TokenFile:
         return hmac.compare_digest(presented.strip(), expected)
 
 
-_UNAUTHORIZED = orjson.dumps({"Error": "unauthorized: a valid bearer token is required"})
-
-
 class BearerTokenBackend(AuthenticationBackend):
     """Starlette's authentication backend for the token: every path but `open_paths` needs it.
 
@@ -128,10 +125,24 @@ class BearerTokenBackend(AuthenticationBackend):
 
 
 def unauthorized(conn: HTTPConnection, exc: AuthenticationError) -> Response:
-    """The 401 every refused request gets, in the verbs' error shape."""
+    """The answer to every refused request, in the verbs' error shape.
+
+    401 unless the error names another status (`status_code`): 403 for a user RBAC does not
+    allow, 503 when the API server could not review the request.
+    """
+    status = getattr(exc, "status_code", 401)
+    message = str(exc) or "a valid bearer token is required"
+    headers = {}
+    if status == 401:
+        headers["www-authenticate"] = 'Bearer realm="queue-extender"'
+        message = f"unauthorized: {message}"
+    elif status == 403:
+        message = f"forbidden: {message}"
+    elif status == 503:
+        headers["retry-after"] = "1"
     return Response(
-        _UNAUTHORIZED,
-        status_code=401,
+        orjson.dumps({"Error": message}),
+        status_code=status,
         media_type="application/json",
-        headers={"www-authenticate": 'Bearer realm="queue-extender"'},
+        headers=headers,
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 import uvicorn
 
+from app.delegated_auth import DEFAULT_CACHE_TTL, KubernetesReviews
 from app.listeners import SideServer, serve_all, uvicorn_config
 from app.logs import setup_logging
 from app.ports import ExtenderBackend
@@ -31,6 +32,7 @@ from app.server import (
     verb_path,
 )
 from app.status_listener import build_status_server, parse_address
+from app.tls_reload import ReloadingServerContext
 from app.wire import one_line
 
 log = logging.getLogger(__name__)
@@ -234,6 +236,24 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "--metrics-auth", action="store_true", help="require the bearer token on /metrics too"
     )
 
+    auth = p.add_argument_group("authentication")
+    auth.add_argument(
+        "--delegated-auth",
+        action="store_true",
+        help="check the bearer token of every request but the verbs and probes with the API "
+        "server (TokenReview, then a SubjectAccessReview on the path: grant it with RBAC "
+        "nonResourceURLs); needs --kubeconfig or --in-cluster, excludes --token-file. The "
+        "verbs stay open: kube-scheduler sends no token (use mTLS and loopback for them)",
+    )
+    auth.add_argument(
+        "--delegated-auth-cache-ttl",
+        type=_non_negative_seconds,
+        default=DEFAULT_CACHE_TTL,
+        metavar="SECONDS",
+        help="how long a review's answer is reused (default 10; 0 asks the API server on "
+        "every request)",
+    )
+
     logs = p.add_argument_group("logging")
     logs.add_argument(
         "-v", "--v", dest="verbosity", type=_verbosity, default=0, help="klog verbosity 0..10"
@@ -257,6 +277,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         max_body_bytes=args.max_body_bytes,
         token_file=args.token_file,
         metrics_auth=args.metrics_auth,
+        auth_cache_ttl=getattr(args, "delegated_auth_cache_ttl", DEFAULT_CACHE_TTL),
     )
 
 
@@ -327,11 +348,24 @@ def build_servers(
     engine: --metrics-bind-address (/metrics and probes) and --status-address (the page and
     the read-only API); raises ValueError on bad flags."""
     tls = tls_options(args.tls_cert, args.tls_key, args.client_ca)
+    # One context for both listeners, following the files as cert-manager rotates them.
+    reloading = ReloadingServerContext(args.tls_cert, args.tls_key, args.client_ca) if tls else None
     metrics_address: tuple[str, int] | None = getattr(args, "metrics_bind_address", None)
     if metrics_address == (args.host, args.port):
         raise ValueError("--metrics-bind-address must differ from --host:--port")
+    delegated = bool(getattr(args, "delegated_auth", False))
+    if delegated and args.token_file:
+        raise ValueError("--delegated-auth and --token-file are alternatives: choose one")
+    if delegated and not (args.kubeconfig or args.in_cluster):
+        raise ValueError("--delegated-auth needs an API server: --kubeconfig or --in-cluster")
     settings = settings_from_args(args)
     backend = backend_factory(args)
+    if delegated:
+        # The informers' client: same kubeconfig or ServiceAccount, same connection pool.
+        api_client = getattr(backend, "api_client", None)
+        if api_client is None:
+            raise ValueError("--delegated-auth: the backend has no API server client")
+        settings.delegated_auth = KubernetesReviews(api_client)
     # A backend with its own registry (the informers' metrics) is shown on /metrics too.
     extra = getattr(backend, "registry", None)
     if extra is not None:
@@ -341,12 +375,14 @@ def build_servers(
     if callable(warnings):
         settings.config_warnings = warnings
     app = create_app(backend, settings)
-    server = uvicorn.Server(uvicorn_config(app, args.host, args.port, tls))
+    server = uvicorn.Server(uvicorn_config(app, args.host, args.port, tls, reloading))
     sides: list[SideServer] = []
     if metrics_address is not None:
         host, port = metrics_address
-        sides.append(SideServer(uvicorn_config(create_metrics_app(app), host, port, tls)))
-    status = build_status_server(args, app, settings)
+        sides.append(
+            SideServer(uvicorn_config(create_metrics_app(app), host, port, tls, reloading))
+        )
+    status = build_status_server(args, app, settings, reloading)
     if status is not None:
         sides.append(status)
     return server, sides, settings

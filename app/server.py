@@ -35,6 +35,7 @@ from app import (
     routes_status_page,
     routes_whatif_api,
 )
+from app.delegated_auth import DEFAULT_CACHE_TTL, DelegatedAuthBackend, Reviews
 from app.insight_port import InsightBackend
 from app.metrics import QueueCollector, ServiceMetrics, iter_registries
 from app.ports import ExtenderBackend
@@ -71,6 +72,8 @@ class ServerSettings:
     (e.g. the informers'); a fresh one is made otherwise. `extra_registries` are rendered
     after it on /metrics. `config_warnings` returns what the engine's configuration made it
     skip, read at each /readyz and scrape (so a reloaded configuration shows at once).
+    `delegated_auth`: the API server's TokenReview/SubjectAccessReview, guarding every path
+    but the verbs and the probes (an alternative to `token_file`, not a second layer).
     """
 
     url_prefix: str = "/"
@@ -84,6 +87,8 @@ class ServerSettings:
     token_file: str | None = None
     token_recheck_seconds: float = 1.0
     metrics_auth: bool = False
+    delegated_auth: Reviews | None = None
+    auth_cache_ttl: float = DEFAULT_CACHE_TTL
     config_warnings: Callable[[], Sequence[str]] = tuple
 
 
@@ -119,6 +124,13 @@ def _check(settings: ServerSettings) -> None:
         raise ValueError(f"on_error must be 'pass' or 'fail', not {settings.on_error!r}")
     if settings.max_body_bytes <= 0:
         raise ValueError("max_body_bytes must be positive")
+    if settings.token_file and settings.delegated_auth is not None:
+        raise ValueError(
+            "--token-file and --delegated-auth are alternatives: the static token guards the "
+            "verbs too, delegated authentication everything but the verbs"
+        )
+    if settings.auth_cache_ttl < 0:
+        raise ValueError("auth_cache_ttl must not be negative")
 
 
 def _json_body(ref: dict[str, Any]) -> dict[str, Any]:
@@ -252,32 +264,44 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     if isinstance(backend, InsightBackend):
         defs.update(add_insight_routes(app, backend))
     _install_openapi(app, defs)
-    _install_auth(app, settings)
+    _install_auth(app, settings, frozenset(paths.values()))
     return app
 
 
 def create_metrics_app(app: FastAPI) -> Starlette:
     """/metrics, /healthz and /readyz of `app` alone, for a second listener that Prometheus
     and probes may reach while the verbs and /debug stay on the main (loopback) one. Same
-    registries, same readiness, same authentication."""
+    registries, same readiness, same authentication (and the same review cache)."""
     endpoints = app.state.ops_endpoints
     metrics_app = Starlette(
         routes=[Route(path, endpoint, methods=["GET"]) for path, endpoint in endpoints.items()]
     )
-    _install_auth(metrics_app, app.state.settings)
+    if app.state.auth_backend is not None:
+        metrics_app.add_middleware(
+            AuthenticationMiddleware, backend=app.state.auth_backend, on_error=unauthorized
+        )
     return metrics_app
 
 
-def _install_auth(app: Starlette, settings: ServerSettings) -> None:
+def _install_auth(app: FastAPI, settings: ServerSettings, verbs: frozenset[str]) -> None:
+    backend: BearerTokenBackend | DelegatedAuthBackend | None = None
     if settings.token_file:
         open_paths = OPEN_PATHS if settings.metrics_auth else OPEN_PATHS | {"/metrics"}
-        app.add_middleware(
-            AuthenticationMiddleware,
-            backend=BearerTokenBackend(
-                TokenFile(settings.token_file, settings.token_recheck_seconds), open_paths
-            ),
-            on_error=unauthorized,
+        backend = BearerTokenBackend(
+            TokenFile(settings.token_file, settings.token_recheck_seconds), open_paths
         )
+    elif settings.delegated_auth is not None:
+        # Everything but the probes and the verbs, including paths that do not exist: a
+        # caller learns nothing about the routes without a token.
+        open_paths = OPEN_PATHS | verbs
+        backend = DelegatedAuthBackend(
+            settings.delegated_auth,
+            lambda path: path not in open_paths,
+            ttl=settings.auth_cache_ttl,
+        )
+    app.state.auth_backend = backend
+    if backend is not None:
+        app.add_middleware(AuthenticationMiddleware, backend=backend, on_error=unauthorized)
 
 
 def add_insight_routes(app: FastAPI, backend: InsightBackend) -> dict[str, Any]:
@@ -305,15 +329,7 @@ def create_status_app(backend: InsightBackend, settings: ServerSettings | None =
     app.state.backend = backend
     app.add_api_route("/healthz", routes_ops.healthz, methods=["GET"])
     _install_openapi(app, add_insight_routes(app, backend))
-    if settings.token_file:
-        app.add_middleware(
-            AuthenticationMiddleware,
-            backend=BearerTokenBackend(
-                TokenFile(settings.token_file, settings.token_recheck_seconds),
-                frozenset({"/healthz"}),
-            ),
-            on_error=unauthorized,
-        )
+    _install_auth(app, settings, frozenset())
     return app
 
 

@@ -13,6 +13,7 @@ from app.insight_port import InsightBackend
 from app.listeners import SideServer, uvicorn_config
 from app.security import tls_options
 from app.server import ServerSettings, create_status_app
+from app.tls_reload import ReloadingServerContext
 
 
 def parse_address(value: str) -> tuple[str, int]:
@@ -24,7 +25,10 @@ def parse_address(value: str) -> tuple[str, int]:
 
 
 def build_status_server(
-    args: argparse.Namespace, main_app: Any, settings: ServerSettings
+    args: argparse.Namespace,
+    main_app: Any,
+    settings: ServerSettings,
+    reloading: ReloadingServerContext | None = None,
 ) -> SideServer | None:
     """The status listener, or None without ``--status-address``. Raises ValueError when
     the backend cannot answer the read-only API."""
@@ -36,4 +40,4 @@ def build_status_server(
         raise ValueError("--status-address needs the engine backend")
     app = create_status_app(backend, settings)
     tls: dict[str, Any] = tls_options(args.tls_cert, args.tls_key, args.client_ca)
-    return SideServer(uvicorn_config(app, address[0], address[1], tls))
+    return SideServer(uvicorn_config(app, address[0], address[1], tls, reloading))

@@ -25,6 +25,7 @@ CHART_LAYOUTS: dict[str, dict[str, Any]] = {
             },
             "logFormat": "json",
             "manageAnnotated": True,
+            "delegatedAuth": {"enabled": True, "cacheTTL": 5},
         },
     },
     "chart-listen-all-no-peers": {

@@ -1,7 +1,9 @@
 """RBAC grants exactly what the extender needs: the stock scheduler's roles, the lease, the
 extender's read-only informers (plus patching a parked pod's retry annotation) and, only with
 each writer feature's switch, its own writes (reclaim loop: evictions, events, its Lease;
-status write-back: PodGroups, Queue status, events)."""
+status write-back: PodGroups, Queue status, events) or reviews (delegated authentication:
+TokenReviews, SubjectAccessReviews). One role is for users to bind, never bound by us: the
+metrics reader (`get` on the non-resource URL /metrics)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,19 @@ from typing import Any
 
 import pytest
 
-from .deploy_manifests import NAMESPACE, Manifest, find, find_all, pod_spec, rendered_documents
+from .deploy_manifests import (
+    DEPLOY_DIR,
+    NAMESPACE,
+    Manifest,
+    containers,
+    find,
+    find_all,
+    load_kustomization,
+    object_key,
+    pod_spec,
+    rendered_documents,
+    without_helm_bookkeeping,
+)
 from .layouts import CHART_LAYOUTS
 
 #: (namespace or "*", apiGroup, resource, resourceName or "*", verb)
@@ -56,6 +70,16 @@ STATUS_GRANTS: set[Grant] = (
     | {("*", "scheduling.volcano.sh", "queues/status", "*", verb) for verb in ("update", "patch")}
 )
 
+DELEGATED_AUTH_GRANTS: set[Grant] = {
+    ("*", "authentication.k8s.io", "tokenreviews", "*", "create"),
+    ("*", "authorization.k8s.io", "subjectaccessreviews", "*", "create"),
+}
+
+#: Roles the chart renders for users to bind to others (never to the pod): name suffix -> rules.
+BINDABLE_ROLES: dict[str, list[dict[str, Any]]] = {
+    ":metrics-reader": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+}
+
 #: Every verb any of our roles may carry; anything else (delete, escalate, bind, …) fails.
 ALLOWED_VERBS = {"get", "list", "watch", "create", "update", "patch"}
 
@@ -66,6 +90,7 @@ RBAC_SWITCHES: dict[str, dict[str, Any]] = {
     "serviceAccount.create=false": {"serviceAccount": {"create": False, "name": "byo"}},
     "metrics": {"metrics": {"enabled": True}},
     "ha": {"replicaCount": 3},
+    "delegatedAuth": {"extender": {"delegatedAuth": {"enabled": True}}},
 }
 
 #: Built-in roles bound as they are, exactly as the stock kube-scheduler runs with them.
@@ -87,12 +112,21 @@ def _switched_on(layout: str, feature: str) -> bool:
     return bool(CHART_LAYOUTS.get(layout, {}).get(feature, {}).get("enabled"))
 
 
+def _delegated_auth_on(layout: str) -> bool:
+    extender = CHART_LAYOUTS.get(layout, {}).get("extender", {})
+    return bool(extender.get("delegatedAuth", {}).get("enabled"))
+
+
 def _reclaim_on(layout: str) -> bool:
     return _switched_on(layout, "reclaimLoop")
 
 
-def _expected_grants(namespace: str, reclaim: bool, status: bool) -> set[Grant]:
+def _expected_grants(
+    namespace: str, reclaim: bool, status: bool, delegated_auth: bool = False
+) -> set[Grant]:
     expected = INFORMER_GRANTS | _lease_grants(namespace)
+    if delegated_auth:
+        expected |= DELEGATED_AUTH_GRANTS
     if reclaim:
         expected |= _reclaim_grants(namespace)
     if status:
@@ -105,10 +139,19 @@ def _namespace(documents: list[Manifest]) -> str:
     return namespace
 
 
+def _bindable(role: Manifest) -> bool:
+    return role["kind"] == "ClusterRole" and role["metadata"]["name"].endswith(
+        tuple(BINDABLE_ROLES)
+    )
+
+
 def _own_roles(documents: list[Manifest]) -> dict[tuple[str, str, str], Manifest]:
+    """The roles the chart renders for the pod (the ones for users to bind left out)."""
     roles = {}
     for kind in ("ClusterRole", "Role"):
         for role in find_all(documents, kind):
+            if _bindable(role):
+                continue
             scope = role["metadata"].get("namespace", "*") if kind == "Role" else "*"
             roles[(kind, scope, role["metadata"]["name"])] = role
     return roles
@@ -140,7 +183,8 @@ def _granted(documents: list[Manifest]) -> tuple[set[Grant], set[tuple[str, str,
 def test_grants_are_exactly_the_brief(layout: str, documents: list[Manifest]) -> None:
     grants, built_in = _granted(documents)
     reclaim, status = _reclaim_on(layout), _switched_on(layout, "statusWriteBack")
-    assert grants == _expected_grants(_namespace(documents), reclaim, status)
+    delegated = _delegated_auth_on(layout)
+    assert grants == _expected_grants(_namespace(documents), reclaim, status, delegated)
     assert built_in == BUILT_IN_ROLES
 
 
@@ -148,6 +192,8 @@ def test_no_wildcards_or_escalation_paths(documents: list[Manifest]) -> None:
     for kind in ("ClusterRole", "Role"):
         for role in find_all(documents, kind):
             assert "aggregationRule" not in role
+            if _bindable(role):
+                continue
             for rule in role["rules"]:
                 assert "nonResourceURLs" not in rule
                 for field in ("apiGroups", "resources", "verbs"):
@@ -204,8 +250,38 @@ def test_every_switch_combination_grants_only_allowed_verbs(switches: tuple[str,
                 assert set(rule["verbs"]) <= ALLOWED_VERBS, role["metadata"]["name"]
     grants, built_in = _granted(documents)
     reclaim, status = "reclaimLoop" in switches, "statusWriteBack" in switches
-    assert grants == _expected_grants(NAMESPACE, reclaim, status)
+    delegated = "delegatedAuth" in switches
+    assert grants == _expected_grants(NAMESPACE, reclaim, status, delegated)
+    args = containers(documents)["queue-extender"]["args"]
+    assert ("--delegated-auth" in args) is delegated
     assert built_in == BUILT_IN_ROLES
     account = pod_spec(documents)["serviceAccountName"]
     created = [a["metadata"]["name"] for a in find_all(documents, "ServiceAccount")]
     assert created == ([] if "serviceAccount.create=false" in switches else [account])
+
+
+def test_the_metrics_reader_is_get_on_metrics_and_bound_to_no_one(
+    documents: list[Manifest],
+) -> None:
+    """The role a cluster admin binds to Prometheus under --delegated-auth: nothing more."""
+    bindable = [r for r in find_all(documents, "ClusterRole") if _bindable(r)]
+    assert [r["metadata"]["name"].rsplit(":", 1)[-1] for r in bindable] == ["metrics-reader"]
+    (reader,) = bindable
+    assert reader["rules"] == BINDABLE_ROLES[":metrics-reader"]
+    for kind in ("ClusterRoleBinding", "RoleBinding"):
+        for binding in find_all(documents, kind):
+            assert binding["roleRef"]["name"] != reader["metadata"]["name"]
+
+
+def test_the_plain_delegated_auth_rights_are_the_charts() -> None:
+    """deploy/delegated-auth/ (applied beside deploy/ for --delegated-auth) must not drift from
+    what the chart grants with extender.delegatedAuth.enabled."""
+    plain = {object_key(d): d for d in load_kustomization(DEPLOY_DIR / "delegated-auth")}
+    on = rendered_documents({"metrics": {"enabled": True}, **RBAC_SWITCHES["delegatedAuth"]})
+    off = {object_key(d) for d in rendered_documents({"metrics": {"enabled": True}})}
+    added = {object_key(d): without_helm_bookkeeping(d) for d in on if object_key(d) not in off}
+    assert sorted(plain) == sorted(added)
+    for key, document in plain.items():
+        assert document == added[key], key
+    grants, _ = _granted(list(load_kustomization()) + list(plain.values()))
+    assert grants == _expected_grants(NAMESPACE, False, False, delegated_auth=True)

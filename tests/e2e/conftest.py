@@ -17,6 +17,7 @@ import pytest
 
 from tests.e2e.controlplane import BinariesMissing, ControlPlane, Extender, find_binaries
 from tests.e2e.kube import FakeKubelet, Kube
+from tests.e2e.rbac import RbacStack, register_identities
 
 SCHEDULER_PROFILES = ("default-scheduler", "queue-scheduler")
 
@@ -102,4 +103,49 @@ def kube(
     call = getattr(request.node, "rep_call", None)
     if call is not None and call.failed:
         print("\n" + control_plane.log_tails(80))
+    handle.cleanup()
+
+
+# --- the same suite under RBAC: the extender as the chart's ServiceAccount (tests/e2e/rbac.py) --
+
+
+@pytest.fixture(scope="session")
+def rbac_control_plane(
+    kube_bin: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControlPlane]:
+    cp = ControlPlane(kube_bin, tmp_path_factory.mktemp("rbac-control-plane"), authorization="RBAC")
+    register_identities(cp)
+    try:
+        cp.start()
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture(scope="session")
+def rbac_api(rbac_control_plane: ControlPlane) -> Any:
+    return rbac_control_plane.api_client()
+
+
+@pytest.fixture(scope="session")
+def rbac_stack(rbac_control_plane: ControlPlane, rbac_api: Any) -> Iterator[RbacStack]:
+    kubelet = FakeKubelet(rbac_api).start()
+    try:
+        yield RbacStack(rbac_control_plane, rbac_api)
+    finally:
+        kubelet.stop()
+
+
+@pytest.fixture
+def rbac_kube(
+    request: pytest.FixtureRequest,
+    rbac_api: Any,
+    rbac_stack: RbacStack,
+    rbac_control_plane: ControlPlane,
+) -> Iterator[Kube]:
+    handle = Kube(rbac_api)
+    yield handle
+    call = getattr(request.node, "rep_call", None)
+    if call is not None and call.failed:
+        print("\n" + rbac_control_plane.log_tails(80))
     handle.cleanup()

@@ -217,6 +217,10 @@ class ControlPlane:
         self.etcd_port = 0
         self.api_port = 0
         self.kubeconfig = self.dir / "admin.kubeconfig"
+        #: Static tokens beside the admin's: token -> (user, groups), for identities that RBAC
+        #: tests bind roles to (e.g. a ServiceAccount's name, since a real SA token needs the
+        #: token controller this control plane does not run).
+        self.static_tokens: dict[str, tuple[str, tuple[str, ...]]] = {}
 
     # --- processes ----------------------------------------------------------------------
 
@@ -263,7 +267,10 @@ class ControlPlane:
     def start_apiserver(self, extra_flags: Sequence[str] = ()) -> None:
         self.api_port = self.api_port or free_port()
         tokens = self.dir / "tokens.csv"
-        tokens.write_text(f'{ADMIN_TOKEN},admin,admin-uid,"system:masters"\n')
+        lines = [f'{ADMIN_TOKEN},admin,admin-uid,"system:masters"']
+        for token, (user, groups) in self.static_tokens.items():
+            lines.append(f'{token},{user},{user}-uid,"{",".join(groups)}"')
+        tokens.write_text("\n".join(lines) + "\n")
         pki = self.pki
         self.apiserver = self.spawn(
             "kube-apiserver",
@@ -308,6 +315,12 @@ class ControlPlane:
 
     def write_kubeconfig(self) -> None:
         self.kubeconfig.write_text(self.kubeconfig_text(ADMIN_TOKEN, "admin"))
+
+    def user_kubeconfig(self, token: str, name: str) -> Path:
+        """A kubeconfig file for one of `static_tokens` (the API server must know it)."""
+        path = self.dir / f"{name}.kubeconfig"
+        path.write_text(self.kubeconfig_text(token, name))
+        return path
 
     def kubeconfig_text(self, token: str, user: str) -> str:
         config = {
