@@ -55,6 +55,16 @@ def add_controller_group(p: argparse.ArgumentParser) -> None:
         "(default true with --kubeconfig/--in-cluster; --leader-elect=false: always write)",
     )
     ctl.add_argument(
+        "--write-status",
+        type=_boolean,
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="BOOL",
+        help="write PodGroup and Queue status, conditions and events back to the cluster "
+        "(default true with --kubeconfig/--in-cluster; --write-status=false turns it off)",
+    )
+    ctl.add_argument(
         "--leader-elect-lease-name",
         default=DEFAULT_LEASE_NAME,
         help=f"name of the Lease (default {DEFAULT_LEASE_NAME})",
@@ -98,6 +108,8 @@ def controller_options_from_args(args: argparse.Namespace) -> ControllerOptions:
     validate_timings(timings)
     if args.leader_elect and not live_cluster(args):
         raise ValueError("--leader-elect needs a cluster: --kubeconfig or --in-cluster")
+    if args.write_status and not live_cluster(args):
+        raise ValueError("--write-status needs a cluster: --kubeconfig or --in-cluster")
     name = args.leader_elect_lease_name.strip()
     if not name:
         raise ValueError("--leader-elect-lease-name must not be empty")
@@ -105,6 +117,7 @@ def controller_options_from_args(args: argparse.Namespace) -> ControllerOptions:
     if namespace is not None and not namespace.strip():
         raise ValueError("--leader-elect-lease-namespace must not be empty")
     return ControllerOptions(
+        write_status=args.write_status is not False,
         leader_elect=args.leader_elect is not False,
         lease_name=name,
         lease_namespace=namespace.strip() if namespace else pod_namespace(),
@@ -120,3 +133,28 @@ def controller_from_args(
     controller.start()
     atexit.register(controller.stop)
     return controller
+
+
+def start_status_writer(backend: Any) -> None:
+    """The status write-back of a live backend, unless ``--write-status=false``."""
+    from scheduler_core.controller.status_writer import StatusWriter
+    from scheduler_core.extender.holds import hold_reason
+
+    controller = backend.controller
+    if controller is None or not controller.options.write_status:
+        return
+    accounting = backend.accounting
+    state = backend.state
+    writer = StatusWriter(
+        controller,
+        accounting.session,
+        state.locked,
+        lambda: state.version,
+        lambda ssn, job, task: hold_reason(accounting, ssn, job, task),
+        managed_schedulers=backend.options.scheduler_names,
+        namespaces=backend.options.namespaces,
+        interval=max(1.0, backend.options.refresh_interval),
+    )
+    writer.start()
+    atexit.register(writer.stop)
+    backend.status_writer = writer

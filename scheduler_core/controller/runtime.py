@@ -23,6 +23,7 @@ DEFAULT_LEASE_NAME = "kube-queue-extender"
 @dataclass(frozen=True, slots=True)
 class ControllerOptions:
     leader_elect: bool = True
+    write_status: bool = True
     lease_name: str = DEFAULT_LEASE_NAME
     lease_namespace: str = "default"
     timings: ElectionTimings = field(default_factory=ElectionTimings)

@@ -30,6 +30,16 @@ RECLAIM_GRANTS: set[Grant] = {
     ("*", "events.k8s.io", "events", "*", "create"),
 }
 
+#: The leader's status write-back: PodGroups through the object, Queue status, Events.
+STATUS_WRITE_BACK_GRANTS: set[Grant] = {
+    *(
+        ("*", "scheduling.volcano.sh", "podgroups", "*", verb)
+        for verb in (*READ, "update", "patch")
+    ),
+    *(("*", "scheduling.volcano.sh", "queues/status", "*", verb) for verb in ("update", "patch")),
+    *(("*", "events.k8s.io", "events", "*", verb) for verb in ("create", "patch")),
+}
+
 #: Built-in roles bound as they are, exactly as the stock kube-scheduler runs with them.
 BUILT_IN_ROLES = {
     ("ClusterRole", "*", "system:kube-scheduler"),
@@ -39,10 +49,12 @@ BUILT_IN_ROLES = {
 
 
 def _lease_grants(namespace: str) -> set[Grant]:
+    """kube-scheduler's lease, and the extender's own (create cannot name the lease)."""
     return {
-        (namespace, "coordination.k8s.io", "leases", "queue-scheduler", verb)
+        (namespace, "coordination.k8s.io", "leases", name, verb)
+        for name in ("queue-scheduler", "kube-queue-extender")
         for verb in ("get", "update")
-    }
+    } | {(namespace, "coordination.k8s.io", "leases", "*", "create")}
 
 
 def _reclaim_on(layout: str) -> bool:
@@ -88,7 +100,7 @@ def _granted(documents: list[Manifest]) -> tuple[set[Grant], set[tuple[str, str,
 
 def test_grants_are_exactly_the_brief(layout: str, documents: list[Manifest]) -> None:
     grants, built_in = _granted(documents)
-    expected = INFORMER_GRANTS | _lease_grants(_namespace(documents))
+    expected = INFORMER_GRANTS | STATUS_WRITE_BACK_GRANTS | _lease_grants(_namespace(documents))
     if _reclaim_on(layout):
         expected |= RECLAIM_GRANTS
     assert grants == expected

@@ -12,6 +12,7 @@ from tests.e2e.controlplane import ControlPlane, Extender, wait_for
 
 LEASE = "e2e-leader-election"
 ELECTION = [
+    "--write-status=false",
     "--leader-elect-lease-name",
     LEASE,
     "--leader-elect-lease-namespace",
