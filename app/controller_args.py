@@ -138,16 +138,24 @@ def controller_from_args(
 def start_status_writer(backend: Any) -> None:
     """The status write-back of a live backend, unless ``--write-status=false``."""
     from scheduler_core.controller.status_writer import StatusWriter
+    from scheduler_core.engine import open_session
     from scheduler_core.extender.holds import hold_reason
+    from scheduler_core.framework.session import Session
 
     controller = backend.controller
     if controller is None or not controller.options.write_status:
         return
     accounting = backend.accounting
     state = backend.state
+
+    def own_session() -> Session:
+        # Its own read-only session: rebuilding the verbs' accounting session from here would
+        # move their refresh clock and hand them a view older than they would build themselves.
+        return open_session(state.shared_snapshot(), backend.conf, clone=False)
+
     writer = StatusWriter(
         controller,
-        accounting.session,
+        own_session,
         state.locked,
         lambda: state.version,
         lambda ssn, job, task: hold_reason(accounting, ssn, job, task),

@@ -27,6 +27,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
+from scheduler_core.engine import close_session
 from scheduler_core.framework.session import Session
 
 from .events import NORMAL, WARNING, ObjectRef, TokenBucket
@@ -101,7 +102,7 @@ class StatusWriter:
     def __init__(
         self,
         controller: Controller,
-        session: Callable[[], Session],
+        open_session: Callable[[], Session],
         locked: Callable[[], AbstractContextManager[Any]],
         version: Callable[[], int],
         hold_reason: HoldReason,
@@ -116,7 +117,7 @@ class StatusWriter:
         self._controller = controller
         self._rest = controller.rest
         self._recorder = controller.recorder
-        self._session = session
+        self._session = open_session
         self._locked = locked
         self._version = version
         self._hold_reason = hold_reason
@@ -188,8 +189,8 @@ class StatusWriter:
         if version == self._seen_version and not self._dirty:
             return
         groups, queues = self._observe()
-        # The accounting session is rebuilt at most once per refresh interval: after a change,
-        # look once more a cycle later so a session that was still stale is seen fresh.
+        # After a change, look once more a cycle later: objects that arrived while this cycle
+        # read the cluster are seen, even if nothing changes after them.
         changed = version != self._seen_version
         self._seen_version = version
         self.cycles += 1
@@ -244,6 +245,7 @@ class StatusWriter:
                 if self._namespaces and job.namespace not in self._namespaces:
                     continue
                 groups.append(self._group(ssn, job))
+            close_session(ssn, update_phases=False)
         return groups, queues
 
     def _group(self, ssn: Session, job: JobInfo) -> _Group:
