@@ -19,6 +19,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from app.controller_args import (
+    controller_from_args,
+    controller_options_from_args,
+    start_status_writer,
+)
 from app.insight_port import RecentEviction, RecentEvictionsProvider
 from app.ports import BadPodError, FilterDecision, QueueMetrics
 from scheduler_core.api.resource import Resource
@@ -30,11 +35,14 @@ from scheduler_core.conf import (
     default_configuration,
     load_configuration_file,
 )
+from scheduler_core.controller.events import WARNING, ObjectRef
+from scheduler_core.controller.runtime import Controller
 from scheduler_core.engine import check_configuration
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.explain import explain_pod
 from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.holds import preempt_refusals
 from scheduler_core.extender.managed import ManagedPods
 from scheduler_core.extender.preempt import preempt_pod
 from scheduler_core.extender.prioritize import prioritize_pod
@@ -70,12 +78,15 @@ class EngineBackend:
         *,
         informers: Any = None,
         source: str = "static",
+        controller: Controller | None = None,
     ) -> None:
         self.state = state
         self.conf = conf
         self.options = options or BackendOptions()
         self.informers = informers
         self.source = source
+        self.controller = controller  # the leader's write-back (live clusters only)
+        self.status_writer: Any = None
         self.accounting = QueueAccounting(
             state,
             conf,
@@ -189,10 +200,32 @@ class EngineBackend:
             except ConversionError as exc:
                 log.warning("preempt: cannot read the pod: %s; no victims", exc)
                 return {}
+            self._report_refusals(pod, candidates, chosen)
         return {
             node: NodeVictims(uids=victims.uids, num_pdb_violations=victims.num_pdb_violations)
             for node, victims in chosen.items()
         }
+
+    def _report_refusals(
+        self, pod: dict[str, Any], candidates: dict[str, list[str]], chosen: dict[str, Any]
+    ) -> None:
+        """Events on a preemptor whose proposed victims the queue rules protect: its
+        preempt answer carries no text, so this is where a person reads why."""
+        controller = self.controller
+        if controller is None or not controller.options.write_status:
+            return
+        if not controller.is_leader() or not any(candidates.values()):
+            return
+        try:
+            refusals = preempt_refusals(self.accounting, pod, candidates, chosen)
+        except Exception:  # an explanation must never cost the verb its answer
+            log.exception("preempt: explaining the refused victims failed")
+            return
+        regarding = ObjectRef.of(pod, kind="Pod", api_version="v1")
+        for refusal in refusals:
+            controller.recorder.record(
+                regarding, WARNING, refusal.reason, refusal.message, action="Preempt"
+            )
 
     def queue_metrics(self) -> list[QueueMetrics]:
         with self.state.locked():
@@ -325,12 +358,17 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         namespaces=tuple(args.namespaces),
     )
     state = ClusterState()
+    controller_options_from_args(args)  # bad controller flags: fail before anything starts
     if args.kubeconfig or args.in_cluster:
         informers = _informers(state, args.kubeconfig)
         informers.start()
         source = "the API server (" + (args.kubeconfig or "in-cluster") + ")"
-        backend = EngineBackend(state, conf, options, informers=informers, source=source)
+        controller = controller_from_args(args, informers.api_client, informers.registry)
+        backend = EngineBackend(
+            state, conf, options, informers=informers, source=source, controller=controller
+        )
         start_requeuer(backend, informers)
+        start_status_writer(backend)
         return backend
     if args.cluster:
         loaded = load_cluster_file(args.cluster)

@@ -19,6 +19,7 @@ from typing import Any
 
 import uvicorn
 
+from app.controller_args import add_controller_group
 from app.delegated_auth import DEFAULT_CACHE_TTL, KubernetesReviews
 from app.listeners import SideServer, serve_all, uvicorn_config
 from app.logs import setup_logging
@@ -264,6 +265,8 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         default="text",
         help="klog-style text lines or one JSON object per line (default text)",
     )
+
+    add_controller_group(p)
     return p
 
 

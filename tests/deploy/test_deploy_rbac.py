@@ -52,12 +52,15 @@ EVENT_GRANTS: set[Grant] = {
 }
 
 
-def _reclaim_grants(namespace: str) -> set[Grant]:
-    return EVENT_GRANTS | {
-        ("*", "", "pods/eviction", "*", "create"),
+RECLAIM_GRANTS: set[Grant] = EVENT_GRANTS | {("*", "", "pods/eviction", "*", "create")}
+
+
+def _leader_grants(namespace: str, lease: str) -> set[Grant]:
+    """The extender's own Lease, held by the one replica that writes or evicts."""
+    return {
         (namespace, "coordination.k8s.io", "leases", "*", "create"),
-        (namespace, "coordination.k8s.io", "leases", "queue-scheduler-reclaim", "get"),
-        (namespace, "coordination.k8s.io", "leases", "queue-scheduler-reclaim", "update"),
+        (namespace, "coordination.k8s.io", "leases", lease, "get"),
+        (namespace, "coordination.k8s.io", "leases", lease, "update"),
     }
 
 
@@ -86,7 +89,7 @@ ALLOWED_VERBS = {"get", "list", "watch", "create", "update", "patch"}
 #: Every switch that changes which RBAC objects render.
 RBAC_SWITCHES: dict[str, dict[str, Any]] = {
     "reclaimLoop": {"reclaimLoop": {"enabled": True}},
-    "statusWriteBack": {"statusWriteBack": {"enabled": True}},
+    "statusWriteBack=false": {"statusWriteBack": {"enabled": False}},
     "serviceAccount.create=false": {"serviceAccount": {"create": False, "name": "byo"}},
     "metrics": {"metrics": {"enabled": True}},
     "ha": {"replicaCount": 3},
@@ -121,16 +124,27 @@ def _reclaim_on(layout: str) -> bool:
     return _switched_on(layout, "reclaimLoop")
 
 
+def _status_on(layout: str) -> bool:
+    """Status write-back is on unless a layout turns it off (deploy/ mirrors the default)."""
+    return bool(CHART_LAYOUTS.get(layout, {}).get("statusWriteBack", {}).get("enabled", True))
+
+
 def _expected_grants(
-    namespace: str, reclaim: bool, status: bool, delegated_auth: bool = False
+    namespace: str,
+    reclaim: bool,
+    status: bool,
+    delegated_auth: bool = False,
+    lease: str = "kube-queue-extender",
 ) -> set[Grant]:
     expected = INFORMER_GRANTS | _lease_grants(namespace)
     if delegated_auth:
         expected |= DELEGATED_AUTH_GRANTS
     if reclaim:
-        expected |= _reclaim_grants(namespace)
+        expected |= RECLAIM_GRANTS
     if status:
         expected |= STATUS_GRANTS
+    if reclaim or status:
+        expected |= _leader_grants(namespace, lease)
     return expected
 
 
@@ -182,7 +196,7 @@ def _granted(documents: list[Manifest]) -> tuple[set[Grant], set[tuple[str, str,
 
 def test_grants_are_exactly_the_brief(layout: str, documents: list[Manifest]) -> None:
     grants, built_in = _granted(documents)
-    reclaim, status = _reclaim_on(layout), _switched_on(layout, "statusWriteBack")
+    reclaim, status = _reclaim_on(layout), _status_on(layout)
     delegated = _delegated_auth_on(layout)
     assert grants == _expected_grants(_namespace(documents), reclaim, status, delegated)
     assert built_in == BUILT_IN_ROLES
@@ -249,7 +263,7 @@ def test_every_switch_combination_grants_only_allowed_verbs(switches: tuple[str,
                     assert "*" not in rule.get(field, []), (role["metadata"]["name"], field)
                 assert set(rule["verbs"]) <= ALLOWED_VERBS, role["metadata"]["name"]
     grants, built_in = _granted(documents)
-    reclaim, status = "reclaimLoop" in switches, "statusWriteBack" in switches
+    reclaim, status = "reclaimLoop" in switches, "statusWriteBack=false" not in switches
     delegated = "delegatedAuth" in switches
     assert grants == _expected_grants(NAMESPACE, reclaim, status, delegated)
     args = containers(documents)["queue-extender"]["args"]
@@ -284,4 +298,4 @@ def test_the_plain_delegated_auth_rights_are_the_charts() -> None:
     for key, document in plain.items():
         assert document == added[key], key
     grants, _ = _granted(list(load_kustomization()) + list(plain.values()))
-    assert grants == _expected_grants(NAMESPACE, False, False, delegated_auth=True)
+    assert grants == _expected_grants(NAMESPACE, False, True, delegated_auth=True)

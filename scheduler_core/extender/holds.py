@@ -1,0 +1,163 @@
+"""Why the engine holds a pod back, said without a request: for the status write-back.
+
+kube-scheduler relays the filter verb's reasons only when it calls filter; when every node is
+already full it never does, and the preempt answer carries no text at all. These functions
+give the same sentences for a pending task of the cache (a held gang) and for the victims
+kube-scheduler proposed that the preempt verb refused, so they can be written as events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.extender.context import PodContext
+from scheduler_core.extender.filter import check_pod
+from scheduler_core.extender.preempt import gangs_broken
+from scheduler_core.framework.session import Session
+from scheduler_core.report import queue_attrs
+
+
+@dataclass(slots=True)
+class _TaskContext:
+    """A cached pending task seen the way ``check_pod`` sees a requesting pod."""
+
+    acct: QueueAccounting
+    ssn: Session
+    job: JobInfo
+    task: TaskInfo
+
+    @property
+    def job_id(self) -> str:
+        return self.job.uid
+
+    @property
+    def queue_name(self) -> str:
+        return self.job.queue
+
+    @property
+    def queue(self) -> QueueInfo | None:
+        return self.ssn.queues.get(self.job.queue)
+
+
+def hold_reason(
+    acct: QueueAccounting, ssn: Session, job: JobInfo, task: TaskInfo
+) -> tuple[str, str] | None:
+    """(rule code, sentence) of the filter rule holding ``task``, or None if none does."""
+    ctx: Any = _TaskContext(acct, ssn, job, task)
+    rejection = check_pod(ctx)
+    return None if rejection is None else (rejection.code, rejection.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A victim kube-scheduler proposed that the queue rules protect: the event's reason
+    (``NotReclaimable``, ``QueueNotOverused``, ``GangProtected``, ...) and its sentence."""
+
+    reason: str
+    message: str
+
+
+def _dims(attr_resource: Any) -> str:
+    parts = []
+    for name, value in attr_resource.to_quantities().items():
+        if name == "pods" or not value:
+            continue
+        parts.append(f"{name} {value:g}" if name != "memory" else f"memory {value / 2**30:.3g}Gi")
+    return ", ".join(parts) or "nothing"
+
+
+def preempt_refusals(
+    acct: QueueAccounting,
+    pod: dict[str, Any],
+    candidates: dict[str, list[str]],
+    chosen: dict[str, Any],
+) -> list[Refusal]:
+    """Why the proposed victims on the candidate nodes the verb left out (or answered with
+    other victims) were refused, one entry per distinct reason."""
+    ctx = PodContext(acct, pod)
+    ssn, job = ctx.ssn, ctx.job
+    if job is None or ctx.queue is None:
+        return []
+    preemptor = job.tasks.get(ctx.task.uid, ctx.task)
+    attrs = queue_attrs(ssn)
+    found: dict[tuple[str, str], Refusal] = {}
+    for node_name, proposed in candidates.items():
+        node = ssn.nodes.get(node_name)
+        kept = set(chosen[node_name].uids) if node_name in chosen else set()
+        if node is None:
+            continue
+        for uid in proposed:
+            victim = node.tasks.get(uid)
+            if victim is None or uid in kept:
+                continue
+            refusal = _why_protected(ssn, attrs, preemptor, job, ctx.queue, victim)
+            if refusal is not None:
+                found.setdefault((refusal.reason, refusal.message), refusal)
+    return list(found.values())
+
+
+def _why_protected(
+    ssn: Session,
+    attrs: dict[str, Any],
+    preemptor: TaskInfo,
+    job: JobInfo,
+    queue: QueueInfo,
+    victim: TaskInfo,
+) -> Refusal | None:
+    victim_job = ssn.jobs.get(victim.job)
+    if victim_job is None:
+        return None
+    victim_queue = ssn.queues.get(victim_job.queue)
+    if victim_queue is None:
+        return None
+    if victim_queue.name != queue.name:
+        if ssn.overused(queue):
+            attr = attrs.get(queue.name)
+            numbers = (
+                f" (allocated {_dims(attr.allocated)} >= deserved {_dims(attr.deserved)})"
+                if attr is not None
+                else ""
+            )
+            return Refusal(
+                "QueueOverused",
+                f"queue {queue.name} of this pod is overused{numbers}: it may not reclaim "
+                f"from queue {victim_queue.name}",
+            )
+        if not victim_queue.reclaimable():
+            return Refusal(
+                "NotReclaimable",
+                f"queue {victim_queue.name} is not reclaimable: its pod {victim.key} is not "
+                f"evicted for queue {queue.name}",
+            )
+        if not ssn.reclaimable(preemptor, [victim]):
+            attr = attrs.get(victim_queue.name)
+            if attr is not None and not ssn.overused(victim_queue):
+                return Refusal(
+                    "QueueNotOverused",
+                    f"queue {victim_queue.name} is not overused (allocated "
+                    f"{_dims(attr.allocated)}, deserved {_dims(attr.deserved)}): its pod "
+                    f"{victim.key} is not reclaimed for queue {queue.name}",
+                )
+            return Refusal(
+                "NotReclaimable",
+                f"the queue rules keep pod {victim.key} of queue {victim_queue.name} from "
+                f"being reclaimed for queue {queue.name}",
+            )
+    elif not ssn.preemptable(preemptor, [victim]):
+        return Refusal(
+            "NotPreemptable",
+            f"pod {victim.key} of queue {queue.name} may not be preempted by this pod "
+            "(priority or volcano.sh/preemptable)",
+        )
+    if gangs_broken(ssn, [victim]):
+        return Refusal(
+            "GangProtected",
+            f"evicting {victim.key} would leave gang {victim_job.uid} below its minMember "
+            f"{victim_job.min_available}",
+        )
+    return None
