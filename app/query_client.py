@@ -143,20 +143,14 @@ class OfflineClient:
         import argparse
 
         from app.engine_backend import backend_from_args
+        from app.serve_cli import add_serve_parser
 
-        args = argparse.Namespace(
-            conf=conf,
-            scheduler_names=["queue-scheduler"],
-            manage_annotated=False,
-            assume_ttl=30.0,
-            refresh_interval=0.0,
-            namespaces=[],
-            kubeconfig=None,
-            in_cluster=False,
-            cluster=cluster,
-        )
+        # The same defaults as `serve --cluster FILE`: the engine answers as the service would.
+        parser = argparse.ArgumentParser(prog="queue-extender")
+        add_serve_parser(parser.add_subparsers())
+        argv = ["serve", "--cluster", cluster, *(["--conf", conf] if conf else [])]
         try:
-            self.engine = backend_from_args(args)
+            self.engine = backend_from_args(parser.parse_args(argv))
         except ValueError as exc:
             raise QueryError(str(exc)) from None
 
