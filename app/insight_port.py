@@ -3,7 +3,8 @@
 Separate from ``ExtenderBackend`` so a backend that only answers the verbs (a test double)
 still serves them; ``create_app`` adds the read-only API when the backend also implements
 this. Every method but the second half of ``whatif`` runs on the event-loop thread, like the
-verbs, because it reads the state they change.
+verbs, because it reads the state they change; the second half, the what-if's session, runs
+on a worker thread over a private copy so that the verbs never wait for it.
 """
 
 from __future__ import annotations

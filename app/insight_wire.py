@@ -8,6 +8,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from scheduler_core.insight import whatif as engine_whatif
+
 #: Kubernetes units (cores, bytes, scalar units); ``null`` means unlimited.
 Amounts = dict[str, float | None]
 
@@ -134,6 +136,19 @@ class WhatIfIn(BaseModel):
     add: list[dict[str, Any]] = Field(default_factory=list, max_length=500)
     remove: list[str] = Field(default_factory=list, max_length=500)
     queues: list[QueueChangeIn] = Field(default_factory=list, max_length=100)
+    scope: Literal["submitted", "all"] = Field(
+        "submitted",
+        description="submitted: schedule only the added jobs, every other pending job stays "
+        "as it is; all: the whole scheduling session, every pending job included",
+    )
+
+    def request(self) -> engine_whatif.WhatIfRequest:
+        return engine_whatif.WhatIfRequest(
+            add=self.add,
+            remove=self.remove,
+            queues=[engine_whatif.QueueChange(q.name, q.weight, q.capability) for q in self.queues],
+            scope=self.scope,
+        )
 
 
 class Placement(_Out):

@@ -88,6 +88,13 @@ def add_query_parsers(subparsers: _Subparsers, *, proxy_default: bool = False) -
         metavar="NS/POD",
         help="also remove this pod in the what-if (repeatable)",
     )
+    w.add_argument(
+        "--scope",
+        choices=("submitted", "all"),
+        default="submitted",
+        help="submitted (default): schedule only the added jobs; all: the whole session, "
+        "every pending job of the cluster included (what simulate decides)",
+    )
     add_source_options(w, proxy_default=proxy_default)
     w.set_defaults(func=run_whatif)
 
@@ -289,7 +296,7 @@ def run_whatif(
                 objects.extend(item for item in document.get("items") or [])
             elif isinstance(document, dict):
                 objects.append(document)
-    body = {"add": objects, "remove": list(args.remove)}
+    body = {"add": objects, "remove": list(args.remove), "scope": args.scope}
     return _run(args, lambda c: c.post(api_path("whatif"), body), render_whatif, out, err)
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from app import insight_wire as wire
 from scheduler_core.insight.lookup import NotFoundError
-from scheduler_core.insight.whatif import QueueChange, WhatIfError, WhatIfRequest
+from scheduler_core.insight.whatif import WhatIfError
 
 Doc = dict[str, Any]
 
@@ -174,12 +174,7 @@ class OfflineClient:
         raise QueryError(f"no such query: {path}")
 
     def post(self, path: str, body: Doc) -> Doc:
-        parsed = wire.WhatIfIn.model_validate(body)
-        request = WhatIfRequest(
-            add=parsed.add,
-            remove=parsed.remove,
-            queues=[QueueChange(q.name, q.weight, q.capability) for q in parsed.queues],
-        )
+        request = wire.WhatIfIn.model_validate(body).request()
         try:
             result = self.engine.whatif(request)()
         except WhatIfError as exc:

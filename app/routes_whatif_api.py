@@ -1,4 +1,11 @@
-"""POST /api/v1/whatif: a dry-run session over a copy of the live state."""
+"""POST /api/v1/whatif: a dry-run session over a copy of the live state.
+
+The verbs must never wait for a what-if: the copy is taken on the event loop under the
+state's lock (a few dict copies: see ``ClusterState.fork``), and the session runs on a
+worker thread while the loop goes on serving kube-scheduler. One what-if runs at a time;
+another one asked meanwhile is answered 429 at once (with Retry-After) rather than queued,
+so a burst of them can neither pile up threads nor hold memory for copies.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +22,11 @@ from app.insight_wire import ApiError, WhatIfIn, WhatIfOut, dump
 from app.routes_api_common import JSON, bad_request
 from app.routes_common import read_body
 from app.wire import WireError, encode_error, one_line
-from scheduler_core.insight.whatif import QueueChange, WhatIfError, WhatIfRequest
+from scheduler_core.insight.whatif import WhatIfError
 
 #: A what-if body is a handful of manifests, not a cluster.
 MAX_WHATIF_BYTES = 1024 * 1024
+BUSY = "another what-if is running; one runs at a time, retry when it has answered"
 
 
 def request_schema() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -40,6 +48,7 @@ def make_router(backend: InsightBackend, max_bytes: int = MAX_WHATIF_BYTES) -> A
         responses={
             400: {"model": ApiError, "description": "Malformed or unusable request"},
             413: {"model": ApiError, "description": f"Body over {max_bytes} bytes"},
+            429: {"model": ApiError, "description": "Another what-if is running"},
         },
         summary="What would be placed and evicted if these objects were submitted",
         openapi_extra={
@@ -58,11 +67,14 @@ def make_router(backend: InsightBackend, max_bytes: int = MAX_WHATIF_BYTES) -> A
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "body"
             return bad_request(one_line(f"{where}: {first['msg']}"))
-        ask = WhatIfRequest(
-            add=parsed.add,
-            remove=parsed.remove,
-            queues=[QueueChange(q.name, q.weight, q.capability) for q in parsed.queues],
-        )
+        ask = parsed.request()
+        if one_at_a_time.locked():
+            return Response(
+                encode_error(BUSY),
+                status_code=429,
+                media_type=JSON,
+                headers={"Retry-After": "1"},
+            )
         async with one_at_a_time:
             try:
                 dry_run = backend.whatif(ask)

@@ -15,7 +15,7 @@ BENCHES: dict[str, str] = {
     "api-queue": "GET /api/v1/queues/{name}: one queue with its deserved derivation",
     "api-pending": "GET /api/v1/queues/{name}/pending: 100 jobs in order, each with its verdict",
     "api-explain": "GET /api/v1/pods/{ns}/{name}/explain: every step, nodes and victims",
-    "api-whatif": "POST /api/v1/whatif: a 4-pod gang added, dry-run session on a state copy",
+    "api-whatif": "POST /api/v1/whatif: a 4-pod gang added, its dry run on a state copy",
 }
 
 ANSWER_TARGET_MS = 50.0

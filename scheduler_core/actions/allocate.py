@@ -67,7 +67,7 @@ class Allocate(Action):
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
         worksheets: dict[str, PriorityQueue[TaskInfo]] = {}
 
-        for job in ssn.jobs.values():
+        for job in ssn.schedulable_jobs():
             if job.is_pending():
                 if enqueue_configured:
                     log.log(

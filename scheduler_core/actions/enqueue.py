@@ -29,7 +29,7 @@ class Enqueue(Action):
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         seen: set[str] = set()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
-        for job in ssn.jobs.values():
+        for job in ssn.schedulable_jobs():
             queue = ssn.queues.get(job.queue)
             if queue is None:
                 log.error("Failed to find Queue <%s> for Job <%s>", job.queue, job.uid)

@@ -158,7 +158,7 @@ class PreemptAction(Action):
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         under_request_by_queue: dict[str, list[JobInfo]] = {}
 
-        for job in list(ssn.jobs.values()):
+        for job in ssn.schedulable_jobs():
             if job.is_pending():
                 continue
             result = ssn.job_valid(job)

@@ -66,7 +66,7 @@ class ReclaimAction(Action):
             len(ssn.jobs),
             len(ssn.queues),
         )
-        for job in list(ssn.jobs.values()):
+        for job in ssn.schedulable_jobs():
             if job.is_pending():
                 continue
             result = ssn.job_valid(job)

@@ -205,6 +205,35 @@ class JobInfo:
         """What the job holds beyond its minResources: the part that can be given back."""
         return exceeded_part(self.allocated, self.get_min_resources())
 
+    def replace_task(self, task: TaskInfo) -> None:
+        """Put ``task`` in the place of the task with its uid and status (a private copy of
+        it): the sums do not change."""
+        self.tasks[task.uid] = task
+        self.status_index[task.status][task.uid] = task
+
+    def copy_sharing_tasks(self) -> JobInfo:
+        """A copy with its own task maps and sums but the same task objects: cheap, for a
+        fork whose sessions copy a task before changing it (``Session.own``)."""
+        return JobInfo(
+            uid=self.uid,
+            name=self.name,
+            namespace=self.namespace,
+            queue=self.queue,
+            priority=self.priority,
+            min_available=self.min_available,
+            task_min_available=self.task_min_available,
+            min_resources=self.min_resources,
+            phase=self.phase,
+            preemptable=self.preemptable,
+            creation_timestamp=self.creation_timestamp,
+            synthesized=self.synthesized,
+            tasks=dict(self.tasks),
+            status_index={status: dict(bucket) for status, bucket in self.status_index.items()},
+            allocated=self.allocated.clone(),
+            total_request=self.total_request.clone(),
+            pending_request=self.pending_request.clone(),
+        )
+
     def clone(self) -> JobInfo:
         job = JobInfo(
             uid=self.uid,

@@ -121,6 +121,25 @@ class NodeInfo:
     def pod_count(self) -> int:
         return len(self.tasks)
 
+    def copy_sharing_tasks(self) -> NodeInfo:
+        """A copy with its own accounting and task map but the same task objects (see
+        ``JobInfo.copy_sharing_tasks``); nothing is re-added, so it costs a few dict copies."""
+        return NodeInfo(
+            name=self.name,
+            allocatable=self.allocatable,
+            capacity=self.capacity,
+            idle=self.idle.clone(),
+            used=self.used.clone(),
+            releasing=self.releasing.clone(),
+            pipelined=self.pipelined.clone(),
+            tasks=dict(self.tasks),
+            labels=self.labels,
+            taints=self.taints,
+            unschedulable=self.unschedulable,
+            ready=self.ready,
+            recorded_status=dict(self.recorded_status),
+        )
+
     def clone(self, tasks: dict[str, TaskInfo] | None = None) -> NodeInfo:
         """A copy with its own accounting; ``tasks`` maps uid → the task objects to share
         (a session's cloned tasks), defaulting to clones of this node's tasks."""

@@ -23,15 +23,22 @@ def open_session(
     *,
     clone: bool = True,
     read_only: bool = False,
+    shared_tasks: bool = False,
 ) -> Session:
     """Build plugins tier by tier and let each register its hooks.
 
     A plugin named in the configuration that the engine does not have is skipped with a
     warning naming it, as Volcano does; the session still opens. ``read_only`` promises
     that no action or statement will run in the session (only the plugins' hooks are asked,
-    and event handlers fired for tasks outside the jobs' own sums).
+    and event handlers fired for tasks outside the jobs' own sums). ``shared_tasks``: the
+    snapshot's jobs and nodes are private but its tasks are not (``ClusterState.fork``).
     """
-    ssn = Session(snapshot=snapshot.clone() if clone else snapshot, conf=conf, read_only=read_only)
+    ssn = Session(
+        snapshot=snapshot.clone() if clone else snapshot,
+        conf=conf,
+        read_only=read_only,
+        shared_tasks=shared_tasks,
+    )
     for tier in conf.tiers:
         for option in tier.plugins:
             builder = plugin_builder(option.name)

@@ -76,6 +76,17 @@ class Session:
     #: No statement will change a job here (the extender's accounting sessions): plugins may
     #: derive per-job state on first use instead of for every job at open.
     read_only: bool = False
+    #: The only jobs the actions may schedule (admit, place, or preempt/reclaim for), or
+    #: None for every job. A what-if asking "what if I submit this" sets it to the
+    #: submitted jobs: every other job stays as it is, yet still counts for the queues'
+    #: shares and may be a victim. Volcano has no such knob; it never changes a decision
+    #: for the jobs it lets through.
+    schedulable: frozenset[str] | None = None
+    #: The jobs and nodes are private but their task objects are shared with the cache (a
+    #: ``ClusterState.fork``): a statement takes a private copy of a task (``own``) before
+    #: it changes one.
+    shared_tasks: bool = False
+    _owned: dict[str, TaskInfo] = field(default_factory=dict)
 
     # hook maps: plugin name -> function
     job_order_fns: dict[str, CompareFn] = field(default_factory=dict)
@@ -137,6 +148,31 @@ class Session:
     @property
     def nodes(self) -> dict[str, NodeInfo]:
         return self.snapshot.nodes
+
+    def own(self, task: TaskInfo) -> TaskInfo:
+        """The session's own copy of ``task``, to change: ``task`` itself unless the tasks
+        are shared; else a clone, put in the place of the shared object in its job and on
+        its node, so that whoever finds it there from now on finds the copy."""
+        if not self.shared_tasks:
+            return task
+        mine = self._owned.get(task.uid)
+        if mine is not None:
+            return mine
+        mine = task.clone()
+        self._owned[task.uid] = mine
+        job = self.jobs.get(task.job)
+        if job is not None and task.uid in job.tasks:
+            job.replace_task(mine)
+        node = self.nodes.get(task.node_name)
+        if node is not None and task.uid in node.tasks:
+            node.tasks[task.uid] = mine
+        return mine
+
+    def schedulable_jobs(self) -> list[JobInfo]:
+        """The jobs the actions consider, in the snapshot's order (see ``schedulable``)."""
+        if self.schedulable is None:
+            return list(self.jobs.values())
+        return [job for uid, job in self.jobs.items() if uid in self.schedulable]
 
     @property
     def queues(self) -> dict[str, QueueInfo]:

@@ -51,6 +51,7 @@ class Statement:
     # --- operations ---------------------------------------------------------------------
 
     def evict(self, reclaimee: TaskInfo, reason: str, preemptor: TaskInfo | None = None) -> None:
+        reclaimee = self.ssn.own(reclaimee)
         previous = reclaimee.status
         self._set_status(reclaimee, TaskStatus.RELEASING)
         self.ssn.fire_deallocate(reclaimee)
@@ -61,6 +62,7 @@ class Statement:
         node = self.ssn.nodes.get(hostname)
         if node is None:
             raise StatementError(f"failed to pipeline task <{task.key}>: no node <{hostname}>")
+        task = self.ssn.own(task)
         previous = task.status
         job = self.ssn.jobs.get(task.job)
         if job is not None:
@@ -78,6 +80,7 @@ class Statement:
         self.operations.append(Operation(Op.PIPELINE, task, previous_status=previous))
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        task = self.ssn.own(task)
         previous = task.status
         job = self.ssn.jobs.get(task.job)
         if job is not None:

@@ -34,6 +34,9 @@ WHATIF_KINDS = ("Pod", "PodGroup", "Queue")
 MAX_OBJECTS = 500
 MAX_REMOVALS = 500
 MAX_QUEUE_CHANGES = 100
+#: Schedule only the submitted jobs (the question "what if I submit this"), or run the
+#: whole session, every pending job of the cluster included (what ``simulate`` does).
+SCOPES = ("submitted", "all")
 
 
 class WhatIfError(ValueError):
@@ -52,6 +55,7 @@ class WhatIfRequest:
     add: Sequence[Mapping[str, Any]] = field(default_factory=list)
     remove: Sequence[str] = field(default_factory=list)
     queues: list[QueueChange] = field(default_factory=list)
+    scope: str = "submitted"
 
 
 @dataclass(slots=True)
@@ -105,6 +109,8 @@ class PreparedWhatIf:
     conf: SchedulerConfiguration
     added: set[str]
     before: dict[str, QueueView]
+    #: The jobs the session may schedule; None: all of them (scope "all").
+    schedulable: frozenset[str] | None
 
 
 def what_if(
@@ -135,13 +141,17 @@ def prepare(
         fork.delete("Pod", key)
     added = {_pod_key(pod) for pod in objects.pods}
     before = {v.name: v for v in queue_views(acct)}
-    return PreparedWhatIf(fork, conf, added, before)
+    schedulable = None if request.scope == "all" else _submitted_jobs(fork, objects, added)
+    return PreparedWhatIf(fork, conf, added, before, schedulable)
 
 
 def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
     """The dry-run session; touches only the private copy, so it may run on another thread
     while the verbs go on."""
-    ssn = open_session(prepared.fork.shared_snapshot(), prepared.conf, clone=False)
+    ssn = open_session(
+        prepared.fork.shared_snapshot(), prepared.conf, clone=False, shared_tasks=True
+    )
+    ssn.schedulable = prepared.schedulable
     run_actions(ssn)
     close_session(ssn)
     placed = _placements(ssn, prepared.added)
@@ -164,6 +174,8 @@ def _check_sizes(request: WhatIfRequest) -> None:
             raise WhatIfError(f"too many {what}: {len(items)} (at most {limit})")
     if not (request.add or request.remove or request.queues):
         raise WhatIfError("nothing to try: give objects to add, pods to remove or queue changes")
+    if request.scope not in SCOPES:
+        raise WhatIfError(f"scope {request.scope!r} is not one of {', '.join(SCOPES)}")
 
 
 def _collect(objects: Sequence[Mapping[str, Any]]) -> ClusterObjects:
@@ -178,6 +190,17 @@ def _collect(objects: Sequence[Mapping[str, Any]]) -> ClusterObjects:
         return collect(objects)
     except ConversionError as exc:
         raise WhatIfError(str(exc)) from exc
+
+
+def _submitted_jobs(fork: ClusterState, objects: ClusterObjects, added: set[str]) -> frozenset[str]:
+    """The jobs of the added pods (a pod may join an existing PodGroup) and the added
+    PodGroups: the only ones a ``submitted``-scope session schedules."""
+    jobs = {pg.uid for pg in objects.podgroups}
+    for key in added:
+        task = fork.task(key)
+        if task is not None:
+            jobs.add(task.job)
+    return frozenset(jobs)
 
 
 def _changed_queue(queues: Mapping[str, QueueInfo], change: QueueChange) -> QueueInfo:

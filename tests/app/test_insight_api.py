@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -99,6 +100,57 @@ def test_whatif_answers_and_leaves_the_live_state_alone(
     result = answer.json()
     assert [p["pod"] for p in result["placed"] if p["added"]] == ["production/extra"]
     assert {q["name"] for q in result["queues"]} >= {"production"}
+    assert fingerprint(engine.accounting) == before
+
+
+def gang(queue: str, namespace: str, name: str, members: int, cpu: str) -> list[dict[str, Any]]:
+    objects: list[dict[str, Any]] = [
+        {
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"minMember": members, "queue": queue},
+        }
+    ]
+    for i in range(members):
+        objects.append(
+            {
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{name}-{i}",
+                    "namespace": namespace,
+                    "annotations": {"scheduling.k8s.io/group-name": name},
+                },
+                "spec": {
+                    "schedulerName": "queue-scheduler",
+                    "containers": [
+                        {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "12Gi"}}}
+                    ],
+                },
+            }
+        )
+    return objects
+
+
+def test_whatif_schedules_only_the_submission_unless_asked_for_the_whole_session(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    engine, client = demo
+    before = fingerprint(engine.accounting)
+    submission = gang("production", "production", "nightly-report", 2, "6")
+    mine = client.post("/api/v1/whatif", json={"add": submission})
+    assert mine.status_code == 200, mine.text
+    doc = mine.json()
+    added = {"production/nightly-report-0", "production/nightly-report-1"}
+    assert {p["pod"] for p in doc["placed"]} == added and doc["unplaced"] == []
+    assert doc["evicted"] and {e["preemptor"] for e in doc["evicted"]} <= added
+    # the demo's own pending jobs (billing-reconcile, resnet-train, ...) stay pending
+    nlp = next(q for q in doc["queues"] if q["name"] == "research-nlp")
+    assert nlp["after"]["allocated"] == nlp["before"]["allocated"]
+
+    everything = client.post("/api/v1/whatif", json={"add": submission, "scope": "all"}).json()
+    others = {p["pod"] for p in everything["placed"]} - added
+    assert any(pod.startswith("production/billing-reconcile-") for pod in others)
+    assert client.post("/api/v1/whatif", json={"add": submission, "scope": "x"}).status_code == 400
     assert fingerprint(engine.accounting) == before
 
 

@@ -190,6 +190,33 @@ def test_whatif_session_decisions_never_reach_the_cache() -> None:
     assert summary(state.snapshot()) == before
 
 
+def test_a_fork_shares_pods_and_its_sessions_change_only_their_own_copies() -> None:
+    state = ClusterState()
+    for obj in (node("n1"), queue("q"), podgroup("g", "q"), pod("a", "g", "n1")):
+        state.upsert(obj["kind"], obj)
+    before = summary(state.snapshot())
+    live = state.task("ns/a")
+    fork = state.fork()
+    assert fork.task("ns/a") is live  # shared, not cloned
+    fork.upsert("Pod", pod("b", "g", "n1"))
+    fork.delete("Pod", "ns/a")
+    assert summary(state.snapshot()) == before
+
+    fork = state.fork()
+    ssn = open_session(
+        fork.shared_snapshot(), load_configuration(""), clone=False, shared_tasks=True
+    )
+    stmt = Statement(ssn)
+    stmt.evict(ssn.nodes["n1"].tasks["uid-a"], "preempt")
+    mine = ssn.jobs["ns/g"].tasks["uid-a"]
+    assert mine is not live and mine.status == TaskStatus.RELEASING
+    assert ssn.nodes["n1"].tasks["uid-a"] is mine
+    stmt.discard()
+    assert mine.status == TaskStatus.RUNNING
+    assert live is not None and live.status == TaskStatus.RUNNING
+    assert summary(state.snapshot()) == before
+
+
 # --- property: incremental == from scratch ----------------------------------------------
 
 NAMES = ["a", "b", "c", "d"]

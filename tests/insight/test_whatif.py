@@ -1,5 +1,6 @@
-"""A what-if decides what ``simulate`` decides on the same cluster plus the added objects,
-and leaves the live state as it was."""
+"""A what-if schedules the submitted jobs alone by default; with scope "all" it decides what
+``simulate`` decides on the same cluster plus the added objects. Either way it leaves the live
+state as it was."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from bench.synthetic import ClusterSpec, SyntheticCluster
 from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.objects import collect
 from scheduler_core.conf import load_configuration
@@ -54,7 +56,7 @@ def simulated(objects: list[dict[str, Any]]) -> dict[str, Any]:
 def test_whatif_decides_what_simulate_decides_and_changes_nothing_live() -> None:
     acct, _ = accounting(base(), CONF)
     before = fingerprint(acct)
-    result = what_if(acct, load_configuration(CONF), WhatIfRequest(add=submission()))
+    result = what_if(acct, load_configuration(CONF), WhatIfRequest(add=submission(), scope="all"))
     assert fingerprint(acct) == before
 
     expected = simulated(base() + submission())
@@ -83,6 +85,7 @@ def test_removing_pods_and_changing_weights_match_simulate_too() -> None:
         add=submission(),
         remove=["ns/g0", "ns/g1"],
         queues=[QueueChange("a", weight=3)],
+        scope="all",
     )
     result = what_if(acct, load_configuration(CONF), request)
     assert fingerprint(acct) == before
@@ -108,6 +111,7 @@ def test_removing_pods_and_changing_weights_match_simulate_too() -> None:
         (WhatIfRequest(queues=[QueueChange("a", weight=0)]), "weight must be at least 1"),
         (WhatIfRequest(add=[{"kind": "Pod"}] * (MAX_OBJECTS + 1)), "too many objects"),
         (WhatIfRequest(add=[{"kind": "Pod", "metadata": {}}]), "name"),
+        (WhatIfRequest(add=submission(), scope="everything"), "scope 'everything'"),
     ],
 )
 def test_bad_requests_are_refused_with_a_sentence_and_change_nothing(
@@ -118,3 +122,78 @@ def test_bad_requests_are_refused_with_a_sentence_and_change_nothing(
     with pytest.raises(WhatIfError, match=message):
         what_if(acct, load_configuration(CONF), request_)
     assert fingerprint(acct) == before
+
+
+def waiting_elsewhere() -> list[dict[str, Any]]:
+    """Queue c (idle) has a pending job that a full session would place at once."""
+    return [
+        queue("c"),
+        podgroup("other", 1, queue="c", phase="Pending"),
+        pod("o0", group="other", cpu="1"),
+    ]
+
+
+def test_by_default_only_the_submitted_jobs_are_scheduled() -> None:
+    cluster = base() + waiting_elsewhere()
+    acct, _ = accounting(cluster, CONF)
+    before = fingerprint(acct)
+    conf = load_configuration(CONF)
+
+    mine = what_if(acct, conf, WhatIfRequest(add=submission()))
+    everything = what_if(acct, conf, WhatIfRequest(add=submission(), scope="all"))
+    assert fingerprint(acct) == before
+
+    # the whole session would also serve queue c's job ...
+    assert "ns/o0" in {p.pod for p in everything.placed}
+    expected = simulated(cluster + submission())
+    assert sorted(e.pod for e in everything.evicted) == sorted(
+        r["pod"] for r in expected["evicted"]
+    )
+    # ... the default answers for the submission alone: o0 stays pending, and every pod
+    # placed or evicted is the new job's or one of its victims
+    assert {p.pod for p in mine.placed} <= {"ns/w0", "ns/w1"}
+    assert all(e.preemptor in ("ns/w0", "ns/w1") for e in mine.evicted)
+    assert all(p.added for p in mine.placed)
+    c = next(q for q in mine.queues if q.name == "c")
+    assert c.after is not None and c.after.allocated == c.before.allocated  # type: ignore[union-attr]
+
+
+def test_a_pod_joining_an_existing_podgroup_schedules_that_job() -> None:
+    cluster = base() + waiting_elsewhere()
+    acct, _ = accounting(cluster, CONF)
+    extra = pod("o1", group="other", cpu="1")
+    result = what_if(acct, load_configuration(CONF), WhatIfRequest(add=[extra]))
+    # the job is scheduled as a whole: its waiting member o0 reclaims a place (after
+    # which the job, minMember 1, no longer starves, so o1 waits)
+    assert [(p.pod, p.added) for p in result.placed] == [("ns/o0", False)]
+    assert result.unplaced == ["ns/o1"]
+
+
+def test_the_whole_session_on_a_generated_cluster_equals_simulate_and_leaves_it_alone() -> None:
+    """Many evictions and placements over a fork that shares its pods with the live cache:
+    each change lands on the fork's own copy of the pod, never on the live one."""
+    cluster = SyntheticCluster(ClusterSpec.at_scale(0.01))
+    objects = [o for _, items in cluster.objects_by_kind() for o in items]
+    conf_text = HELM_CONF.format(actions="enqueue, allocate, preempt, reclaim", configurations="")
+    acct, _ = accounting(objects, conf_text)
+    before = fingerprint(acct)
+    gang = [
+        podgroup(
+            "probe", 2, queue=next(o for o in objects if o["kind"] == "Queue")["metadata"]["name"]
+        ),
+        pod("p0", group="probe", cpu="1"),
+        pod("p1", group="probe", cpu="1"),
+    ]
+    result = what_if(acct, load_configuration(conf_text), WhatIfRequest(add=gang, scope="all"))
+    assert fingerprint(acct) == before
+    expected = session_report(
+        run_session(build_snapshot(collect(objects + gang)), load_configuration(conf_text))
+    )
+    assert result.evicted and result.placed  # the case is not empty
+    assert sorted((p.pod, p.node, p.pipelined) for p in result.placed) == sorted(
+        [(r["pod"], r["node"], False) for r in expected["allocated"]]
+        + [(r["pod"], r["node"], True) for r in expected["pipelined"]]
+    )
+    assert sorted((e.pod, e.node, e.action) for e in result.evicted) == sorted(
+        (r["pod"], r["node"], r["action"]) for r in expected["evicted"]
+    )
