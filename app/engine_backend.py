@@ -16,6 +16,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from app.controller_args import controller_from_args, controller_options_from_args
 from app.ports import BadPodError, FilterDecision, QueueMetrics
 from scheduler_core.api.resource import Resource
 from scheduler_core.cache.convert import ConversionError
@@ -26,6 +27,7 @@ from scheduler_core.conf import (
     default_configuration,
     load_configuration_file,
 )
+from scheduler_core.controller.runtime import Controller
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.explain import explain_pod
@@ -60,12 +62,14 @@ class EngineBackend:
         *,
         informers: Any = None,
         source: str = "static",
+        controller: Controller | None = None,
     ) -> None:
         self.state = state
         self.conf = conf
         self.options = options or BackendOptions()
         self.informers = informers
         self.source = source
+        self.controller = controller  # the leader's write-back (live clusters only)
         self.accounting = QueueAccounting(
             state,
             conf,
@@ -220,6 +224,7 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         namespaces=tuple(args.namespaces),
     )
     state = ClusterState()
+    controller_options_from_args(args)  # bad controller flags: fail before anything starts
     if args.kubeconfig or args.in_cluster:
         from scheduler_core.cache.informers import InformerSet
 
@@ -228,7 +233,10 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         )
         informers.start()
         source = "the API server (" + (args.kubeconfig or "in-cluster") + ")"
-        return EngineBackend(state, conf, options, informers=informers, source=source)
+        controller = controller_from_args(args, informers.api_client, informers.registry)
+        return EngineBackend(
+            state, conf, options, informers=informers, source=source, controller=controller
+        )
     if args.cluster:
         loaded = load_cluster_file(args.cluster)
         source = args.cluster

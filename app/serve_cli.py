@@ -17,6 +17,7 @@ from typing import Any
 
 import uvicorn
 
+from app.controller_args import add_controller_group
 from app.logs import setup_logging
 from app.ports import ExtenderBackend
 from app.security import tls_options
@@ -127,6 +128,8 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "-v", "--v", dest="verbosity", type=_verbosity, default=0, help="klog verbosity 0..10"
     )
     logs.add_argument("--log-format", choices=("text", "json"), default="text")
+
+    add_controller_group(p)
     return p
 
 
