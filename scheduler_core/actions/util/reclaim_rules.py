@@ -40,7 +40,7 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import IGNORED_SCALARS, Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.session import Session
+from scheduler_core.framework.session import QueueShare, Session
 
 NO_BOUNDARY_VICTIMS = "reclaim.noBoundaryVictims"
 MINIMAL_VICTIMS = "reclaim.minimalVictims"
@@ -91,6 +91,13 @@ class ReclaimRules:
 def reclaimed_dimensions(preemptor: TaskInfo) -> list[str]:
     """What the preemptor asks for, less the pod count (every pod asks for one)."""
     return [n for n in preemptor.init_resreq.resource_names() if n not in IGNORED_SCALARS]
+
+
+def overused_dimensions(share: QueueShare, dims: list[str]) -> list[str]:
+    """The dimensions among ``dims`` in which the queue holds more than its deserved share:
+    the ones a reclaim takes back (memory a queue holds within its share is not reclaimed
+    just because the preemptor also asks for some)."""
+    return [n for n in dims if share.allocated.get(n) > share.deserved.get(n) + _SLACK]
 
 
 def min_runtime_of(
@@ -193,8 +200,7 @@ class ReclaimGuard:
                 share = self.ssn.queue_share(queue)
                 if share is None:
                     continue
-                above = [share.allocated.get(n) - share.deserved.get(n) for n in dims]
-                if all(d >= -_SLACK for d in above) and any(d > _SLACK for d in above):
+                if overused_dimensions(share, list(dims)):
                     donors.add(queue.name)
             self._donors[dims] = donors
         return donors
@@ -257,11 +263,16 @@ class ReclaimGuard:
     def _stays_at_share(
         self, queue_name: str, taken: Resource, victim: TaskInfo, dims: list[str]
     ) -> bool:
+        """In the dimensions the preemptor asks for and the queue holds beyond its share, the
+        queue keeps at least its deserved share without ``victim`` (and ``taken``)."""
         queue = self.ssn.queues.get(queue_name)
         share = self.ssn.queue_share(queue) if queue is not None else None
         if share is None:
             return False
-        for name in dims:
+        over = overused_dimensions(share, dims)
+        if not over:
+            return False
+        for name in over:
             after = share.allocated.get(name) - taken.get(name) - victim.resreq.get(name)
             if after < share.deserved.get(name) - _SLACK:
                 return False
