@@ -18,7 +18,10 @@ from prometheus_client import CollectorRegistry
 
 from app.controller_args import controller_from_args, controller_options_from_args
 from app.ports import BadPodError, FilterDecision, QueueMetrics
+from app.reclaim_args import reclaim_options_from_args, start_reclaim_loop
+from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
+from scheduler_core.api.task import TaskInfo
 from scheduler_core.cache.convert import ConversionError
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.cache.yaml_source import load_cluster_file, load_cluster_text
@@ -27,6 +30,7 @@ from scheduler_core.conf import (
     default_configuration,
     load_configuration_file,
 )
+from scheduler_core.controller.decision import live_configuration
 from scheduler_core.controller.runtime import Controller
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.decisions import NodeVictims
@@ -113,6 +117,12 @@ class EngineBackend:
             self.state.counts(),
             gc.get_freeze_count(),
         )
+
+    def reserve(self, task: TaskInfo, job: JobInfo) -> None:
+        """Keep ``task``'s queue share for it (the reclaim loop freed capacity for it): an
+        assumed pod the filter verb counts until the pod binds or the assumption expires."""
+        with self.state.locked():
+            self.accounting.assume(task, job)
 
     def is_managed(self, pod: dict[str, Any]) -> bool:
         return self.managed(pod)
@@ -225,6 +235,9 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     )
     state = ClusterState()
     controller_options_from_args(args)  # bad controller flags: fail before anything starts
+    reclaim = reclaim_options_from_args(args)
+    if reclaim is not None:  # bad reclaim arguments in the configuration: fail now too
+        live_configuration(conf, max_evictions=reclaim.max_evictions)
     if args.kubeconfig or args.in_cluster:
         from scheduler_core.cache.informers import InformerSet
 
@@ -234,9 +247,12 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         informers.start()
         source = "the API server (" + (args.kubeconfig or "in-cluster") + ")"
         controller = controller_from_args(args, informers.api_client, informers.registry)
-        return EngineBackend(
+        backend = EngineBackend(
             state, conf, options, informers=informers, source=source, controller=controller
         )
+        if reclaim is not None:
+            start_reclaim_loop(reclaim, conf, state, controller, backend)
+        return backend
     if args.cluster:
         loaded = load_cluster_file(args.cluster)
         source = args.cluster

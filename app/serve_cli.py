@@ -20,6 +20,7 @@ import uvicorn
 from app.controller_args import add_controller_group
 from app.logs import setup_logging
 from app.ports import ExtenderBackend
+from app.reclaim_args import add_reclaim_group
 from app.security import tls_options
 from app.server import DEFAULT_MAX_BODY_BYTES, ServerSettings, create_app, verb_path
 
@@ -130,6 +131,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     logs.add_argument("--log-format", choices=("text", "json"), default="text")
 
     add_controller_group(p)
+    add_reclaim_group(p)
     return p
 
 
