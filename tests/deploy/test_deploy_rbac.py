@@ -26,8 +26,11 @@ INFORMER_GRANTS: set[Grant] = {
 
 RECLAIM_GRANTS: set[Grant] = {
     ("*", "", "pods/eviction", "*", "create"),
-    ("*", "", "events", "*", "create"),
-    ("*", "events.k8s.io", "events", "*", "create"),
+    *{
+        ("*", group, "events", "*", verb)
+        for group in ("", "events.k8s.io")
+        for verb in ("create", "patch")
+    },
 }
 
 #: Built-in roles bound as they are, exactly as the stock kube-scheduler runs with them.
@@ -40,13 +43,15 @@ BUILT_IN_ROLES = {
 
 def _lease_grants(namespace: str) -> set[Grant]:
     return {
-        (namespace, "coordination.k8s.io", "leases", "queue-scheduler", verb)
+        (namespace, "coordination.k8s.io", "leases", name, verb)
+        for name in ("queue-scheduler", "kube-queue-extender")
         for verb in ("get", "update")
     }
 
 
 def _reclaim_on(layout: str) -> bool:
-    return bool(CHART_LAYOUTS.get(layout, {}).get("reclaimLoop", {}).get("enabled"))
+    """deploy/ runs the loop; the chart does unless ``reclaimLoop.enabled`` is false."""
+    return bool(CHART_LAYOUTS.get(layout, {}).get("reclaimLoop", {}).get("enabled", True))
 
 
 def _namespace(documents: list[Manifest]) -> str:
@@ -128,3 +133,5 @@ def test_reclaim_rights_only_with_the_reclaim_loop(layout: str, documents: list[
     grants, _ = _granted(documents)
     can_evict = any(g[2] == "pods/eviction" for g in grants)
     assert can_evict is _reclaim_on(layout)
+    args = [a for c in pod_spec(documents)["containers"] for a in c.get("args", [])]
+    assert ("--reclaim" in args) is _reclaim_on(layout)
