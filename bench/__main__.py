@@ -40,6 +40,7 @@ BUDGETS: dict[str, Budget] = {
     "deserved-waterfill": Budget(n=200, seconds=10, warmup=5),
     "accounting-rebuild": Budget(n=30, seconds=20, warmup=2),
     "reclaim-session": Budget(n=3, seconds=60, warmup=0),
+    "reclaim-cycle": Budget(n=5, seconds=30, warmup=1),
     "noop-http": Budget(n=2000, seconds=20, warmup=100),
     "filter-http": Budget(n=1000, seconds=40, warmup=20),
     "prioritize-http": Budget(n=300, seconds=30, warmup=5),

@@ -22,7 +22,11 @@ from scheduler_core.actions.util.predicate_helper import (
     HardVerdicts,
     PredicateHelper,
 )
-from scheduler_core.actions.util.reclaim_rules import ReclaimGuard, ReclaimRules
+from scheduler_core.actions.util.reclaim_rules import (
+    ReclaimGuard,
+    ReclaimRules,
+    reclaimed_dimensions,
+)
 from scheduler_core.actions.util.victims import (
     reclaimee_filter,
     select_victims_on_node,
@@ -38,7 +42,7 @@ from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
-from scheduler_core.framework.session import Session
+from scheduler_core.framework.session import QueueShare, Session
 from scheduler_core.framework.statement import Op, Statement, StatementError
 from scheduler_core.logutil import v
 
@@ -56,6 +60,7 @@ class ReclaimAction(Action):
         self._verdicts: HardVerdicts | None = None
         self._guard: ReclaimGuard | None = None
         self._node_queues: dict[str, set[str]] = {}
+        self._idle: list[tuple[Resource, NodeInfo]] | None = None
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -216,9 +221,14 @@ class ReclaimAction(Action):
             log.log(v(3), "Task <%s> would take its queue above its deserved share", task.key)
             return False
         nodes = self._verdicts.walk(helper, task)
+        if self.rules.minimal_victims and self._fits_idle(ssn, task):
+            log.log(v(3), "Task <%s> fits idle capacity: nothing to evict for it", task.key)
+            return False
         accept = reclaimee_filter(ssn, job)
         tentative = _count_by_queue(ssn, stmt)
         donors = guard.donor_queues(task)
+        dims = reclaimed_dimensions(task)
+        shares: dict[str, QueueShare | None] = {}
         for node in nodes:
             if donors is not None and donors.isdisjoint(self._queues_on(ssn, node)):
                 continue
@@ -229,12 +239,13 @@ class ReclaimAction(Action):
             if not reclaimees:
                 log.log(v(4), "No reclaimees on Node <%s>.", node.name)
                 continue
-            if validate_victims(task, node, reclaimees) is not None:
+            possible = [t for t in reclaimees if guard.could_go(t, dims, shares)]
+            if validate_victims(task, node, possible) is not None:
                 # Victims are a subset of these: the node cannot be freed enough for it.
-                log.log(v(4), "Node <%s> cannot hold Task <%s> even empty", node.name, task.key)
+                log.log(v(4), "Node <%s> cannot be freed enough for <%s>", node.name, task.key)
                 continue
             if self.rules.minimal_victims:
-                node_stmt = self._minimal_on_node(ssn, task, queue, node, reclaimees, tentative)
+                node_stmt = self._minimal_on_node(ssn, task, queue, node, possible, tentative)
                 if node_stmt is None:
                     continue
                 stmt.merge(node_stmt)
@@ -309,6 +320,23 @@ class ReclaimAction(Action):
             node_stmt.discard()
         return False
 
+    def _fits_idle(self, ssn: Session, task: TaskInfo) -> bool:
+        """Does a node have room for ``task`` as the session opened? Then kube-scheduler will
+        place it and no eviction is needed. Nodes are kept by idle cpu, largest first, so a
+        task looks only at the nodes with enough cpu (none, in a full cluster)."""
+        if self._idle is None:
+            self._idle = sorted(
+                ((n.future_idle(), n) for n in ssn.nodes.values()),
+                key=lambda pair: -pair[0].milli_cpu,
+            )
+        need = task.init_resreq
+        for idle, node in self._idle:
+            if idle.milli_cpu < need.milli_cpu:
+                return False
+            if need.less_equal(idle, ZERO) and ssn.predicate(task, node) is None:
+                return True
+        return False
+
     def _queues_on(self, ssn: Session, node: NodeInfo) -> set[str]:
         """Queues with a Running task on ``node`` as the session opened: a session only
         turns Running tasks into Releasing ones (and back), so this stays a superset."""
@@ -342,23 +370,31 @@ class ReclaimAction(Action):
             task.init_resreq.less_equal(node.future_idle(), ZERO)
             and ssn.predicate(task, node) is None
         ):
+            # Plugins and rules once, before any copy: most nodes fail right here, and the
+            # plugins' verdict alone (before ordering) already rules most of them out.
+            voted = ssn.reclaimable(task, reclaimees)
+            if not voted or validate_victims(task, node, voted) is not None:
+                return None
+            approved = guard.narrow(task, _eviction_order(ssn, voted, task), tentative)
+            if not approved or validate_victims(task, node, approved) is not None:
+                log.log(v(4), "No allowed victims on Node <%s> free enough", node.name)
+                return None
+            approved_uids = {t.uid for t in approved}
 
             def allowed(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-                approved = ssn.reclaimable(preemptor, candidates)
-                return guard.narrow(preemptor, _eviction_order(ssn, approved, preemptor), tentative)
+                return [t for t in candidates if t.uid in approved_uids]
 
             try:
                 copy = node.clone()
             except NodeError:
                 return None
-            candidate_uids = {t.uid for t in reclaimees}
             chosen, err = select_victims_on_node(
                 ssn,
                 ssn.new_cycle_state(task),
                 task,
                 queue,
                 copy,
-                lambda t: t.uid in candidate_uids,
+                lambda t: t.uid in approved_uids,
                 victims_fn=allowed,
                 check_allocatable=False,
                 require_fit=True,
@@ -367,7 +403,7 @@ class ReclaimAction(Action):
                 log.log(v(3), "No minimal victims on Node <%s>: %s", node.name, err)
                 return None
             victims = [node.tasks[t.uid] for t in chosen]
-            whole = guard.complete_gangs(task, victims, allowed(task, reclaimees), tentative)
+            whole = guard.complete_gangs(task, victims, approved, tentative)
             if whole is None:
                 log.log(v(3), "Node <%s>: victims would break a gang", node.name)
                 return None

@@ -221,6 +221,33 @@ class ReclaimGuard:
                 return False
         return True
 
+    def could_go(
+        self, victim: TaskInfo, dims: list[str], shares: dict[str, QueueShare | None]
+    ) -> bool:
+        """A quick, necessary condition for ``victim`` to survive ``narrow`` on its own (old
+        enough; its queue keeps its share without it). ``shares`` caches queue shares for
+        one search: nothing changes them until an eviction is decided."""
+        if not (self.rules.no_boundary_victims or self.check_runtime):
+            return True
+        job = self.ssn.jobs.get(victim.job)
+        if job is None:
+            return False
+        if self.check_runtime and not self.old_enough(victim):
+            return False
+        if not self.rules.no_boundary_victims:
+            return True
+        if job.queue not in shares:
+            queue = self.ssn.queues.get(job.queue)
+            shares[job.queue] = self.ssn.queue_share(queue) if queue is not None else None
+        share = shares[job.queue]
+        if share is None:
+            return False
+        over = overused_dimensions(share, dims)
+        return bool(over) and all(
+            share.allocated.get(n) - victim.resreq.get(n) >= share.deserved.get(n) - _SLACK
+            for n in over
+        )
+
     # --- narrowing a victim list --------------------------------------------------------
 
     def narrow(
