@@ -26,7 +26,10 @@ from app.controller_args import (
 )
 from app.insight_port import RecentEviction, RecentEvictionsProvider
 from app.ports import BadPodError, FilterDecision, QueueMetrics
+from app.reclaim_args import reclaim_options_from_args, start_reclaim_loop
+from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
+from scheduler_core.api.task import TaskInfo
 from scheduler_core.cache.convert import ConversionError
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.cache.yaml_source import load_cluster_file, load_cluster_text
@@ -35,6 +38,7 @@ from scheduler_core.conf import (
     default_configuration,
     load_configuration_file,
 )
+from scheduler_core.controller.decision import live_configuration
 from scheduler_core.controller.events import WARNING, ObjectRef
 from scheduler_core.controller.runtime import Controller
 from scheduler_core.engine import check_configuration
@@ -143,6 +147,12 @@ class EngineBackend:
             self.state.counts(),
             gc.get_freeze_count(),
         )
+
+    def reserve(self, task: TaskInfo, job: JobInfo) -> None:
+        """Keep ``task``'s queue share for it (the reclaim loop freed capacity for it): an
+        assumed pod the filter verb counts until the pod binds or the assumption expires."""
+        with self.state.locked():
+            self.accounting.assume(task, job)
 
     def is_managed(self, pod: dict[str, Any]) -> bool:
         return self.managed(pod)
@@ -359,6 +369,9 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     )
     state = ClusterState()
     controller_options_from_args(args)  # bad controller flags: fail before anything starts
+    reclaim = reclaim_options_from_args(args)
+    if reclaim is not None:  # bad reclaim arguments in the configuration: fail now too
+        live_configuration(conf, max_evictions=reclaim.max_evictions)
     if args.kubeconfig or args.in_cluster:
         informers = _informers(state, args.kubeconfig)
         informers.start()
@@ -369,6 +382,8 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         )
         start_requeuer(backend, informers)
         start_status_writer(backend)
+        if reclaim is not None:
+            start_reclaim_loop(reclaim, conf, state, controller, backend)
         return backend
     if args.cluster:
         loaded = load_cluster_file(args.cluster)

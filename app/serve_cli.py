@@ -24,6 +24,7 @@ from app.delegated_auth import DEFAULT_CACHE_TTL, KubernetesReviews
 from app.listeners import SideServer, serve_all, uvicorn_config
 from app.logs import setup_logging
 from app.ports import ExtenderBackend
+from app.reclaim_args import add_reclaim_group
 from app.security import tls_options
 from app.server import (
     DEFAULT_MAX_BODY_BYTES,
@@ -267,6 +268,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
 
     add_controller_group(p)
+    add_reclaim_group(p)
     return p
 
 

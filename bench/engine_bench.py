@@ -20,6 +20,7 @@ from bench.synthetic import SyntheticCluster
 from scheduler_core.api.resource import Resource
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration, default_configuration, load_configuration
+from scheduler_core.controller.decision import decide, live_configuration
 from scheduler_core.engine import close_session, open_session, run_session
 from scheduler_core.plugins.proportion import ProportionPlugin, water_fill
 
@@ -30,6 +31,7 @@ BENCHES: dict[str, str] = {
     "deserved-waterfill": "the deserved loop alone over the leaf queues with jobs",
     "accounting-rebuild": "the extender's accounting session (every plugin) on the live state",
     "reclaim-session": "run_session(snapshot, conf, ['reclaim']) over the whole cluster",
+    "reclaim-cycle": "the reclaim loop's cycle: private snapshot + decide() with the live rules",
 }
 
 PROPORTION_ONLY = """\
@@ -104,6 +106,7 @@ def run(
         ("deserved-waterfill", bench_waterfill),
         ("accounting-rebuild", bench_accounting),
         ("reclaim-session", bench_reclaim),
+        ("reclaim-cycle", bench_reclaim_cycle),
     ):
         if name not in selected:
             continue
@@ -298,4 +301,33 @@ def bench_reclaim(fixture: EngineFixture, budget: Budget) -> Measurement:
             "snapshot_clone_ms": round((cloned - started) * 1e3, 1),
             "session_open_ms": round((opened - cloned) * 1e3, 1),
         },
+    )
+
+
+def bench_reclaim_cycle(fixture: EngineFixture, budget: Budget) -> Measurement:
+    """What ``serve --reclaim`` does every second: copy the cluster under the lock, then
+    enqueue + reclaim with the live rules on the copy."""
+    state = fixture.state
+    conf = live_configuration(fixture.conf)
+    parts: dict[str, float] = {}
+    decisions: dict[str, int] = {}
+
+    def call(_: int) -> None:
+        started = time.perf_counter()
+        snapshot = state.snapshot()
+        copied = time.perf_counter()
+        decision = decide(snapshot, conf)
+        parts["snapshot_ms"] = round((copied - started) * 1e3, 1)
+        for action, ms in decision.latency_ms.items():
+            parts[f"{action}_ms"] = round(ms, 1)
+        decisions["evictions"] = len(decision.evictions)
+
+    samples = sample(call, budget)
+    return Measurement(
+        "reclaim-cycle",
+        BENCHES["reclaim-cycle"],
+        samples=samples,
+        target=500.0,
+        target_stat="p50",
+        extra={**decisions, **parts},
     )

@@ -7,19 +7,34 @@ of a queue, one statement collects, task by task, evictions of Running, preempta
 reclaimable queues (the plugins' ``Reclaimable`` decides which), and the statement is
 committed only if the job ends up pipelined. Reclaim never takes from the reclaimer's own
 queue and never evicts a task that is merely Bound.
+
+The arguments of ``actions/util/reclaim_rules.py`` add the rules a loop evicting in a live
+cluster needs (no boundary victims, minimal gang-aware victim sets, minimum runtime,
+eviction limits); all are off by default, so ``simulate`` runs Volcano's reclaim.
 """
 
 from __future__ import annotations
 
 import logging
 
-from scheduler_core.actions.util.predicate_helper import PREDICATE_ERROR_CACHE_KEY, PredicateHelper
+from scheduler_core.actions.util.predicate_helper import (
+    PREDICATE_ERROR_CACHE_KEY,
+    HardVerdicts,
+    PredicateHelper,
+)
+from scheduler_core.actions.util.reclaim_rules import (
+    ReclaimGuard,
+    ReclaimRules,
+    reclaimed_dimensions,
+)
 from scheduler_core.actions.util.victims import (
     reclaimee_filter,
+    select_victims_on_node,
+    sort_by_importance,
     validate_victims,
 )
 from scheduler_core.api.job import JobInfo
-from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
@@ -27,8 +42,8 @@ from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
-from scheduler_core.framework.session import Session
-from scheduler_core.framework.statement import Statement, StatementError
+from scheduler_core.framework.session import QueueShare, Session
+from scheduler_core.framework.statement import Op, Statement, StatementError
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.actions.reclaim")
@@ -40,12 +55,18 @@ class ReclaimAction(Action):
 
     def __init__(self) -> None:
         self.enable_predicate_error_cache = True
+        self.rules = ReclaimRules()
         self._nodes: list[NodeInfo] = []
+        self._verdicts: HardVerdicts | None = None
+        self._guard: ReclaimGuard | None = None
+        self._node_queues: dict[str, set[str]] = {}
+        self._idle: list[tuple[Resource, NodeInfo]] | None = None
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
             PREDICATE_ERROR_CACHE_KEY, self.enable_predicate_error_cache
         )
+        self.rules = ReclaimRules.from_arguments(arguments)
 
     def execute(self, ssn: Session) -> None:
         log.log(v(5), "Enter Reclaim ...")
@@ -106,7 +127,12 @@ class ReclaimAction(Action):
         # Nodes in a stable order, computed once: sorting 5,000 names per waiting task cost
         # more than the rest of reclaim at that scale.
         self._nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
+        self._verdicts = HardVerdicts(self._nodes, ssn.predicate_for_preempt)
+        guard = self._guard = ReclaimGuard(ssn, self.rules)
         while not queues.empty():
+            if guard.exhausted():
+                log.log(v(3), "Eviction limit %d reached, stop reclaiming.", guard.committed)
+                break
             queue = queues.pop()
             if ssn.overused(queue):
                 log.log(v(3), "Queue <%s> is overused, ignore it.", queue.name)
@@ -116,11 +142,16 @@ class ReclaimAction(Action):
                 if jobs is None or jobs.empty():
                     log.log(v(4), "No preemptors in Queue <%s>, break.", queue.name)
                     break
+                if guard.exhausted():
+                    break
                 job = jobs.pop()
+                guard.new_job()
                 stmt = Statement(ssn)
                 self._reclaim_for_job(ssn, stmt, queue, job, preemptor_tasks, helper)
-                if ssn.job_pipelined(job):
+                victim_queues = _victim_queues(ssn, stmt)
+                if ssn.job_pipelined(job) and not guard.over_total(len(victim_queues)):
                     stmt.commit()
+                    guard.record(victim_queues)
                 else:
                     stmt.discard()
                 # As Volcano: the queue goes back while it has jobs, though this loop goes
@@ -178,10 +209,29 @@ class ReclaimAction(Action):
     ) -> bool:
         """Evict victims on the first node where that frees enough for ``task`` and pipeline
         it there; other nodes' tentative evictions are undone. Returns whether it worked."""
-        all_nodes = self._nodes or [ssn.nodes[name] for name in sorted(ssn.nodes)]
-        nodes, _ = helper.predicate_nodes(task, all_nodes, ssn.predicate_for_preempt)
+        if not self._nodes:
+            self._nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
+        if self._verdicts is None:
+            self._verdicts = HardVerdicts(self._nodes, ssn.predicate_for_preempt)
+        if self._guard is None:
+            self._guard = ReclaimGuard(ssn, self.rules)
+        guard = self._guard
+        queue = ssn.queues.get(job.queue)
+        if queue is None or not guard.preemptor_within_share(queue, task):
+            log.log(v(3), "Task <%s> would take its queue above its deserved share", task.key)
+            return False
+        nodes = self._verdicts.walk(helper, task)
+        if self.rules.minimal_victims and self._fits_idle(ssn, task):
+            log.log(v(3), "Task <%s> fits idle capacity: nothing to evict for it", task.key)
+            return False
         accept = reclaimee_filter(ssn, job)
+        tentative = _count_by_queue(ssn, stmt)
+        donors = guard.donor_queues(task)
+        dims = reclaimed_dimensions(task)
+        shares: dict[str, QueueShare | None] = {}
         for node in nodes:
+            if donors is not None and donors.isdisjoint(self._queues_on(ssn, node)):
+                continue
             log.log(
                 v(3), "Considering Task <%s/%s> on Node <%s>.", task.namespace, task.name, node.name
             )
@@ -189,11 +239,28 @@ class ReclaimAction(Action):
             if not reclaimees:
                 log.log(v(4), "No reclaimees on Node <%s>.", node.name)
                 continue
+            possible = [t for t in reclaimees if guard.could_go(t, dims, shares)]
+            if validate_victims(task, node, possible) is not None:
+                # Victims are a subset of these: the node cannot be freed enough for it.
+                log.log(v(4), "Node <%s> cannot be freed enough for <%s>", node.name, task.key)
+                continue
+            if self.rules.minimal_victims:
+                node_stmt = self._minimal_on_node(ssn, task, queue, node, possible, tentative)
+                if node_stmt is None:
+                    continue
+                stmt.merge(node_stmt)
+                return True
             victims = ssn.reclaimable(task, reclaimees)
             err = validate_victims(task, node, victims)
             if err is not None:
                 log.log(v(3), "No validated victims on Node <%s>: %s", node.name, err)
                 continue
+            if guard.narrows:
+                victims = guard.narrow(task, _eviction_order(ssn, victims, task), tentative)
+                err = validate_victims(task, node, victims)
+                if err is not None:
+                    log.log(v(3), "No victims on Node <%s> within the rules: %s", node.name, err)
+                    continue
 
             victims_queue = ssn.build_victims_priority_queue(victims, task)
             resreq = task.init_resreq.clone()
@@ -228,6 +295,14 @@ class ReclaimAction(Action):
                 node.name,
                 available,
             )
+            if resreq.less_equal(available, ZERO) and guard.rules.keep_gangs:
+                evicted = [op.task for op in node_stmt.operations if op.op is Op.EVICT]
+                whole = guard.complete_gangs(task, evicted, victims, tentative)
+                if whole is None:
+                    node_stmt.discard()
+                    continue
+                for extra in whole[len(evicted) :]:
+                    node_stmt.evict(extra, "reclaim", task)
             if resreq.less_equal(available, ZERO):
                 try:
                     node_stmt.pipeline(task, node.name, eviction_occurred)
@@ -244,3 +319,128 @@ class ReclaimAction(Action):
                 return True
             node_stmt.discard()
         return False
+
+    def _fits_idle(self, ssn: Session, task: TaskInfo) -> bool:
+        """Does a node have room for ``task`` as the session opened? Then kube-scheduler will
+        place it and no eviction is needed. Nodes are kept by idle cpu, largest first, so a
+        task looks only at the nodes with enough cpu (none, in a full cluster)."""
+        if self._idle is None:
+            self._idle = sorted(
+                ((n.future_idle(), n) for n in ssn.nodes.values()),
+                key=lambda pair: -pair[0].milli_cpu,
+            )
+        need = task.init_resreq
+        for idle, node in self._idle:
+            if idle.milli_cpu < need.milli_cpu:
+                return False
+            if need.less_equal(idle, ZERO) and ssn.predicate(task, node) is None:
+                return True
+        return False
+
+    def _queues_on(self, ssn: Session, node: NodeInfo) -> set[str]:
+        """Queues with a Running task on ``node`` as the session opened: a session only
+        turns Running tasks into Releasing ones (and back), so this stays a superset."""
+        queues = self._node_queues.get(node.name)
+        if queues is None:
+            queues = set()
+            for task in node.tasks.values():
+                if task.status == TaskStatus.RUNNING:
+                    job = ssn.jobs.get(task.job)
+                    if job is not None:
+                        queues.add(job.queue)
+            self._node_queues[node.name] = queues
+        return queues
+
+    def _minimal_on_node(
+        self,
+        ssn: Session,
+        task: TaskInfo,
+        queue: QueueInfo,
+        node: NodeInfo,
+        reclaimees: list[TaskInfo],
+        tentative: dict[str, int],
+    ) -> Statement | None:
+        """The fewest victims on ``node`` after which ``task`` passes every predicate there,
+        within the guard's rules; the statement evicts them and pipelines ``task``."""
+        guard = self._guard
+        assert guard is not None
+        node_stmt = Statement(ssn)
+        victims: list[TaskInfo] = []
+        if not (
+            task.init_resreq.less_equal(node.future_idle(), ZERO)
+            and ssn.predicate(task, node) is None
+        ):
+            # Plugins and rules once, before any copy: most nodes fail right here, and the
+            # plugins' verdict alone (before ordering) already rules most of them out.
+            voted = ssn.reclaimable(task, reclaimees)
+            if not voted or validate_victims(task, node, voted) is not None:
+                return None
+            approved = guard.narrow(task, _eviction_order(ssn, voted, task), tentative)
+            if not approved or validate_victims(task, node, approved) is not None:
+                log.log(v(4), "No allowed victims on Node <%s> free enough", node.name)
+                return None
+            approved_uids = {t.uid for t in approved}
+
+            def allowed(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
+                return [t for t in candidates if t.uid in approved_uids]
+
+            try:
+                copy = node.clone()
+            except NodeError:
+                return None
+            chosen, err = select_victims_on_node(
+                ssn,
+                ssn.new_cycle_state(task),
+                task,
+                queue,
+                copy,
+                lambda t: t.uid in approved_uids,
+                victims_fn=allowed,
+                check_allocatable=False,
+                require_fit=True,
+            )
+            if err is not None or not chosen:
+                log.log(v(3), "No minimal victims on Node <%s>: %s", node.name, err)
+                return None
+            victims = [node.tasks[t.uid] for t in chosen]
+            whole = guard.complete_gangs(task, victims, approved, tentative)
+            if whole is None:
+                log.log(v(3), "Node <%s>: victims would break a gang", node.name)
+                return None
+            victims = whole
+        for victim in sort_by_importance(victims):
+            log.log(v(3), "Try to reclaim Task <%s> for Tasks <%s>", victim.key, task.key)
+            node_stmt.evict(victim, "reclaim", task)
+        try:
+            node_stmt.pipeline(task, node.name, bool(victims))
+        except StatementError:
+            log.error("Failed to pipeline Task <%s> on Node <%s>", task.key, node.name)
+            node_stmt.discard()
+            return None
+        return node_stmt
+
+
+def _eviction_order(ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
+    """``victims`` in the order reclaim evicts them: lowest value first."""
+    queue = ssn.build_victims_priority_queue(sort_by_importance(victims), preemptor)
+    ordered: list[TaskInfo] = []
+    while not queue.empty():
+        ordered.append(queue.pop())
+    return ordered
+
+
+def _count_by_queue(ssn: Session, stmt: Statement) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for queue in _victim_queues(ssn, stmt):
+        counts[queue] = counts.get(queue, 0) + 1
+    return counts
+
+
+def _victim_queues(ssn: Session, stmt: Statement) -> list[str]:
+    """The queue of every eviction in ``stmt``, one entry per eviction."""
+    queues: list[str] = []
+    for op in stmt.operations:
+        if op.op is Op.EVICT:
+            job = ssn.jobs.get(op.task.job)
+            queues.append(job.queue if job is not None else "")
+    return queues

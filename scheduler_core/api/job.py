@@ -43,6 +43,9 @@ class JobInfo:
     preemptable: bool = False
     creation_timestamp: str = ""
     synthesized: bool = False
+    #: Seconds a task of this job must have run before reclaim may take it (the PodGroup's
+    #: annotation); None: the task's own, its queue's or the configured default decides.
+    min_runtime: float | None = None
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     allocated: Resource = field(default_factory=Resource.empty)
@@ -248,6 +251,7 @@ class JobInfo:
             preemptable=self.preemptable,
             creation_timestamp=self.creation_timestamp,
             synthesized=self.synthesized,
+            min_runtime=self.min_runtime,
         )
         for task in self.tasks.values():
             job.add_task_info(task.clone())

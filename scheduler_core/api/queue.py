@@ -32,6 +32,8 @@ class QueueInfo:
     hierarchy_weights: str = ""
     creation_timestamp: str = ""
     implicit: bool = False
+    #: Default minimum runtime (seconds) of this queue's pods before reclaim may take them.
+    min_runtime: float | None = None
 
     @property
     def uid(self) -> str:

@@ -58,6 +58,9 @@ class TaskInfo:
     preferred_affinity: tuple[tuple[int, tuple[NodeSelectorRequirement, ...]], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
+    #: Seconds this pod must have run before reclaim may take it (its own annotation);
+    #: None: its PodGroup's, its queue's or the configured default decides.
+    min_runtime: float | None = None
 
     @property
     def key(self) -> str:
@@ -95,6 +98,7 @@ class TaskInfo:
             preferred_affinity=self.preferred_affinity,
             tolerations=self.tolerations,
             labels=self.labels,
+            min_runtime=self.min_runtime,
         )
 
     def __str__(self) -> str:

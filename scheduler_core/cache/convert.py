@@ -6,10 +6,12 @@ Every error names the object and the field, so a person can find the bad line in
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler_core.api.duration import DurationError, parse_duration
 from scheduler_core.api.node import NodeInfo, Taint
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.quantity import QuantityError
@@ -18,6 +20,8 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo, Toleration
 from scheduler_core.api.types import PodGroupPhase, QueueState, task_status_from_pod
 
+log = logging.getLogger(__name__)
+
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
@@ -25,6 +29,9 @@ TASK_SPEC_KEY = "volcano.sh/task-spec"
 TASK_PRIORITY_ANNOTATION = "volcano.sh/task-priority"
 HIERARCHY_ANNOTATION = "volcano.sh/hierarchy"
 HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
+#: How long a pod must have run before the reclaim loop may evict it: on a pod, a PodGroup
+#: (every pod of the group) or a Queue (the default of its pods). Go duration syntax.
+MIN_RUNTIME_ANNOTATION = "kube-queue-extender.io/min-runtime"
 
 
 class ConversionError(ValueError):
@@ -216,6 +223,19 @@ def _preemptable(meta: Mapping[str, Any], default: bool) -> bool:
     return default
 
 
+def _min_runtime(annotations: Mapping[str, str], where: str) -> float | None:
+    """The min-runtime annotation in seconds; a malformed one is ignored with a warning
+    naming the object (the object itself stays usable), so the next level decides."""
+    text = annotations.get(MIN_RUNTIME_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        return parse_duration(text)
+    except DurationError as exc:
+        log.warning("%s: annotation %s ignored: %s", where, MIN_RUNTIME_ANNOTATION, exc)
+        return None
+
+
 def _disruption_target(status: Mapping[str, Any]) -> bool:
     return any(
         isinstance(c, dict)
@@ -306,6 +326,7 @@ def pod_to_task(
         preferred_affinity=_preferred_affinity(spec),
         tolerations=_tolerations(spec),
         labels=labels,
+        min_runtime=_min_runtime(annotations, where),
     )
 
 
@@ -381,6 +402,7 @@ def queue_to_info(queue: Mapping[str, Any]) -> QueueInfo:
         hierarchy=annotations.get(HIERARCHY_ANNOTATION, ""),
         hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
+        min_runtime=_min_runtime(annotations, where),
     )
 
 
@@ -398,6 +420,7 @@ class PodGroupInfo:
     phase: PodGroupPhase = PodGroupPhase.PENDING
     preemptable: bool = False
     creation_timestamp: str = ""
+    min_runtime: float | None = None
 
     @property
     def uid(self) -> str:
@@ -435,6 +458,7 @@ def podgroup_to_info(pg: Mapping[str, Any], default_queue: str = "default") -> P
         phase=phase,
         preemptable=_preemptable(meta, default=False),
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
+        min_runtime=_min_runtime(_str_map(meta.get("annotations")), where),
     )
 
 

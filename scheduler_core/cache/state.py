@@ -79,6 +79,7 @@ def apply_podgroup(
     job.phase = pg.phase
     job.preemptable = pg.preemptable
     job.creation_timestamp = pg.creation_timestamp
+    job.min_runtime = pg.min_runtime
     job.synthesized = False
 
 

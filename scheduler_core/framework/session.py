@@ -63,6 +63,15 @@ class Eviction:
     preemptor: TaskInfo | None
 
 
+@dataclass(slots=True)
+class QueueShare:
+    """A queue's allocation and its deserved share as the fair-share plugin sees them now
+    (evictions and placements of the running session included)."""
+
+    allocated: Resource
+    deserved: Resource
+
+
 @dataclass
 class Session:
     snapshot: ClusterSnapshot
@@ -104,6 +113,9 @@ class Session:
     preemptable_fns: dict[str, VictimsFn] = field(default_factory=dict)
     reclaimable_fns: dict[str, VictimsFn] = field(default_factory=dict)
     overused_fns: dict[str, Callable[[QueueInfo], bool]] = field(default_factory=dict)
+    queue_share_fns: dict[str, Callable[[QueueInfo], QueueShare | None]] = field(
+        default_factory=dict
+    )
     preemptive_fns: dict[str, Callable[[QueueInfo, list[TaskInfo]], bool]] = field(
         default_factory=dict
     )
@@ -252,6 +264,15 @@ class Session:
 
     def overused(self, queue: QueueInfo) -> bool:
         return any(fn(queue) for fn in self._all(self.overused_fns, "enabledOverused"))
+
+    def queue_share(self, queue: QueueInfo) -> QueueShare | None:
+        """The first answer of the plugins that judge overuse (proportion, capacity), in
+        tier order; None when no such plugin knows the queue."""
+        for fn in self._all(self.queue_share_fns, "enabledOverused"):
+            share = fn(queue)
+            if share is not None:
+                return share
+        return None
 
     def preemptive(self, queue: QueueInfo, candidates: list[TaskInfo]) -> bool:
         return all(

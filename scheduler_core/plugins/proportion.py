@@ -311,6 +311,7 @@ class ProportionPlugin(QueueCharging, Plugin):
         ssn.queue_order_fns[self.name] = self._queue_order
         ssn.reclaimable_fns[self.name] = self._reclaimable
         ssn.overused_fns[self.name] = self._overused
+        ssn.queue_share_fns[self.name] = self._queue_share
         ssn.allocatable_fns[self.name] = self._allocatable
         ssn.preemptive_fns[self.name] = self._queue_allocatable
         ssn.simulate_allocatable_fns[self.name] = self._simulate_allocatable

@@ -21,6 +21,7 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import INFINITY, MIN_RESOURCE, Resource, exceeded_part, share
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.framework.session import QueueShare
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.plugins.queue_attr")
@@ -211,6 +212,13 @@ class QueueCharging:
                 task.resreq,
                 attr.share,
             )
+
+    def _queue_share(self, queue: QueueInfo) -> QueueShare | None:
+        """Copies, so a caller may do arithmetic on them without touching the plugin."""
+        attr = self.queue_opts.get(queue.name)
+        if attr is None:
+            return None
+        return QueueShare(allocated=attr.allocated.clone(), deserved=attr.deserved.clone())
 
     # session events
     def _on_allocate(self, task: TaskInfo) -> None:

@@ -11,6 +11,7 @@ from .deploy_manifests import Manifest, load_kustomization, rendered_documents
 CHART_LAYOUTS: dict[str, dict[str, Any]] = {
     "chart-default": {},
     "chart-metrics": {"metrics": {"enabled": True}},
+    "chart-no-reclaim": {"reclaimLoop": {"enabled": False}},
     "chart-mtls-reclaim-ha": {
         "replicaCount": 2,
         "metrics": {"enabled": True},

@@ -81,7 +81,7 @@ def test_chart_and_values_parse() -> None:
     assert values["schedulerName"] == "queue-scheduler"
     assert values["metrics"]["enabled"] is False
     assert values["extender"]["listenAll"] is False
-    assert values["reclaimLoop"]["enabled"] is False
+    assert values["reclaimLoop"]["enabled"] is True
 
 
 def test_templates_reference_only_defined_values() -> None:

@@ -88,7 +88,7 @@ ALLOWED_VERBS = {"get", "list", "watch", "create", "update", "patch"}
 
 #: Every switch that changes which RBAC objects render.
 RBAC_SWITCHES: dict[str, dict[str, Any]] = {
-    "reclaimLoop": {"reclaimLoop": {"enabled": True}},
+    "reclaimLoop=false": {"reclaimLoop": {"enabled": False}},
     "statusWriteBack=false": {"statusWriteBack": {"enabled": False}},
     "serviceAccount.create=false": {"serviceAccount": {"create": False, "name": "byo"}},
     "metrics": {"metrics": {"enabled": True}},
@@ -121,7 +121,8 @@ def _delegated_auth_on(layout: str) -> bool:
 
 
 def _reclaim_on(layout: str) -> bool:
-    return _switched_on(layout, "reclaimLoop")
+    """The reclaim loop is on unless a layout turns it off (deploy/ mirrors the default)."""
+    return bool(CHART_LAYOUTS.get(layout, {}).get("reclaimLoop", {}).get("enabled", True))
 
 
 def _status_on(layout: str) -> bool:
@@ -263,7 +264,8 @@ def test_every_switch_combination_grants_only_allowed_verbs(switches: tuple[str,
                     assert "*" not in rule.get(field, []), (role["metadata"]["name"], field)
                 assert set(rule["verbs"]) <= ALLOWED_VERBS, role["metadata"]["name"]
     grants, built_in = _granted(documents)
-    reclaim, status = "reclaimLoop" in switches, "statusWriteBack=false" not in switches
+    reclaim = "reclaimLoop=false" not in switches
+    status = "statusWriteBack=false" not in switches
     delegated = "delegatedAuth" in switches
     assert grants == _expected_grants(NAMESPACE, reclaim, status, delegated)
     args = containers(documents)["queue-extender"]["args"]
@@ -298,4 +300,4 @@ def test_the_plain_delegated_auth_rights_are_the_charts() -> None:
     for key, document in plain.items():
         assert document == added[key], key
     grants, _ = _granted(list(load_kustomization()) + list(plain.values()))
-    assert grants == _expected_grants(NAMESPACE, False, True, delegated_auth=True)
+    assert grants == _expected_grants(NAMESPACE, True, True, delegated_auth=True)

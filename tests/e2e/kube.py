@@ -295,7 +295,8 @@ class Kube:
 
 
 class FakeKubelet:
-    """Marks every bound, Pending pod Running (Ready, with a start time), as a kubelet would.
+    """Marks every bound, Pending pod Running (Ready, with a start time), and removes every
+    terminating bound pod (an eviction's), as a kubelet would.
 
     Volcano only preempts and reclaims Running tasks, and kube-scheduler breaks preemption
     ties on the victims' start time, so both need a real-looking status.
@@ -345,7 +346,14 @@ class FakeKubelet:
         )
 
     def _start(self, pod: Any) -> None:
-        if pod.status.phase != "Pending" or pod.metadata.deletion_timestamp is not None:
+        if pod.metadata.deletion_timestamp is not None:
+            # The containers stopped: a kubelet then removes the pod object for good.
+            with contextlib.suppress(client.ApiException):
+                self.core.delete_namespaced_pod(
+                    pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0
+                )
+            return
+        if pod.status.phase != "Pending":
             return
         stamp = now_rfc3339()
         status = {

@@ -1,0 +1,352 @@
+"""The reclaim action's safety rules for a live cluster, off by default.
+
+Volcano's reclaim evicts a "boundary pod" (one whose queue drops below its deserved share
+once it goes), so the next cycle can reclaim it back: an eviction loop
+(https://github.com/volcano-sh/volcano/issues/4949). It evicts greedily, lowest value first,
+so a node can lose more pods than the preemptor needs, and it may break a gang below its
+minMember. ``simulate`` keeps Volcano's behaviour; a loop that really evicts turns these on
+through the action's arguments (``configurations: - name: reclaim``):
+
+``reclaim.noBoundaryVictims``
+    a task is a victim only if its queue's allocation, less every victim taken from it so
+    far, stays at or above its deserved share in every dimension the preemptor asks for;
+    and the preemptor's queue may not go above its own deserved share by the placement.
+    Together: after a reclaim neither side can reclaim the other's pods back while demands
+    stay the same.
+``reclaim.minimalVictims``
+    on a node, victims are chosen by the minimal-set search (remove lowest value first until
+    the preemptor fits every predicate, then reprieve whoever is not needed), not greedily.
+``reclaim.keepGangs``
+    a victim's job keeps at least minMember running tasks, or every running task of it goes
+    (only when all of them sit on the node being freed).
+``reclaim.minRuntime``
+    a pod that has run for less than its minimum runtime is never a victim. The pod's
+    annotation ``kube-queue-extender.io/min-runtime`` wins, then its PodGroup's, then its
+    Queue's, then this argument (a duration: "10m", "90s"; default 0).
+``reclaim.maxEvictions`` / ``reclaim.maxEvictionsPerQueue``
+    at most this many evictions per session, in total and taken from any one queue (0: no
+    limit). A job whose evictions would pass the total is left for a later cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from scheduler_core.api.duration import DurationError, parse_duration
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.resource import IGNORED_SCALARS, Resource
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.session import QueueShare, Session
+
+NO_BOUNDARY_VICTIMS = "reclaim.noBoundaryVictims"
+MINIMAL_VICTIMS = "reclaim.minimalVictims"
+KEEP_GANGS = "reclaim.keepGangs"
+MIN_RUNTIME = "reclaim.minRuntime"
+MAX_EVICTIONS = "reclaim.maxEvictions"
+MAX_EVICTIONS_PER_QUEUE = "reclaim.maxEvictionsPerQueue"
+
+#: Rounding slack when comparing an allocation with a deserved share (milli-cpu, bytes).
+_SLACK = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class ReclaimRules:
+    no_boundary_victims: bool = False
+    minimal_victims: bool = False
+    keep_gangs: bool = False
+    min_runtime: float = 0.0
+    max_evictions: int = 0
+    max_evictions_per_queue: int = 0
+
+    @classmethod
+    def from_arguments(cls, arguments: Arguments) -> ReclaimRules:
+        """Raises ``ValueError`` naming the argument when a value cannot be used."""
+        raw = arguments.raw()
+        min_runtime = 0.0
+        if raw.get(MIN_RUNTIME) is not None:
+            try:
+                min_runtime = parse_duration(str(raw[MIN_RUNTIME]))
+            except DurationError as exc:
+                raise ValueError(f"reclaim argument {MIN_RUNTIME}: {exc}") from exc
+        limits = {}
+        for key in (MAX_EVICTIONS, MAX_EVICTIONS_PER_QUEUE):
+            value = raw.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"reclaim argument {key}: {value!r} is not a count >= 0")
+            limits[key] = value
+        return cls(
+            no_boundary_victims=arguments.get_bool(NO_BOUNDARY_VICTIMS, False),
+            minimal_victims=arguments.get_bool(MINIMAL_VICTIMS, False),
+            keep_gangs=arguments.get_bool(KEEP_GANGS, False),
+            min_runtime=min_runtime,
+            max_evictions=limits[MAX_EVICTIONS],
+            max_evictions_per_queue=limits[MAX_EVICTIONS_PER_QUEUE],
+        )
+
+
+def reclaimed_dimensions(preemptor: TaskInfo) -> list[str]:
+    """What the preemptor asks for, less the pod count (every pod asks for one)."""
+    return [n for n in preemptor.init_resreq.resource_names() if n not in IGNORED_SCALARS]
+
+
+def overused_dimensions(share: QueueShare, dims: list[str]) -> list[str]:
+    """The dimensions among ``dims`` in which the queue holds more than its deserved share:
+    the ones a reclaim takes back (memory a queue holds within its share is not reclaimed
+    just because the preemptor also asks for some)."""
+    return [n for n in dims if share.allocated.get(n) > share.deserved.get(n) + _SLACK]
+
+
+def min_runtime_of(
+    task: TaskInfo, job: JobInfo | None, queue: QueueInfo | None, default: float
+) -> float:
+    for value in (
+        task.min_runtime,
+        job.min_runtime if job else None,
+        queue.min_runtime if queue else None,
+    ):
+        if value is not None:
+            return value
+    return default
+
+
+def running_seconds(task: TaskInfo, now: datetime) -> float:
+    """Since ``status.startTime``; a pod without one has not started (0)."""
+    if not task.start_time:
+        return 0.0
+    try:
+        started = datetime.fromisoformat(task.start_time.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    return max(0.0, (now - started).total_seconds())
+
+
+class ReclaimGuard:
+    """The rules applied within one session: which tasks may be victims at all, how a
+    plugin-approved victim list is narrowed, and the eviction budget."""
+
+    def __init__(self, ssn: Session, rules: ReclaimRules, now: datetime | None = None) -> None:
+        self.ssn = ssn
+        self.rules = rules
+        self.now = now or datetime.now(UTC)
+        self.committed = 0
+        self.committed_per_queue: dict[str, int] = {}
+        #: Whether any minimum runtime is set anywhere: checking one costs a date parse per
+        #: victim, which a cluster that sets none should not pay.
+        self.check_runtime = rules.min_runtime > 0 or _any_min_runtime(ssn)
+        self._donors: dict[tuple[str, ...], set[str]] = {}
+
+    @property
+    def narrows(self) -> bool:
+        rules = self.rules
+        return bool(
+            rules.no_boundary_victims
+            or rules.keep_gangs
+            or rules.max_evictions_per_queue
+            or self.check_runtime
+        )
+
+    # --- candidates ---------------------------------------------------------------------
+
+    def old_enough(self, task: TaskInfo) -> bool:
+        job = self.ssn.jobs.get(task.job)
+        queue = self.ssn.queues.get(job.queue) if job is not None else None
+        needed = min_runtime_of(task, job, queue, self.rules.min_runtime)
+        return needed <= 0 or running_seconds(task, self.now) >= needed
+
+    def queue_of(self, task: TaskInfo) -> str:
+        job = self.ssn.jobs.get(task.job)
+        return job.queue if job is not None else ""
+
+    def budget_left(self, queue: str, tentative: dict[str, int]) -> bool:
+        per_queue = self.rules.max_evictions_per_queue
+        if per_queue <= 0:
+            return True
+        used = self.committed_per_queue.get(queue, 0) + tentative.get(queue, 0)
+        return used < per_queue
+
+    def exhausted(self) -> bool:
+        return 0 < self.rules.max_evictions <= self.committed
+
+    def over_total(self, more: int) -> bool:
+        return 0 < self.rules.max_evictions < self.committed + more
+
+    def record(self, queues: Sequence[str]) -> None:
+        self.committed += len(queues)
+        for queue in queues:
+            self.committed_per_queue[queue] = self.committed_per_queue.get(queue, 0) + 1
+
+    def new_job(self) -> None:
+        """Forget the donor sets: another job's statement may have changed the shares."""
+        self._donors.clear()
+
+    def donor_queues(self, preemptor: TaskInfo) -> set[str] | None:
+        """With no boundary victims, the only queues a victim can come from: at or above
+        their deserved share in every dimension the preemptor asks for. Evictions only
+        shrink this set, so it is computed once per job and dimension set (a superset is
+        safe: ``narrow`` decides each victim exactly). None: every queue may give."""
+        if not self.rules.no_boundary_victims:
+            return None
+        dims = tuple(reclaimed_dimensions(preemptor))
+        donors = self._donors.get(dims)
+        if donors is None:
+            donors = set()
+            for queue in self.ssn.queues.values():
+                share = self.ssn.queue_share(queue)
+                if share is None:
+                    continue
+                if overused_dimensions(share, list(dims)):
+                    donors.add(queue.name)
+            self._donors[dims] = donors
+        return donors
+
+    # --- the preemptor's side -----------------------------------------------------------
+
+    def preemptor_within_share(self, queue: QueueInfo, preemptor: TaskInfo) -> bool:
+        """The placement keeps the preemptor's queue at or below its deserved share in the
+        dimensions it asks for (else it would be the next cycle's victim)."""
+        if not self.rules.no_boundary_victims:
+            return True
+        share = self.ssn.queue_share(queue)
+        if share is None:
+            return False
+        for name in reclaimed_dimensions(preemptor):
+            after = share.allocated.get(name) + preemptor.resreq.get(name)
+            if after > share.deserved.get(name) + _SLACK:
+                return False
+        return True
+
+    def could_go(
+        self, victim: TaskInfo, dims: list[str], shares: dict[str, QueueShare | None]
+    ) -> bool:
+        """A quick, necessary condition for ``victim`` to survive ``narrow`` on its own (old
+        enough; its queue keeps its share without it). ``shares`` caches queue shares for
+        one search: nothing changes them until an eviction is decided."""
+        if not (self.rules.no_boundary_victims or self.check_runtime):
+            return True
+        job = self.ssn.jobs.get(victim.job)
+        if job is None:
+            return False
+        if self.check_runtime and not self.old_enough(victim):
+            return False
+        if not self.rules.no_boundary_victims:
+            return True
+        if job.queue not in shares:
+            queue = self.ssn.queues.get(job.queue)
+            shares[job.queue] = self.ssn.queue_share(queue) if queue is not None else None
+        share = shares[job.queue]
+        if share is None:
+            return False
+        over = overused_dimensions(share, dims)
+        return bool(over) and all(
+            share.allocated.get(n) - victim.resreq.get(n) >= share.deserved.get(n) - _SLACK
+            for n in over
+        )
+
+    # --- narrowing a victim list --------------------------------------------------------
+
+    def narrow(
+        self, preemptor: TaskInfo, victims: list[TaskInfo], tentative: dict[str, int]
+    ) -> list[TaskInfo]:
+        """Walk ``victims`` in the given order (lowest value first) and keep each one that
+        the rules still allow once the ones kept before it are gone."""
+        rules = self.rules
+        if not self.narrows:
+            return victims
+        dims = reclaimed_dimensions(preemptor)
+        taken_res: dict[str, Resource] = {}
+        taken_count: dict[str, int] = dict(tentative)
+        taken_in_job: dict[str, int] = {}
+        on_node = _count_by_job(victims)
+        kept: list[TaskInfo] = []
+        for victim in victims:
+            job = self.ssn.jobs.get(victim.job)
+            if job is None:
+                continue
+            if self.check_runtime and not self.old_enough(victim):
+                continue
+            if not self.budget_left(job.queue, taken_count):
+                continue
+            if rules.no_boundary_victims:
+                taken = taken_res.get(job.queue, Resource.empty())
+                if not self._stays_at_share(job.queue, taken, victim, dims):
+                    continue
+            if rules.keep_gangs:
+                left = job.ready_task_num() - taken_in_job.get(job.uid, 0) - 1
+                # Breaking the gang is allowed only if every running task of it can go here.
+                if 0 < left < job.min_available and on_node[job.uid] < job.ready_task_num():
+                    continue
+            kept.append(victim)
+            taken_res.setdefault(job.queue, Resource.empty()).add(victim.resreq)
+            taken_count[job.queue] = taken_count.get(job.queue, 0) + 1
+            taken_in_job[job.uid] = taken_in_job.get(job.uid, 0) + 1
+        return kept
+
+    def _stays_at_share(
+        self, queue_name: str, taken: Resource, victim: TaskInfo, dims: list[str]
+    ) -> bool:
+        """In the dimensions the preemptor asks for and the queue holds beyond its share, the
+        queue keeps at least its deserved share without ``victim`` (and ``taken``)."""
+        queue = self.ssn.queues.get(queue_name)
+        share = self.ssn.queue_share(queue) if queue is not None else None
+        if share is None:
+            return False
+        over = overused_dimensions(share, dims)
+        if not over:
+            return False
+        for name in over:
+            after = share.allocated.get(name) - taken.get(name) - victim.resreq.get(name)
+            if after < share.deserved.get(name) - _SLACK:
+                return False
+        return True
+
+    def complete_gangs(
+        self,
+        preemptor: TaskInfo,
+        victims: list[TaskInfo],
+        candidates: list[TaskInfo],
+        tentative: dict[str, int],
+    ) -> list[TaskInfo] | None:
+        """``victims`` plus the rest of every gang they would break (from ``candidates``,
+        this node's allowed victims); None when a gang cannot go whole within the rules."""
+        if not self.rules.keep_gangs:
+            return victims
+        chosen = {t.uid for t in victims}
+        taken = _count_by_job(victims)
+        result = list(victims)
+        for job_id, count in taken.items():
+            job = self.ssn.jobs.get(job_id)
+            if job is None:
+                return None
+            left = job.ready_task_num() - count
+            if 0 < left < job.min_available:
+                rest = [t for t in candidates if t.job == job_id and t.uid not in chosen]
+                if len(rest) != left:
+                    return None
+                result.extend(rest)
+        if len(result) == len(victims):
+            return victims
+        if len(self.narrow(preemptor, result, tentative)) != len(result):
+            return None
+        return result
+
+
+def _any_min_runtime(ssn: Session) -> bool:
+    if any(q.min_runtime for q in ssn.queues.values()):
+        return True
+    for job in ssn.jobs.values():
+        if job.min_runtime or any(t.min_runtime for t in job.tasks.values()):
+            return True
+    return False
+
+
+def _count_by_job(tasks: Sequence[TaskInfo]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for task in tasks:
+        counts[task.job] = counts.get(task.job, 0) + 1
+    return counts

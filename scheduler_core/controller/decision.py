@@ -1,0 +1,173 @@
+"""What one reclaim cycle decides, without Kubernetes: the engine's own actions on a snapshot.
+
+The live loop and the churn simulation call the same function, so what the simulation proves
+about evictions is what the loop does. The loop's configuration is the served one with the
+reclaim action's safety rules turned on (``live_configuration``); ``simulate`` keeps
+Volcano's reclaim.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from scheduler_core.actions.util.reclaim_rules import (
+    KEEP_GANGS,
+    MAX_EVICTIONS,
+    MAX_EVICTIONS_PER_QUEUE,
+    MINIMAL_VICTIMS,
+    NO_BOUNDARY_VICTIMS,
+    ReclaimRules,
+    overused_dimensions,
+    reclaimed_dimensions,
+)
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.resource import Resource
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.engine import close_session, open_session
+from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.registry import action_builder
+from scheduler_core.framework.session import QueueShare, Session
+
+#: The actions a cycle runs, when the configuration lists them. Enqueue changes nothing in
+#: the cluster; it admits waiting jobs within the session so reclaim considers them.
+#: Allocate (kube-scheduler binds) and preempt (kube-scheduler preempts by priority through
+#: the preempt verb) are not run: at 5,000 nodes each cost a minute per cycle.
+CYCLE_ACTIONS = ("enqueue", "reclaim")
+
+#: What the live loop turns on unless the configuration sets it explicitly.
+LIVE_RULES: dict[str, Any] = {
+    NO_BOUNDARY_VICTIMS: True,
+    MINIMAL_VICTIMS: True,
+    KEEP_GANGS: True,
+}
+
+
+def live_configuration(
+    conf: SchedulerConfiguration, *, max_evictions: int = 0, max_evictions_per_queue: int = 0
+) -> SchedulerConfiguration:
+    """``conf`` with the reclaim safety rules on (explicit arguments in ``conf`` win) and the
+    loop's eviction limits; raises ``ValueError`` when an argument cannot be used."""
+    arguments = {**LIVE_RULES, **conf.action_arguments("reclaim")}
+    if max_evictions:
+        arguments[MAX_EVICTIONS] = max_evictions
+    if max_evictions_per_queue:
+        arguments[MAX_EVICTIONS_PER_QUEUE] = max_evictions_per_queue
+    ReclaimRules.from_arguments(Arguments(arguments))
+    configurations = {**conf.configurations, "reclaim": arguments}
+    return replace(conf, configurations=configurations)
+
+
+def cycle_actions(conf: SchedulerConfiguration) -> list[str]:
+    return [name for name in conf.actions if name in CYCLE_ACTIONS]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEviction:
+    """One committed eviction and why, in words a person can check."""
+
+    victim: TaskInfo
+    victim_queue: str
+    node: str
+    action: str  # "reclaim" or "preempt"
+    preemptor: TaskInfo | None
+    preemptor_job: JobInfo | None
+    preemptor_queue: str
+    preemptor_node: str
+    rule: str
+
+
+@dataclass(slots=True)
+class CycleDecision:
+    evictions: list[PlannedEviction] = field(default_factory=list)
+    #: action -> milliseconds it took
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    #: every queue's allocation and deserved share as the cycle began
+    shares: dict[str, QueueShare | None] = field(default_factory=dict)
+
+
+def decide(
+    snapshot: ClusterSnapshot, conf: SchedulerConfiguration, *, clone: bool = False
+) -> CycleDecision:
+    """Run the configuration's evicting actions on ``snapshot`` (changed in place unless
+    ``clone``) and return the committed evictions, each with its rule."""
+    ssn = open_session(snapshot, conf, clone=clone)
+    result = CycleDecision()
+    try:
+        before = result.shares = {name: ssn.queue_share(q) for name, q in ssn.queues.items()}
+        for name in cycle_actions(conf):
+            builder = action_builder(name)
+            if builder is None:
+                continue
+            action = builder()
+            action.initialize(Arguments(conf.action_arguments(name)))
+            started = time.perf_counter()
+            action.execute(ssn)
+            result.latency_ms[name] = (time.perf_counter() - started) * 1e3
+        for eviction in ssn.evictions:
+            result.evictions.append(
+                _planned(
+                    ssn, eviction.task, eviction.node, eviction.reason, eviction.preemptor, before
+                )
+            )
+    finally:
+        close_session(ssn, update_phases=False)
+    return result
+
+
+def _planned(
+    ssn: Session,
+    victim: TaskInfo,
+    node: str,
+    action: str,
+    preemptor: TaskInfo | None,
+    before: dict[str, QueueShare | None],
+) -> PlannedEviction:
+    victim_job = ssn.jobs.get(victim.job)
+    victim_queue = victim_job.queue if victim_job is not None else ""
+    preemptor_job = ssn.jobs.get(preemptor.job) if preemptor is not None else None
+    preemptor_queue = preemptor_job.queue if preemptor_job is not None else ""
+    who = (
+        f"{preemptor.key} of queue {preemptor_queue}" if preemptor is not None else "a waiting pod"
+    )
+    dims = reclaimed_dimensions(preemptor) if preemptor is not None else ["cpu"]
+    share = before.get(victim_queue)
+    over = overused_dimensions(share, dims) if share is not None else []
+    if action == "reclaim" and share is not None and over:
+        dims = over
+        rule = (
+            f"queue {victim_queue} is overused (allocated {format_dims(share.allocated, dims)} > "
+            f"deserved {format_dims(share.deserved, dims)}); reclaimed for {who}"
+        )
+    elif action == "reclaim":
+        rule = f"queue {victim_queue} lends beyond its share; reclaimed for {who}"
+    else:
+        rule = f"preempted within queue {victim_queue} for {who}, which is more important"
+    return PlannedEviction(
+        victim=victim,
+        victim_queue=victim_queue,
+        node=node,
+        action=action,
+        preemptor=preemptor,
+        preemptor_job=preemptor_job,
+        preemptor_queue=preemptor_queue,
+        preemptor_node=preemptor.node_name if preemptor is not None else "",
+        rule=rule,
+    )
+
+
+def format_dims(resource: Resource, dims: list[str]) -> str:
+    """``cpu 6, memory 12Gi``: cores and GiB as people write them."""
+    parts = []
+    for name in dims:
+        amount = resource.get(name)
+        if name == "cpu":
+            parts.append(f"cpu {amount / 1000:g}")
+        elif name == "memory":
+            parts.append(f"memory {amount / 2**30:.3g}Gi")
+        else:
+            parts.append(f"{name} {amount / 1000:g}")
+    return ", ".join(parts) or "nothing"

@@ -1,0 +1,162 @@
+"""The reclaim loop's decision on the engine: Volcano's reclaim with the live rules on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.controller.decision import decide, live_configuration
+from tests.builders import Obj, node, pod, podgroup, queue, snapshot
+from tests.controller.reclaim_world import World, reclaim_conf
+
+LIVE = live_configuration(reclaim_conf())
+VOLCANO = reclaim_conf()
+
+
+def evicted(objs: list[Obj], conf: SchedulerConfiguration) -> list[str]:
+    return sorted(e.victim.name for e in decide(snapshot(objs), conf).evictions)
+
+
+def filled_by_q1(q1_pods: int = 8, q2_pods: int = 8, cpu: str = "1") -> list[Obj]:
+    """Four 2-cpu nodes full of q1's pods; q2 (equal weight) submits its own."""
+    objs: list[Obj] = [node(f"n{i}", cpu="2", memory="8Gi") for i in range(4)]
+    objs += [queue("q1"), queue("q2")]
+    per = 2 // int(cpu)
+    objs += [
+        pod(f"a{i}", queue="q1", cpu=cpu, node_name=f"n{i // per}", started="2024-01-01T00:00:00Z")
+        for i in range(q1_pods)
+    ]
+    objs += [pod(f"b{i}", queue="q2", cpu=cpu) for i in range(q2_pods)]
+    return objs
+
+
+def test_equal_queues_end_at_their_deserved_share_and_no_further() -> None:
+    world = World(nodes=4, node_cpu=2, weights={"q1": 1, "q2": 1})
+    for _ in range(8):
+        world.submit("q1")
+    world.place()
+    for _ in range(8):
+        world.submit("q2")
+    first = world.reclaim(LIVE)
+    assert len(first.evictions) == 4
+    assert {e.victim_queue for e in first.evictions} == {"q1"}
+    assert {e.preemptor_queue for e in first.evictions} == {"q2"}
+    world.place()
+    for _ in range(5):
+        assert world.reclaim(LIVE).evictions == []
+        world.place()
+    running = [world.queue_of(n) for n in world.running()]
+    assert running.count("q1") == 4 and running.count("q2") == 4
+
+
+def test_the_rule_names_the_overused_queue_with_numbers_and_the_preemptor() -> None:
+    decision = decide(snapshot(filled_by_q1(q2_pods=1)), LIVE)
+    [planned] = decision.evictions
+    # Memory is plentiful: q1 holds only its share of it, so only cpu is being reclaimed.
+    assert planned.rule == (
+        "queue q1 is overused (allocated cpu 8 > deserved cpu 7); reclaimed for ns/b0 of queue q2"
+    )
+
+
+def test_a_boundary_pod_is_left_where_volcano_would_evict_it() -> None:
+    # q1 holds 6 cpu in 3-cpu pods against a deserved 4: taking one leaves it at 3 < 4.
+    objs: list[Obj] = [node("n0", cpu="3"), node("n1", cpu="3"), node("n2", cpu="2")]
+    objs += [queue("q1"), queue("q2")]
+    objs += [pod(f"a{i}", queue="q1", cpu="3", memory="1Gi", node_name=f"n{i}") for i in range(2)]
+    objs += [pod("b0", queue="q2", cpu="3", memory="1Gi"), pod("b1", queue="q2", cpu="1")]
+    assert evicted(objs, VOLCANO) != []
+    assert evicted(objs, LIVE) == []
+
+
+def test_a_queue_that_does_not_lend_is_never_a_victim() -> None:
+    objs = filled_by_q1()
+    objs[4] = queue("q1", reclaimable=False)
+    assert evicted(objs, LIVE) == []
+
+
+def with_annotation(obj: Obj, value: str) -> Obj:
+    obj.setdefault("metadata", {}).setdefault("annotations", {})[
+        "kube-queue-extender.io/min-runtime"
+    ] = value
+    return obj
+
+
+@pytest.mark.parametrize("where", ["pod", "queue", "global"])
+def test_a_pod_younger_than_its_minimum_runtime_is_not_a_victim(where: str) -> None:
+    objs = filled_by_q1(q2_pods=1)
+    arguments: dict[str, Any] = {}
+    if where == "pod":
+        for obj in objs:
+            if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("a"):
+                with_annotation(obj, "1000000h")
+    elif where == "queue":
+        with_annotation(objs[4], "1000000h")
+    else:
+        arguments["reclaim.minRuntime"] = "1000000h"
+    conf = live_configuration(reclaim_conf(**arguments))
+    assert evicted(objs, conf) == []
+    # An hour is long past for pods that started in 2024.
+    for obj in objs:
+        annotations = obj.get("metadata", {}).get("annotations", {})
+        if "kube-queue-extender.io/min-runtime" in annotations:
+            annotations["kube-queue-extender.io/min-runtime"] = "1h"
+    if where == "global":
+        conf = live_configuration(reclaim_conf(**{"reclaim.minRuntime": "1h"}))
+    assert len(evicted(objs, conf)) == 1
+
+
+def test_a_podgroup_annotation_protects_every_pod_of_the_group() -> None:
+    objs = filled_by_q1(q2_pods=1)
+    objs.append(with_annotation(podgroup("g", 1, queue="q1"), "1000000h"))
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("a"):
+            obj["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "g"
+    assert evicted(objs, LIVE) == []
+
+
+def test_eviction_limits_hold_per_cycle_and_per_queue() -> None:
+    objs = filled_by_q1()
+    assert len(evicted(objs, live_configuration(VOLCANO, max_evictions=2))) == 2
+    assert len(evicted(objs, live_configuration(VOLCANO, max_evictions_per_queue=3))) == 3
+
+
+def test_a_gang_keeps_its_min_member_or_goes_whole() -> None:
+    # q1 runs one gang of 8 (minMember 6) on 4 nodes: at most 2 of its pods may go.
+    objs = filled_by_q1()
+    objs.append(podgroup("gang", 6, queue="q1"))
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("a"):
+            obj["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "gang"
+    names = evicted(objs, LIVE)
+    assert 0 < len(names) <= 2
+
+
+def test_a_gang_on_one_node_may_go_whole() -> None:
+    objs: list[Obj] = [node("n0", cpu="2"), node("n1", cpu="2"), queue("q1"), queue("q2")]
+    objs.append(podgroup("pair", 2, queue="q1"))
+    objs += [
+        pod(f"g{i}", queue="q1", group="pair", node_name="n0", started="2024-01-01T00:00:00Z")
+        for i in range(2)
+    ]
+    objs += [
+        pod(f"s{i}", queue="q1", node_name="n1", started="2024-01-01T00:00:00Z") for i in range(2)
+    ]
+    objs += [pod("b0", queue="q2", cpu="2")]
+    names = evicted(objs, live_configuration(reclaim_conf(**{"reclaim.minimalVictims": True})))
+    assert names in (["g0", "g1"], ["s0", "s1"])
+
+
+def test_no_eviction_when_the_preemptor_would_still_not_fit() -> None:
+    # b0 needs 3 cpu; no node has more than 2: evicting anything would be for nothing.
+    objs = filled_by_q1(q2_pods=0)
+    objs.append(pod("b0", queue="q2", cpu="3"))
+    assert evicted(objs, LIVE) == []
+
+
+def test_a_bad_argument_is_a_one_line_error() -> None:
+    with pytest.raises(ValueError, match=r"reclaim\.minRuntime"):
+        live_configuration(reclaim_conf(**{"reclaim.minRuntime": "soon"}))
+    with pytest.raises(ValueError, match=r"reclaim\.maxEvictions"):
+        live_configuration(reclaim_conf(**{"reclaim.maxEvictions": -1}))

@@ -1,0 +1,261 @@
+"""The active reclaim loop on the real control plane: a second extender runs ``--reclaim``
+(its own lease), the session's kube-scheduler binds what the loop freed.
+
+Two queues of equal weight and equal pod priority throughout: kube-scheduler would never
+preempt here, so every eviction is the loop's. "Nothing more is evicted" is watched for 10 s
+(not 60: the suite must stay fast; the loop runs every second, so that is ten cycles).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.e2e.controlplane import ControlPlane, Extender, wait_for
+from tests.e2e.kube import Kube
+
+_leases = itertools.count()
+QUIET = 10.0
+
+
+def reclaim_args(lease: str, *extra: str) -> list[str]:
+    return [
+        "--reclaim",
+        "--leader-elect-lease-name",
+        lease,
+        "--leader-elect-lease-namespace",
+        "default",
+        "--leader-elect-lease-duration",
+        "4",
+        "--leader-elect-renew-deadline",
+        "3",
+        "--leader-elect-retry-period",
+        "1",
+        *extra,
+    ]
+
+
+@pytest.fixture
+def reclaimer(control_plane: ControlPlane) -> Iterator[Any]:
+    started: list[Extender] = []
+
+    def start(*extra: str, lease: str | None = None, name: str = "reclaimer") -> Extender:
+        lease = lease or f"e2e-reclaim-{next(_leases)}-{int(time.time())}"
+        extender = control_plane.start_extender(
+            f"{name}-{len(started)}", args=reclaim_args(lease, *extra)
+        ).wait_ready()
+        started.append(extender)
+        return extender
+
+    yield start
+    for extender in started:
+        extender.process.stop()
+
+
+def metric(extender: Extender, name: str, **labels: str) -> float:
+    wanted = name + (
+        "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}" if labels else ""
+    )
+    for line in extender.metrics().splitlines():
+        if line.startswith(wanted + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def queue_of(pod: Any) -> str:
+    return str((pod.metadata.annotations or {}).get("scheduling.volcano.sh/queue-name", ""))
+
+
+def running_by_queue(kube: Kube, ns: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for pod in kube.pods(ns).values():
+        if pod.spec.node_name and pod.metadata.deletion_timestamp is None:
+            counts[queue_of(pod)] = counts.get(queue_of(pod), 0) + 1
+    return counts
+
+
+def events(kube: Kube, ns: str, name: str) -> list[str]:
+    return kube.scheduling_messages(ns, name)
+
+
+def fill(kube: Kube, ns: str, queue: str, count: int, prefix: str, **extra: Any) -> list[str]:
+    """``count`` 1-cpu pods of ``queue``, two to a node, placed directly (the test is about
+    what the loop takes back, not about how they got there)."""
+    tag = "r" + ns.replace("reclaim-", "")
+    names = [
+        kube.pod(ns, f"{prefix}{i}", queue=queue, node=f"{tag}-n{i // 2}", **extra)
+        for i in range(count)
+    ]
+    kube.wait_running(ns, names, timeout=60)
+    return names
+
+
+def two_nodes(kube: Kube, tag: str) -> None:
+    for i in range(2):
+        kube.node(f"{tag}-n{i}", cpu="2", memory="8Gi")
+
+
+def test_the_starving_queue_gets_its_share_back_and_the_loop_then_stays_quiet(
+    kube: Kube, reclaimer: Any
+) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    fill(kube, ns, q1, 4, "a")
+    # q1 waits for more too: the freed capacity must go to q2's pods, not to these.
+    extra = [kube.pod(ns, f"a-wait{i}", queue=q1) for i in range(2)]
+    loop = reclaimer()
+    b = [kube.pod(ns, f"b{i}", queue=q2) for i in range(4)]
+
+    wait_for(lambda: running_by_queue(kube, ns).get(q2, 0) >= 2, 60, "q2 to reach its share")
+    counts = running_by_queue(kube, ns)
+    assert counts.get(q2, 0) in (1, 2, 3) and counts.get(q1, 0) >= 1
+    evicted = metric(loop, "queue_extender_reclaim_evictions_total", result="ok")
+    time.sleep(QUIET)
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == evicted
+    counts = running_by_queue(kube, ns)
+    assert abs(counts.get(q1, 0) - 2) <= 1 and abs(counts.get(q2, 0) - 2) <= 1
+    assert all(not kube.get_pod(ns, n).spec.node_name for n in extra)
+    # Each eviction is explained on the victim, naming the rule and the preemptor.
+    notes = [m for n in ("a0", "a1", "a2", "a3") for m in events(kube, ns, n)]
+    reclaimed = [m for m in notes if m.startswith("Reclaimed: ")]
+    assert reclaimed and all(f"queue {q1} is overused (allocated cpu" in m for m in reclaimed)
+    assert any(f"of queue {q2}" in m for m in reclaimed)
+    assert any(m.startswith("Reclaiming: ") for n in b for m in events(kube, ns, n))
+    assert metric(loop, "volcano_eviction_transactions_total", action="reclaim") >= 1
+
+
+def test_a_queue_that_does_not_lend_is_never_touched(kube: Kube, reclaimer: Any) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1 = kube.queue(f"{tag}-q1", reclaimable=False)
+    q2 = kube.queue(f"{tag}-q2")
+    names = fill(kube, ns, q1, 4, "a")
+    loop = reclaimer()
+    kube.pod(ns, "b0", queue=q2)
+    wait_for(lambda: metric(loop, "queue_extender_reclaim_cycle_seconds_count") >= 5, 30, "cycles")
+    assert sorted(kube.bound(ns)) == sorted(names)
+
+
+def test_a_pod_under_its_minimum_runtime_waits_until_it_has_run_long_enough(
+    kube: Kube, reclaimer: Any
+) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    annotations = {"kube-queue-extender.io/min-runtime": "12s"}
+    fill(kube, ns, q1, 4, "a", annotations=annotations)
+    started = time.monotonic()
+    loop = reclaimer()
+    kube.pod(ns, "b0", queue=q2)
+    wait_for(lambda: kube.get_pod(ns, "b0").spec.node_name, 60, "b0 to be placed")
+    assert time.monotonic() - started >= 12 - 3  # the pods had run ~2-3 s when we started
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 1
+
+
+def test_a_disruption_budget_blocks_the_eviction(kube: Kube, reclaimer: Any, api: Any) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    fill(kube, ns, q1, 4, "a", labels={"app": "guarded"})
+    policy = client.PolicyV1Api(api)
+    policy.create_namespaced_pod_disruption_budget(
+        ns,
+        {
+            "metadata": {"name": "guard"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "guarded"}}},
+        },
+    )
+    # No disruption controller runs here: say what it would, no disruption allowed.
+    policy.patch_namespaced_pod_disruption_budget_status(
+        "guard",
+        ns,
+        {
+            "status": {
+                "observedGeneration": 1,
+                "disruptionsAllowed": 0,
+                "currentHealthy": 4,
+                "desiredHealthy": 4,
+                "expectedPods": 4,
+            }
+        },
+    )
+    loop = reclaimer()
+    kube.pod(ns, "b0", queue=q2)
+    wait_for(
+        lambda: metric(loop, "queue_extender_reclaim_evictions_total", result="pdb") >= 2,
+        30,
+        "the loop to be refused and to try again",
+    )
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
+    assert len(kube.bound(ns)) == 4 and "b0" not in kube.bound(ns)
+
+
+def test_a_gang_is_never_left_below_min_member(kube: Kube, reclaimer: Any) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    kube.podgroup(ns, "gang", 3, q1)
+    fill(kube, ns, q1, 4, "g", group="gang")
+    loop = reclaimer()
+    for i in range(4):
+        kube.pod(ns, f"b{i}", queue=q2)
+    wait_for(lambda: running_by_queue(kube, ns).get(q2, 0) >= 1, 60, "q2 to get a pod")
+    time.sleep(QUIET / 2)
+    gang_left = sum(1 for n in kube.bound(ns) if n.startswith("g"))
+    assert gang_left >= 3
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 1
+
+
+def test_with_two_replicas_only_the_leader_evicts(kube: Kube, reclaimer: Any) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    fill(kube, ns, q1, 4, "a")
+    lease = f"e2e-reclaim-ha-{tag}"
+    replicas = [reclaimer(lease=lease, name="ha"), reclaimer(lease=lease, name="ha")]
+    wait_for(
+        lambda: sorted(metric(r, "queue_extender_leader") for r in replicas) == [0.0, 1.0],
+        30,
+        "one leader",
+    )
+    for i in range(2):
+        kube.pod(ns, f"b{i}", queue=q2)
+    wait_for(lambda: running_by_queue(kube, ns).get(q2, 0) >= 2, 60, "q2 to reach its share")
+    ok = [metric(r, "queue_extender_reclaim_evictions_total", result="ok") for r in replicas]
+    leaders = [metric(r, "queue_extender_leader") for r in replicas]
+    assert ok[leaders.index(1.0)] == 2 and ok[leaders.index(0.0)] == 0
+    follower = replicas[leaders.index(0.0)]
+    assert metric(follower, "queue_extender_reclaim_cycles_skipped_total", reason="not-leader") > 0
+
+
+def test_dry_run_evicts_nothing_but_records_events(kube: Kube, reclaimer: Any) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    names = fill(kube, ns, q1, 4, "a")
+    loop = reclaimer("--reclaim-dry-run")
+    kube.pod(ns, "b0", queue=q2)
+    wait_for(
+        lambda: any(
+            m.startswith("WouldReclaim: dry run") for n in names for m in events(kube, ns, n)
+        ),
+        30,
+        "a WouldReclaim event",
+    )
+    time.sleep(3)
+    assert sorted(kube.bound(ns)) == sorted(names)
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="dry-run") >= 1
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
