@@ -252,8 +252,9 @@ def bench_accounting(fixture: EngineFixture, budget: Budget) -> Measurement:
     state, conf = fixture.state, fixture.conf
 
     def call(_: int) -> None:
+        # Exactly as the extender's accounting opens it: over the live state, read-only.
         with state.locked():
-            ssn = open_session(state.shared_snapshot(), conf, clone=False)
+            ssn = open_session(state.shared_snapshot(), conf, clone=False, read_only=True)
         close_session(ssn)
 
     samples = sample(call, budget)
