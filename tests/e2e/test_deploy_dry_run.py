@@ -177,10 +177,10 @@ def test_every_object_is_accepted_by_the_api_server(
 
 
 def test_every_switch_on_turns_on_the_known_features() -> None:
-    """The automatic layout above really covers TLS, metrics and the reclaim loop."""
+    """The automatic layout above really covers TLS and metrics (the writers, the reclaim loop
+    and status write-back, are on by default: every layout renders them)."""
     values = every_switch_on()
     assert values["metrics"]["enabled"] is True
-    assert values["reclaimLoop"]["enabled"] is True
     assert values["extender"]["tls"]["enabled"] is True
     assert values["extender"]["tls"]["clientAuth"] is True
     assert values["extender"]["listenAll"] is True
