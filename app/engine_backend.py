@@ -17,7 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from app.ports import BadPodError, FilterDecision, QueueMetrics
+from app.ports import AssumptionCounts, BadPodError, FilterDecision, QueueMetrics
 from scheduler_core.api.resource import Resource
 from scheduler_core.cache.convert import ConversionError
 from scheduler_core.cache.state import ClusterState
@@ -202,6 +202,13 @@ class EngineBackend:
                     )
                 )
             return rows
+
+    def assumption_counts(self) -> AssumptionCounts:
+        """Read at scrape time. Assumptions expire lazily, when the accounting session is
+        next used; using it here makes a quiet extender's gauge fall back to zero too."""
+        with self.state.locked():
+            self.accounting.session()
+            return AssumptionCounts(len(self.accounting.assumed), self.accounting.expired)
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
         """What filter would answer and why, without assuming the pod. Raises

@@ -28,8 +28,8 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
 from app import routes_debug, routes_ops
-from app.metrics import QueueCollector, ServiceMetrics, iter_registries
-from app.ports import ExtenderBackend
+from app.metrics import AssumptionCollector, QueueCollector, ServiceMetrics, iter_registries
+from app.ports import AssumptionCounts, ExtenderBackend
 from app.routes_common import OnError, VerbContext
 from app.routes_filter import make_filter_endpoint
 from app.routes_preempt import make_preempt_endpoint
@@ -62,6 +62,7 @@ class ServerSettings:
     (e.g. the informers'); a fresh one is made otherwise. `extra_registries` are rendered
     after it on /metrics. `config_warnings` returns what the engine's configuration made it
     skip, read at each /readyz and scrape (so a reloaded configuration shows at once).
+    `assumptions`, when the backend keeps assumptions, feeds the assumed-pods gauge.
     """
 
     url_prefix: str = "/"
@@ -76,6 +77,7 @@ class ServerSettings:
     token_recheck_seconds: float = 1.0
     metrics_auth: bool = False
     config_warnings: Callable[[], Sequence[str]] = tuple
+    assumptions: Callable[[], AssumptionCounts] | None = None
 
 
 def verb_path(prefix: str, verb: str) -> str:
@@ -184,6 +186,8 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         "Configuration warnings: plugins the engine skips (named by /readyz).",
         registry=registry,
     ).set_function(lambda: len(settings.config_warnings()))
+    if settings.assumptions is not None:
+        registry.register(AssumptionCollector(settings.assumptions))
     queue_errors = metrics.verb("queue_metrics")
     queue_collector.on_error = lambda _exc: queue_errors.error()
     ctx = VerbContext(

@@ -61,6 +61,9 @@ class QueueAccounting:
         self._version = -1
         self._built_at = 0.0
         self.refreshes = 0
+        # Assumptions that ran out their TTL without the cluster showing the pod bound or
+        # deleted (kube-scheduler gave up on the cycle, or timed out waiting for the answer).
+        self.expired = 0
 
     # --- the accounting session ---------------------------------------------------------
 
@@ -119,11 +122,13 @@ class QueueAccounting:
                     self.assume_ttl,
                 )
                 del self.assumed[key]
+                self.expired += 1
 
     def _expire(self, now: float) -> None:
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
         for key in expired:
             assumption = self.assumed.pop(key)
+            self.expired += 1
             if self._session is not None:
                 self._fire(self._session, assumption, allocate=False)
             log.log(

@@ -141,6 +141,22 @@ def test_assumption_expires_after_its_ttl() -> None:
     assert "ns/p1" not in acct.assumed
 
 
+def test_only_assumptions_that_ran_out_their_ttl_count_as_expired() -> None:
+    first, second, third = (lone(f"p{i}", "a", cpu="1") for i in (1, 2, 3))
+    acct, clock = accounting([*base(), first, second, third], ttl=30)
+    filter_pod(acct, first, NODES)
+    filter_pod(acct, second, NODES)
+    bound = lone("p2", "a", cpu="1")
+    bound["spec"]["nodeName"] = "n1"
+    bound["status"]["phase"] = "Running"
+    acct.state.upsert("Pod", bound)  # confirmed by the cluster, not expired
+    filter_pod(acct, third, NODES)
+    assert acct.expired == 0
+    clock.now += 31
+    acct.session()
+    assert acct.expired == 2 and not acct.assumed  # p1 and p3 were never bound
+
+
 def test_a_pod_the_cache_has_not_seen_yet_is_judged_in_its_queue() -> None:
     acct, _ = accounting(base())
     assert filter_pod(acct, lone("new", "a", cpu="2"), NODES).passed == NODES
