@@ -229,9 +229,10 @@ class EngineBackend:
                 "objects": self.state.counts(),
                 "queues": report["queues"],
                 "jobs": report["jobs"],
-                "assumed": sorted(
-                    {"pod": key, "queue": a.queue} for key, a in self.accounting.assumed.items()
-                ),
+                "assumed": [
+                    {"pod": key, "queue": a.queue}
+                    for key, a in sorted(self.accounting.assumed.items())
+                ],
             }
 
 
