@@ -50,6 +50,7 @@ class PodContext:
                 own.add_task_info(self.task.clone())
             snapshot.jobs[own.uid] = own
             snapshot.queue_usage = None  # this job is not in the cache's sums
+            self.acct.add_unseen_jobs(snapshot)
             ssn = open_session(snapshot, self.acct.conf, clone=False)
             self.acct.replay_assumptions(ssn)
         log.log(
