@@ -77,9 +77,9 @@ def faults(kube_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         kubelet = FakeKubelet(cp.api_client()).start()
         yield FaultStack(cp)
     finally:
+        cp.stop()  # first: the fake kubelet's watch then ends at once
         if kubelet is not None:
             kubelet.stop()
-        cp.stop()
 
 
 @pytest.fixture
@@ -344,18 +344,16 @@ def test_the_extender_killed_under_load_decides_nothing_until_synced_and_every_p
     )
     faults.extender = extender
     early: list[str] = []
+    probe = {"Pod": managed_pod(ns, "x", "xkill-a"), "NodeNames": ["xkill-n1"]}
     while True:
-        if extender.process.alive() and extender.status("/healthz") == 200 and not early:
-            answer = extender.post(
-                "filter", {"Pod": managed_pod(ns, "x", "xkill-a"), "NodeNames": ["xkill-n1"]}
-            )
-            early.append(answer.get("Error") or "decided")
         bound_now = len(fkube.bound(ns))
         try:
-            if extender.ready():
+            if extender.ready():  # ready is never withdrawn: checked after the bindings
                 break
-        except RuntimeError:
-            raise
+            if not early:
+                early.append(extender.post("filter", probe).get("Error") or "decided")
+        except OSError:  # not listening yet
+            pass
         assert bound_now == baseline, "a pod bound before the restarted extender synced"
         time.sleep(0.05)
     ready_after = time.monotonic() - killed
@@ -392,14 +390,19 @@ def test_a_slow_extender_times_out_kube_scheduler_which_retries_and_no_assumptio
         slow = scrape(extender)
     finally:
         faults.verb_link.response_delay = 0.0
-    assert slow["queue_extender_decisions_total{outcome=passed,verb=filter}"] >= 5
+    # kube-scheduler's cycle is serial: each attempt waits out the whole httpTimeout.
+    assert slow["queue_extender_decisions_total{outcome=passed,verb=filter}"] >= 2
     recovered = time.monotonic()
     wait_all_bound(fkube, ns, names, 60)
     bound_after = time.monotonic() - recovered
-    timeouts = faults.scheduler.log_path.read_text(errors="replace").count(
-        "Client.Timeout exceeded"
+    timeouts = sum(
+        1
+        for line in faults.scheduler.log_path.read_text(errors="replace").splitlines()
+        if "Error scheduling pod; retrying" in line
+        and "Client.Timeout exceeded" in line
+        and ns in line
     )
-    assert timeouts >= 5, "kube-scheduler timed out on the slow answers"
+    assert timeouts >= 2, "kube-scheduler timed out on the slow answers and retried"
 
     def quiet() -> dict[str, float] | None:
         metrics = scrape(extender)
