@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint typecheck layering unit e2e bench bench-e2e clean lock
+.PHONY: run test lint typecheck layering unit e2e bench bench-e2e load soak clean lock
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,17 @@ test: lint typecheck layering unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
+
+# 50 concurrent clients on filter/prioritize/preempt for 60 s at the reference scale
+# (loopback only): errors, p50/p99 per verb, RSS before and after. ARGS=--help for knobs.
+load: $(STAMP)
+	$(BIN)/python -m bench.load $(ARGS)
+
+# Not part of `make test`: 30 minutes of churn on the real control plane, and the fault
+# tests with a 1,000-pod load. Prints the FIGURES lines the README quotes.
+soak: $(STAMP)
+	SOAK_SECONDS=1800 E2E_LONG=1 $(BIN)/pytest -s -p no:logging tests/e2e/test_soak.py \
+	  tests/e2e/test_faults.py
 
 # The image's runtime dependencies, pinned with every file's hash (the Dockerfile installs
 # exactly this set). Run after changing [project].dependencies in pyproject.toml.

@@ -25,7 +25,7 @@ from app.controller_args import (
     start_status_writer,
 )
 from app.insight_port import RecentEviction, RecentEvictionsProvider
-from app.ports import BadPodError, FilterDecision, QueueMetrics
+from app.ports import AssumptionCounts, BadPodError, FilterDecision, QueueMetrics
 from app.reclaim_args import reclaim_options_from_args, start_reclaim_loop
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
@@ -262,6 +262,13 @@ class EngineBackend:
                     )
                 )
             return rows
+
+    def assumption_counts(self) -> AssumptionCounts:
+        """Read at scrape time. Assumptions expire lazily, when the accounting session is
+        next used; using it here makes a quiet extender's gauge fall back to zero too."""
+        with self.state.locked():
+            self.accounting.session()
+            return AssumptionCounts(len(self.accounting.assumed), self.accounting.expired)
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
         """What filter would answer and why, without assuming the pod. Raises

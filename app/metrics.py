@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from app.logs import DEBUG_V
-from app.ports import QueueMetrics, ResourceLike
+from app.ports import AssumptionCounts, QueueMetrics, ResourceLike
 from scheduler_core.logutil import v
 
 log = logging.getLogger(__name__)
@@ -191,6 +191,45 @@ class QueueCollector(Collector):
         out.append(_gauge("volcano_queue_weight", "Weight of queue"))
         out.append(_gauge("volcano_queue_overused", "If queue is overused (1) or not (0)"))
         return out
+
+
+class AssumptionCollector(Collector):
+    """Assumed pods and expired assumptions, read from the backend at scrape time.
+
+    A pod stays assumed from the filter that passed it until the cluster shows it bound or
+    deleted; a gauge that does not come back to zero once scheduling is quiet means
+    assumptions leak (an answer kube-scheduler never received holds its queue's share until
+    the TTL ends, which the expired counter shows).
+    """
+
+    def __init__(self, source: Callable[[], AssumptionCounts]) -> None:
+        self._source = source
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families(None)
+
+    def collect(self) -> Iterable[Metric]:
+        try:
+            counts = self._source()
+        except Exception as exc:
+            log.error("reading assumptions from the backend failed: %s", exc)
+            return []
+        return self._families(counts)
+
+    @staticmethod
+    def _families(counts: AssumptionCounts | None) -> list[Metric]:
+        assumed = GaugeMetricFamily(
+            "queue_extender_assumed_pods",
+            "Pods passed by filter that the cluster does not show bound or deleted yet.",
+        )
+        expired = CounterMetricFamily(
+            "queue_extender_assumptions_expired",
+            "Assumptions dropped after --assume-ttl without the cluster showing the pod bound.",
+        )
+        if counts is not None:
+            assumed.add_metric([], counts.assumed)
+            expired.add_metric([], counts.expired)
+        return [assumed, expired]
 
 
 def _gauge(name: str, doc: str) -> GaugeMetricFamily:

@@ -73,6 +73,15 @@ class QueueMetrics:
     real_capability: ResourceLike | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class AssumptionCounts:
+    """Pods filter passed that the cluster does not show bound yet (`assumed`), and how many
+    assumptions ran out their TTL instead (`expired`, since start)."""
+
+    assumed: int
+    expired: int
+
+
 class ExtenderBackend(Protocol):
     """What the HTTP service needs from the engine.
 

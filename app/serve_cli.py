@@ -379,6 +379,9 @@ def build_servers(
     warnings = getattr(backend, "config_warnings", None)
     if callable(warnings):
         settings.config_warnings = warnings
+    assumptions = getattr(backend, "assumption_counts", None)
+    if callable(assumptions):
+        settings.assumptions = assumptions
     app = create_app(backend, settings)
     server = uvicorn.Server(uvicorn_config(app, args.host, args.port, tls, reloading))
     sides: list[SideServer] = []

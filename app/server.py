@@ -37,8 +37,8 @@ from app import (
 )
 from app.delegated_auth import DEFAULT_CACHE_TTL, DelegatedAuthBackend, Reviews
 from app.insight_port import InsightBackend
-from app.metrics import QueueCollector, ServiceMetrics, iter_registries
-from app.ports import ExtenderBackend
+from app.metrics import AssumptionCollector, QueueCollector, ServiceMetrics, iter_registries
+from app.ports import AssumptionCounts, ExtenderBackend
 from app.routes_api_common import answer_validation_errors_with_400, drop_validation_422
 from app.routes_common import OnError, VerbContext
 from app.routes_filter import make_filter_endpoint
@@ -74,6 +74,7 @@ class ServerSettings:
     skip, read at each /readyz and scrape (so a reloaded configuration shows at once).
     `delegated_auth`: the API server's TokenReview/SubjectAccessReview, guarding every path
     but the verbs and the probes (an alternative to `token_file`, not a second layer).
+    `assumptions`, when the backend keeps assumptions, feeds the assumed-pods gauge.
     """
 
     url_prefix: str = "/"
@@ -90,6 +91,7 @@ class ServerSettings:
     delegated_auth: Reviews | None = None
     auth_cache_ttl: float = DEFAULT_CACHE_TTL
     config_warnings: Callable[[], Sequence[str]] = tuple
+    assumptions: Callable[[], AssumptionCounts] | None = None
 
 
 def verb_path(prefix: str, verb: str) -> str:
@@ -206,6 +208,8 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         "Configuration warnings: plugins the engine skips (named by /readyz).",
         registry=registry,
     ).set_function(lambda: len(settings.config_warnings()))
+    if settings.assumptions is not None:
+        registry.register(AssumptionCollector(settings.assumptions))
     queue_errors = metrics.verb("queue_metrics")
     queue_collector.on_error = lambda _exc: queue_errors.error()
     ctx = VerbContext(

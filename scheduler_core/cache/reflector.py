@@ -104,6 +104,10 @@ class ReflectorOptions:
     backoff_factor: float = 2.0
     backoff_jitter: float = 1.0
     backoff_reset: float = 120.0
+    # Retries while nothing accepts the connection (the API server restarting) back off to
+    # this cap only: a refused connection costs the server nothing, and the cache should
+    # catch up within seconds of it coming back rather than after a 30 s wait.
+    unreachable_backoff_cap: float = 2.0
     # timeoutSeconds of each watch is drawn from [min, 2*min], as client-go does, so that many
     # clients restarted together do not renew their watches in lockstep.
     min_watch_timeout: float = 300.0
@@ -316,6 +320,16 @@ class Reflector:
             o.backoff_reset,
             self._rng,
         )
+        unreachable_cap = min(o.backoff_cap, o.unreachable_backoff_cap)
+        self._unreachable_backoff = Backoff(
+            min(o.backoff_initial, unreachable_cap),
+            unreachable_cap,
+            o.backoff_factor,
+            o.backoff_jitter,
+            o.backoff_reset,
+            self._rng,
+        )
+        self._unreachable = False  # the last failure was a connection nobody accepted
         # The only per-object memory: enough to diff a relist against what the sink holds.
         self._versions: dict[str, str] = {}
         self._rv = ""
@@ -388,6 +402,7 @@ class Reflector:
 
     def _run(self) -> None:
         need_list = True
+        previous = ""
         while not self._stop.is_set():
             try:
                 if need_list:
@@ -408,12 +423,18 @@ class Reflector:
             if reason in (RESTART_EXPIRED, RESTART_NOT_FOUND):
                 need_list = True
                 self.stats.relists += 1
-            if reason != RESTART_CLOSED:
+            # An expired watch is the server answering: relist at once (a restarted API
+            # server expires every old resourceVersion), unless the last watch expired too.
+            relist_now = reason == RESTART_EXPIRED and previous != RESTART_EXPIRED
+            if reason != RESTART_CLOSED and not relist_now:
                 self._wait_backoff()
+            previous = reason
         self._phase = Phase.STOPPED
 
     def _wait_backoff(self) -> None:
-        self._stop.wait(self._backoff.next_delay())
+        backoff = self._unreachable_backoff if self._unreachable else self._backoff
+        self._unreachable = False
+        self._stop.wait(backoff.next_delay())
 
     # ---------------------------------------------------------------- list
 
@@ -482,6 +503,7 @@ class Reflector:
             except _TRANSPORT_ERRORS as exc:
                 if self._stop.is_set():
                     return _ListOutcome.STOPPED
+                self._unreachable = _refused(exc)
                 self._fail(f"list failed: {_brief(exc)}")
                 return _ListOutcome.FAILED
             if status != 200:
@@ -568,6 +590,7 @@ class Reflector:
         except _TRANSPORT_ERRORS as exc:
             if self._stop.is_set():
                 return _STOPPED
+            self._unreachable = _refused(exc)
             self._fail(f"watch failed: {_brief(exc)}")
             return RESTART_CONNECT
         received = 0
@@ -772,6 +795,14 @@ def _shutdown(response: Any) -> None:
         response.shutdown()
     except Exception:
         log.debug("shutting down a response failed", exc_info=True)
+
+
+def _refused(exc: BaseException) -> bool:
+    """A connection nobody accepted (refused, or not established in time), as opposed to a
+    server that answered or broke off: only these are retried on the short backoff."""
+    if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
+        exc = exc.reason
+    return isinstance(exc, urllib3.exceptions.ConnectTimeoutError | ConnectionRefusedError)
 
 
 def _brief(exc: BaseException) -> str:

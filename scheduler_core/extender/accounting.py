@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from scheduler_core.api.job import JobInfo
+from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
@@ -37,6 +38,9 @@ class Assumption:
     queue: str
     expires: float
     seen_in_cluster: bool = False
+    # The job as judged, kept while the cache has not shown the pod: sessions opened in the
+    # meantime must still count it in its queue (see ``add_unseen_jobs``).
+    job: JobInfo | None = None
 
 
 class QueueAccounting:
@@ -61,6 +65,9 @@ class QueueAccounting:
         self._version = -1
         self._built_at = 0.0
         self.refreshes = 0
+        # Assumptions that ran out their TTL without the cluster showing the pod bound or
+        # deleted (kube-scheduler gave up on the cycle, or timed out waiting for the answer).
+        self.expired = 0
 
     # --- the accounting session ---------------------------------------------------------
 
@@ -83,7 +90,9 @@ class QueueAccounting:
             close_session(self._session, update_phases=False)
         with self.state.locked():
             version = self.state.version
-            ssn = open_session(self.state.shared_snapshot(), self.conf, clone=False, read_only=True)
+            snapshot = self.state.shared_snapshot()
+            self.add_unseen_jobs(snapshot)
+            ssn = open_session(snapshot, self.conf, clone=False, read_only=True)
             self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
         self.refreshes += 1
@@ -119,11 +128,13 @@ class QueueAccounting:
                     self.assume_ttl,
                 )
                 del self.assumed[key]
+                self.expired += 1
 
     def _expire(self, now: float) -> None:
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
         for key in expired:
             assumption = self.assumed.pop(key)
+            self.expired += 1
             if self._session is not None:
                 self._fire(self._session, assumption, allocate=False)
             log.log(
@@ -145,6 +156,33 @@ class QueueAccounting:
             if live is not None and live.status != TaskStatus.PENDING:
                 continue
             self._fire(ssn, assumption, allocate=True)
+
+    def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> None:
+        """Adds to ``snapshot`` the assumed pods the cache has not shown yet, with their jobs.
+
+        kube-scheduler may ask about pods the extender's watch has not delivered (by a
+        moment, or by seconds after an API-server restart). A session opened on the cache
+        alone would not know their jobs, so their assumptions could not be counted and every
+        such pod would be judged against a queue without the others: a capped queue overrun.
+        Jobs of the cache are cloned before a task is added; the cache is never touched.
+        Call with the cluster state's lock held."""
+        added: dict[str, JobInfo] = {}
+        for assumption in self.assumed.values():
+            task = assumption.task
+            if assumption.job is None or assumption.job.queue not in snapshot.queues:
+                continue
+            job = added.get(task.job) or snapshot.jobs.get(task.job)
+            if job is not None and task.uid in job.tasks:
+                continue
+            if task.job not in added:
+                job = (job or assumption.job).clone()
+                added[task.job] = job
+            assert job is not None
+            if task.uid not in job.tasks:
+                job.add_task_info(task.clone())
+        if added:
+            snapshot.jobs.update(added)
+            snapshot.queue_usage = None  # these jobs are not in the cache's sums
 
     @staticmethod
     def _fire(ssn: Session, assumption: Assumption, *, allocate: bool) -> None:
@@ -172,6 +210,12 @@ class QueueAccounting:
             self._fire(ssn, previous, allocate=False)
         assumption = Assumption(task=task, queue=job.queue, expires=self.clock() + self.assume_ttl)
         self.assumed[task.key] = assumption
+        if task.job not in ssn.jobs or task.uid not in ssn.jobs[task.job].tasks:
+            # Not in the cache yet: the next session is opened with its job added.
+            assumption.job = job.clone()
+            self._session = None
+            close_session(ssn, update_phases=False)
+            return
         self._fire(ssn, assumption, allocate=True)
         log.log(
             v(4), "Assumed pod <%s> into queue <%s> for %.0fs", task.key, job.queue, self.assume_ttl

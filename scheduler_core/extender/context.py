@@ -57,6 +57,7 @@ class PodContext:
                 if cached is not None and own.queue in snapshot.queue_usage:
                     job_usage(cached).take_from(snapshot.queue_usage[own.queue])
                 job_usage(own).add_to(snapshot.queue_usage.setdefault(own.queue, JobUsage.empty()))
+            self.acct.add_unseen_jobs(snapshot)
             ssn = open_session(snapshot, self.acct.conf, clone=False, read_only=True)
             self.acct.replay_assumptions(ssn)
         log.log(

@@ -113,3 +113,16 @@ def test_strict_conf_refuses_a_configuration_warning(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"--strict-conf: 1 configuration warning.*'proportionn'"):
         backend("--conf", str(conf), "--strict-conf")
     assert backend("--strict-conf").config_warnings() == []
+
+
+def test_debug_state_lists_several_assumed_pods_in_pod_order() -> None:
+    engine = backend()
+    for name in ("second", "first"):
+        asked = pod("default", annotations={"scheduling.volcano.sh/queue-name": "production"})
+        asked["metadata"].update(name=name, uid=f"uid-{name}")
+        asked["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]
+        assert engine.filter(asked, ["cpu-node-1"]).node_names == ["cpu-node-1"]
+    assert engine.debug_state()["assumed"] == [
+        {"pod": "default/first", "queue": "production"},
+        {"pod": "default/second", "queue": "production"},
+    ]

@@ -211,6 +211,38 @@ def test_a_clean_configuration_is_plain_ok_and_a_zero_gauge() -> None:
         assert scrape(url)["queue_extender_config_warnings"] == 0
 
 
+def test_assumed_pods_show_as_a_gauge_that_falls_back_when_they_expire() -> None:
+    port = free_port()
+    server, _ = build_server(
+        parse("--demo", "--port", str(port), "--assume-ttl", "0.5"), backend_from_args
+    )
+    url = f"http://127.0.0.1:{port}"
+    pod = {
+        "metadata": {
+            "name": "asked",
+            "namespace": "default",
+            "uid": "u-asked",
+            "annotations": {"scheduling.volcano.sh/queue-name": "production"},
+        },
+        "spec": {
+            "schedulerName": "queue-scheduler",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+        },
+    }
+    with running(server):
+        before = scrape(url)
+        assert before["queue_extender_assumed_pods"] == 0
+        answer = httpx.post(url + "/filter", json={"Pod": pod, "NodeNames": ["cpu-node-1"]})
+        assert answer.json()["NodeNames"] == ["cpu-node-1"], answer.text
+        assert scrape(url)["queue_extender_assumed_pods"] == 1
+        time.sleep(0.6)
+        after = scrape(url)
+        assert after["queue_extender_assumed_pods"] == 0
+        assert after["queue_extender_assumptions_expired_total"] == (
+            before["queue_extender_assumptions_expired_total"] + 1
+        )
+
+
 def test_run_serve_refuses_half_tls(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], restore_root: None
 ) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import socket
 import time
 import types
 from collections.abc import Callable, Iterator
@@ -221,6 +222,49 @@ def test_relist_after_410_reconciles_what_changed_while_disconnected(
     # Watching again from the relist's version.
     fake_api.add("Pod", pod("after"))
     wait_until(lambda: "default/after" in sink.keys("Pod"), message="watching after relist")
+
+
+def test_an_expired_watch_is_relisted_at_once_not_after_the_backoff(
+    fake_api: FakeApiServer, start_reflector: StartReflector
+) -> None:
+    """A restarted API server expires every old resourceVersion; the server has answered,
+    so waiting out a backoff grown during its outage would only delay the catch-up."""
+    reflector, sink = start_reflector(POD, backoff_initial=60.0, backoff_cap=60.0)
+    synced_and_watching(fake_api, reflector)
+    fake_api.add("Pod", pod("while-expiring"))
+    fake_api.compact()
+    fake_api.watch_error(410, "too old resource version")
+    wait_until(lambda: len(lists(fake_api)) == 2, message="relisted without the 60 s backoff")
+    wait_until(lambda: "default/while-expiring" in sink.keys("Pod"), message="caught up")
+    assert reflector.stats.relists == 1
+
+
+def test_a_server_nobody_answers_for_is_retried_on_the_short_backoff(tmp_path: Path) -> None:
+    """Connections refused (an API server restarting) are retried within seconds, whatever
+    the backoff for failures of a server that answers has grown to."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = probe.getsockname()[1]
+    client = build_api_client(
+        str(write_kubeconfig(tmp_path / "dead", f"http://127.0.0.1:{dead}", token="t"))
+    )
+    options = replace(FAST, backoff_initial=60.0, backoff_cap=60.0, unreachable_backoff_cap=0.02)
+    reflector = Reflector(POD, client, RecordingSink(), options=options)
+    attempts: list[int] = []
+    opened = reflector._open
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        attempts.append(1)
+        return opened(*args, **kwargs)
+
+    reflector._open = counting  # type: ignore[method-assign]
+    reflector.start()
+    try:
+        wait_until(lambda: len(attempts) >= 3, message="three attempts, not one per minute")
+        assert "list failed" in reflector.status().reason
+    finally:
+        reflector.stop()
+        client.close()
 
 
 @pytest.mark.parametrize("expirations", [1, 2])

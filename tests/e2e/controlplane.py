@@ -215,6 +215,7 @@ class ControlPlane:
         self.etcd: Process | None = None
         self.apiserver: Process | None = None
         self.etcd_port = 0
+        self.etcd_peer_ports: tuple[int, int] = (0, 0)
         self.api_port = 0
         self.kubeconfig = self.dir / "admin.kubeconfig"
         #: Static tokens beside the admin's: token -> (user, groups), for identities that RBAC
@@ -238,7 +239,10 @@ class ControlPlane:
 
     def start_etcd(self) -> None:
         self.etcd_port = self.etcd_port or free_port()
-        peer, metrics = free_port(), free_port()
+        # The same ports on a restart: the member's peer URL is stored in its data directory.
+        if not self.etcd_peer_ports[0]:
+            self.etcd_peer_ports = (free_port(), free_port())
+        peer, metrics = self.etcd_peer_ports
         # etcd reads every ETCD_* variable as a flag: give it none.
         env = {k: v for k, v in os.environ.items() if not k.startswith("ETCD_")}
         self.etcd = self.spawn(
@@ -263,6 +267,24 @@ class ControlPlane:
             30,
             "etcd to answer /health",
         )
+
+    def etcd_call(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One call to etcd's JSON gateway (``/v3/kv/range``, ``/v3/kv/compaction``, ...)."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.etcd_port}/v3/{method}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer: dict[str, Any] = json.loads(response.read())
+            return answer
+
+    def compact_etcd(self) -> int:
+        """Compacts etcd's history up to its current revision (what kube-apiserver's periodic
+        compaction does): a watch from any older resourceVersion now gets 410 Gone."""
+        revision = int(self.etcd_call("kv/range", {"key": "Lw=="})["header"]["revision"])
+        self.etcd_call("kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
 
     def start_apiserver(self, extra_flags: Sequence[str] = ()) -> None:
         self.api_port = self.api_port or free_port()

@@ -141,6 +141,22 @@ def test_assumption_expires_after_its_ttl() -> None:
     assert "ns/p1" not in acct.assumed
 
 
+def test_only_assumptions_that_ran_out_their_ttl_count_as_expired() -> None:
+    first, second, third = (lone(f"p{i}", "a", cpu="1") for i in (1, 2, 3))
+    acct, clock = accounting([*base(), first, second, third], ttl=30)
+    filter_pod(acct, first, NODES)
+    filter_pod(acct, second, NODES)
+    bound = lone("p2", "a", cpu="1")
+    bound["spec"]["nodeName"] = "n1"
+    bound["status"]["phase"] = "Running"
+    acct.state.upsert("Pod", bound)  # confirmed by the cluster, not expired
+    filter_pod(acct, third, NODES)
+    assert acct.expired == 0
+    clock.now += 31
+    acct.session()
+    assert acct.expired == 2 and not acct.assumed  # p1 and p3 were never bound
+
+
 def test_a_pod_the_cache_has_not_seen_yet_is_judged_in_its_queue() -> None:
     acct, _ = accounting(base())
     assert filter_pod(acct, lone("new", "a", cpu="2"), NODES).passed == NODES
@@ -199,3 +215,23 @@ def test_a_pod_the_cache_has_not_seen_does_not_count_bound_assumed_pods_twice() 
     rejection = filter_pod(acct, p2, ["n1"]).failed["n1"]
     assert rejection.code == "queue-capability"
     assert "holds (cpu 2," in rejection.reason, rejection.reason
+
+
+def test_pods_assumed_before_the_cache_shows_them_count_against_their_queues_cap() -> None:
+    """kube-scheduler can be ahead of the extender's watch (after an API-server restart by
+    seconds): the pods it asks about one after the other are each new to the cache, and
+    every one passed must still count in its queue, or a capped queue is overrun."""
+    acct, _ = accounting([node("n1"), node("n2"), queue("capped", capability={"cpu": "2"})])
+    unseen = [lone(f"u{i}", "capped", cpu="1") for i in range(3)]
+    assert filter_pod(acct, unseen[0], NODES).passed == NODES
+    assert filter_pod(acct, unseen[1], NODES).passed == NODES
+    third = filter_pod(acct, unseen[2], NODES)
+    assert third.passed == [] and third.failed["n1"].code == "queue-capability"
+
+
+def test_a_cached_pod_is_judged_with_the_assumed_pods_the_cache_has_not_shown_yet() -> None:
+    cached = lone("cached", "capped", cpu="1")
+    acct, _ = accounting([node("n1"), node("n2"), queue("capped", capability={"cpu": "2"}), cached])
+    for name in ("u0", "u1"):
+        assert filter_pod(acct, lone(name, "capped", cpu="1"), NODES).passed == NODES
+    assert filter_pod(acct, cached, NODES).failed["n1"].code == "queue-capability"
