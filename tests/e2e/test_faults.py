@@ -84,12 +84,15 @@ def faults(kube_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 @pytest.fixture
 def fkube(faults: FaultStack, request: pytest.FixtureRequest) -> Iterator[Kube]:
-    """A handle on the module's own cluster; its objects are left there (the control plane
-    goes at the end of the module) but each test uses queues and nodes of its own."""
-    yield Kube(faults.cp.api_client())
+    """A handle on the module's own cluster. Each test uses queues and nodes of its own, and
+    what it created is deleted after it: a pod a test leaves pending (a capped or Closed
+    queue's) would keep kube-scheduler's serial cycle busy during the next test."""
+    handle = Kube(faults.cp.api_client())
+    yield handle
     call = getattr(request.node, "rep_call", None)
     if call is not None and call.failed:
         print("\n" + faults.cp.log_tails(80))
+    handle.cleanup()
 
 
 @pytest.fixture
@@ -192,10 +195,13 @@ def test_kube_apiserver_killed_mid_load_every_pod_binds_within_the_queue_rules(
     assert [a for a in answers if a[3] or not set(a[2]) <= set(node_names)] == []
     assert [a for a in answers if "outage-closed" not in a[4]] == []
 
+    # Counted before the markers are written: the extender may see the marker node before
+    # the first look after writing, and a count taken then would already include it.
+    base = debug_queues(faults.extender)["objects"]
     cp.start_apiserver()
     back = time.monotonic()
     markers = _write_markers(fkube, ns)
-    seen_at = _wait_markers(faults.extender, markers, back)
+    seen_at = _wait_markers(faults.extender, markers, back, base)
     convergence = max(seen_at.values())
 
     pods.wait(300)
@@ -239,10 +245,12 @@ def _write_markers(kube: Kube, ns: str) -> dict[str, str]:
     return {"node": "outage-marker-node", "queue": "outage-marker", "podgroup": "marker-group"}
 
 
-def _wait_markers(extender: Extender, markers: dict[str, str], since: float) -> dict[str, float]:
-    """Seconds after ``since`` at which the extender first showed each marker."""
+def _wait_markers(
+    extender: Extender, markers: dict[str, str], since: float, base: dict[str, int]
+) -> dict[str, float]:
+    """Seconds after ``since`` at which the extender first showed each marker (``base``: its
+    object counts before the markers were written)."""
     seen: dict[str, float] = {}
-    base = debug_queues(extender)["objects"]
     deadline = time.monotonic() + 60
     while len(seen) < 4:
         state = debug_queues(extender)
