@@ -107,7 +107,7 @@ class ReflectorOptions:
     # Retries while nothing accepts the connection (the API server restarting) back off to
     # this cap only: a refused connection costs the server nothing, and the cache should
     # catch up within seconds of it coming back rather than after a 30 s wait.
-    unreachable_backoff_cap: float = 2.0
+    unreachable_backoff_cap: float = 1.0
     # timeoutSeconds of each watch is drawn from [min, 2*min], as client-go does, so that many
     # clients restarted together do not renew their watches in lockstep.
     min_watch_timeout: float = 300.0
