@@ -115,6 +115,7 @@ class ConfigurationWatcher:
                     return None
                 content = self._read(stamp)
             except OSError as exc:
+                self._stamp = None  # whatever comes back is read and compared again
                 reason = f"cannot read: {exc.strerror or exc}"
                 return self._refuse(reason, reason)
             self._stamp = stamp

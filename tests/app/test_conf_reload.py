@@ -150,6 +150,19 @@ def test_going_back_to_the_serving_file_clears_the_failure_without_a_reload(
     assert reloads(engine, "ok") == 0
 
 
+def test_a_vanished_file_is_reported_and_its_return_clears_it(tmp_path: Path) -> None:
+    volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
+    engine = backend(volume)
+    before = engine.conf
+    hidden = tmp_path / "hidden"
+    os.replace(tmp_path / "..data", hidden)
+    assert watcher(engine).check() == "error"
+    assert "cannot read" in engine.config_warnings()[0] and engine.conf is before
+    os.replace(hidden, tmp_path / "..data")  # the same file, the same inode, back again
+    assert watcher(engine).check() is None
+    assert engine.config_warnings() == [] and engine.conf is before
+
+
 def test_strict_conf_refuses_a_reloaded_configuration_with_a_warning(tmp_path: Path) -> None:
     volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
     strict = backend(volume, "--strict-conf")
