@@ -8,6 +8,7 @@ write to it while the event loop reads.
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import logging
 from collections.abc import Callable, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from app.conf_reload import ConfigurationWatcher
 from app.controller_args import (
     controller_from_args,
     controller_options_from_args,
@@ -40,6 +42,7 @@ from scheduler_core.conf import (
 )
 from scheduler_core.controller.decision import live_configuration
 from scheduler_core.controller.events import WARNING, ObjectRef
+from scheduler_core.controller.reclaim import ReclaimLoop
 from scheduler_core.controller.runtime import Controller
 from scheduler_core.engine import check_configuration
 from scheduler_core.extender.accounting import QueueAccounting
@@ -91,6 +94,10 @@ class EngineBackend:
         self.source = source
         self.controller = controller  # the leader's write-back (live clusters only)
         self.status_writer: Any = None
+        #: The reclaim loop, when one runs: it decides by the configuration too.
+        self.reclaim_loop: ReclaimLoop | None = None
+        #: The watcher of --conf, when the configuration came from a file it follows.
+        self.conf_watcher: ConfigurationWatcher | None = None
         self.accounting = QueueAccounting(
             state,
             conf,
@@ -127,8 +134,25 @@ class EngineBackend:
         return True, f"serving from {self.source}"
 
     def config_warnings(self) -> list[str]:
-        """What the configuration made the engine skip; shown by /readyz and a gauge."""
-        return list(self.conf.warnings)
+        """What the configuration made the engine skip, and a changed configuration file
+        that was refused (the previous configuration still serving); shown by /readyz and a
+        gauge."""
+        warnings = list(self.conf.warnings)
+        failure = self.conf_watcher.failure if self.conf_watcher is not None else ""
+        if failure:
+            warnings.append(failure)
+        return warnings
+
+    def use_configuration(self, conf: SchedulerConfiguration) -> None:
+        """Decide by ``conf`` from the next verb and the next reclaim cycle on. Raises
+        ``ValueError``, changing nothing, when the reclaim loop cannot use it. Swapped under
+        the state's lock, so no verb sees the accounting of one configuration and the tiers
+        of another."""
+        with self.state.locked():
+            if self.reclaim_loop is not None:
+                self.reclaim_loop.use_configuration(conf)  # first: it is the one that refuses
+            self.conf = conf
+            self.accounting.use_configuration(conf)
 
     def _freeze_once(self) -> None:
         """Move the synced cluster into the GC's permanent generation.
@@ -390,7 +414,8 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
         start_requeuer(backend, informers)
         start_status_writer(backend)
         if reclaim is not None:
-            start_reclaim_loop(reclaim, conf, state, controller, backend)
+            backend.reclaim_loop = start_reclaim_loop(reclaim, conf, state, controller, backend)
+        watch_configuration(backend, args)
         return backend
     if args.cluster:
         loaded = load_cluster_file(args.cluster)
@@ -407,7 +432,27 @@ def backend_from_args(args: argparse.Namespace) -> EngineBackend:
     state.apply_objects(loaded.objects)
     backend = EngineBackend(state, conf, options, source=source)
     backend.readiness()  # a file is synced at once: freeze it now
+    watch_configuration(backend, args)
     return backend
+
+
+def watch_configuration(backend: EngineBackend, args: argparse.Namespace) -> None:
+    """Follow the --conf file (the default configuration has none) unless
+    --conf-reload-interval is 0; the reload counter goes on the backend's registry, which
+    /metrics shows (one is made for a backend without informers)."""
+    interval = float(getattr(args, "conf_reload_interval", 0.0))
+    if not args.conf or interval <= 0:
+        return
+    if backend.registry is None:
+        backend.registry = CollectorRegistry()
+    backend.conf_watcher = ConfigurationWatcher(
+        args.conf,
+        backend.use_configuration,
+        strict=bool(args.strict_conf),
+        interval=interval,
+        registry=backend.registry,
+    ).start()
+    atexit.register(backend.conf_watcher.stop)
 
 
 def _informers(state: ClusterState, kubeconfig: str | None) -> Any:

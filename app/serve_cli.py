@@ -19,6 +19,7 @@ from typing import Any
 
 import uvicorn
 
+from app.conf_reload import DEFAULT_INTERVAL as DEFAULT_RELOAD_INTERVAL
 from app.controller_args import add_controller_group
 from app.delegated_auth import DEFAULT_CACHE_TTL, KubernetesReviews
 from app.listeners import SideServer, serve_all, uvicorn_config
@@ -177,6 +178,15 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         action="store_true",
         help="refuse to start on a configuration warning (e.g. a plugin that is not "
         "available), which otherwise is skipped as Volcano does and shown by /readyz",
+    )
+    eng.add_argument(
+        "--conf-reload-interval",
+        type=_non_negative_seconds,
+        default=DEFAULT_RELOAD_INTERVAL,
+        metavar="SECONDS",
+        help="seconds between two checks of the --conf file for a new version (a ConfigMap's "
+        "symlink swap included); a new file that does not load leaves the running "
+        "configuration in place, logged and named by /readyz (default 2; 0: never reload)",
     )
     src = eng.add_mutually_exclusive_group()
     src.add_argument("--cluster", metavar="FILE", help="read a static cluster from FILE")

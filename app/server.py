@@ -205,7 +205,8 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     metrics = ServiceMetrics(registry)
     Gauge(
         "queue_extender_config_warnings",
-        "Configuration warnings: plugins the engine skips (named by /readyz).",
+        "Configuration warnings: plugins the engine skips and a refused reload of the "
+        "configuration file (each named by /readyz).",
         registry=registry,
     ).set_function(lambda: len(settings.config_warnings()))
     if settings.assumptions is not None:

@@ -125,12 +125,8 @@ class ReclaimLoop:
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.conf = live_configuration(
-            conf,
-            max_evictions=options.max_evictions,
-            max_evictions_per_queue=options.max_evictions_per_queue,
-        )
         self.options = options
+        self.conf = self.live(conf)
         self.rest = rest
         self.recorder = recorder
         self.is_leader = is_leader
@@ -150,6 +146,21 @@ class ReclaimLoop:
         self._wall_clock = time.time
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def live(self, conf: SchedulerConfiguration) -> SchedulerConfiguration:
+        """``conf`` as this loop decides by it (the live rules and the loop's limits); raises
+        ``ValueError`` when its reclaim arguments cannot be used."""
+        return live_configuration(
+            conf,
+            max_evictions=self.options.max_evictions,
+            max_evictions_per_queue=self.options.max_evictions_per_queue,
+        )
+
+    def use_configuration(self, conf: SchedulerConfiguration) -> None:
+        """Decide by ``conf`` from the next cycle on (a cycle reads ``self.conf`` once, so one
+        in progress finishes with the configuration it started with); raises ``ValueError``,
+        keeping the current one, when its reclaim arguments cannot be used."""
+        self.conf = self.live(conf)
 
     # --- thread -------------------------------------------------------------------------
 

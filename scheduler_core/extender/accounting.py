@@ -64,19 +64,31 @@ class QueueAccounting:
         self._session: Session | None = None
         self._version = -1
         self._built_at = 0.0
+        self._reconfigured = False
         self.refreshes = 0
         # Assumptions that ran out their TTL without the cluster showing the pod bound or
         # deleted (kube-scheduler gave up on the cycle, or timed out waiting for the answer).
         self.expired = 0
+
+    def use_configuration(self, conf: SchedulerConfiguration) -> None:
+        """Decide by ``conf`` from the next verb on: the session is rebuilt then whatever the
+        refresh interval, since a session opened with the old tiers would keep deciding by
+        them until the cluster next changed. Call with the cluster state's lock held."""
+        self.conf = conf
+        self._reconfigured = True
 
     # --- the accounting session ---------------------------------------------------------
 
     def session(self) -> Session:
         """The current read-only session, rebuilt when the cluster changed (rate-limited)."""
         now = self.clock()
-        stale = self._session is None or (
-            self.state.version != self._version
-            and now - self._built_at >= self.min_refresh_interval
+        stale = (
+            self._session is None
+            or self._reconfigured
+            or (
+                self.state.version != self._version
+                and now - self._built_at >= self.min_refresh_interval
+            )
         )
         if stale:
             self._rebuild(now)
@@ -95,6 +107,7 @@ class QueueAccounting:
             ssn = open_session(snapshot, self.conf, clone=False, read_only=True)
             self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
+        self._reconfigured = False
         self.refreshes += 1
         log.log(
             v(5),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from scheduler_core.api.job import JobInfo
@@ -13,7 +14,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.controller.events import ObjectRef
 from scheduler_core.controller.reclaim import ReclaimLoop, ReclaimOptions
 from scheduler_core.controller.rest import ApiError
-from tests.builders import Obj, node, pod, queue, snapshot
+from tests.builders import HELM_CONF, Obj, configuration, node, pod, queue, snapshot
 from tests.controller.reclaim_world import reclaim_conf
 
 
@@ -153,3 +154,21 @@ def test_the_last_evictions_are_kept_for_the_status_page_newest_first() -> None:
     dry = Harness(dry_run=True)
     dry.loop.run_once()
     assert recent_evictions(dry.loop)[0].reason.startswith("dry run: ")
+
+
+def test_a_new_configuration_is_used_from_the_next_cycle() -> None:
+    h = Harness()
+    h.loop.use_configuration(configuration(HELM_CONF, "enqueue, allocate"))
+    decision = h.loop.run_once()
+    assert decision is not None and decision.evictions == []
+    assert h.rest.posts == []
+
+
+def test_a_configuration_with_unusable_reclaim_arguments_is_refused_and_the_old_one_kept() -> None:
+    h = Harness()
+    before = h.loop.conf
+    with pytest.raises(ValueError, match=r"reclaim\.minRuntime"):
+        h.loop.use_configuration(reclaim_conf(**{"reclaim.minRuntime": "soon"}))
+    assert h.loop.conf is before
+    decision = h.loop.run_once()
+    assert decision is not None and len(decision.evictions) == 1

@@ -34,6 +34,7 @@ def test_the_cli_accepts_the_arguments(documents: list[Manifest]) -> None:
     assert args.assume_ttl == 30
     assert args.on_error == "fail"
     assert args.strict_conf is True  # a misspelt plugin stops the pod, not fair share
+    assert args.conf_reload_interval > 0  # an edited ConfigMap is followed
     # Never the token: kube-scheduler cannot send it (deploy/README.md).
     assert args.token_file is None
     assert args.metrics_auth is False
