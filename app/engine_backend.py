@@ -98,6 +98,8 @@ class EngineBackend:
         self.reclaim_loop: ReclaimLoop | None = None
         #: The watcher of --conf, when the configuration came from a file it follows.
         self.conf_watcher: ConfigurationWatcher | None = None
+        #: The parked-pod requeuer of a live cluster.
+        self.requeuer: Any = None
         self.accounting = QueueAccounting(
             state,
             conf,
@@ -114,6 +116,22 @@ class EngineBackend:
         self.registry: CollectorRegistry | None = (
             informers.registry if informers is not None else None
         )
+
+    def close(self) -> None:
+        """Stop every thread this backend started, writers first (the loop, the status writer,
+        the requeuer, then the controller, which releases a held lease) and the informers last:
+        what a process does at exit, for an embedding (tests, a second backend in one process)
+        that outlives it."""
+        for part in (
+            self.conf_watcher,
+            self.reclaim_loop,
+            self.status_writer,
+            self.requeuer,
+            self.controller,
+            self.informers,
+        ):
+            if part is not None:
+                part.stop()
 
     @property
     def api_client(self) -> Any:
@@ -365,7 +383,7 @@ def start_requeuer(backend: EngineBackend, informers: Any) -> None:
     """Parked pods go back to kube-scheduler once their queue would let them through."""
     from scheduler_core.controller.requeue import ParkedPodRequeuer
 
-    ParkedPodRequeuer(
+    backend.requeuer = ParkedPodRequeuer(
         backend.accounting,
         informers.api_client,
         registry=informers.registry,

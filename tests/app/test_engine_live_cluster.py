@@ -4,6 +4,7 @@ follow the cluster as the server streams events: nothing is polled, nothing is r
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -85,7 +86,7 @@ def backend(api: FakeApiServer, tmp_path: Path) -> Iterator[EngineBackend]:
     try:
         yield engine
     finally:
-        engine.informers.stop()
+        engine.close()
 
 
 def metric(client: httpx.Client, line_prefix: str) -> float | None:
@@ -143,4 +144,28 @@ def test_not_ready_until_the_volcano_crds_exist(api: FakeApiServer, tmp_path: Pa
             api.set_crd_installed("scheduling.volcano.sh", "podgroups", True)
             eventually(lambda: client.get("/readyz").status_code == 200, "ready once installed")
     finally:
-        engine.informers.stop()
+        engine.close()
+
+
+def test_close_stops_every_thread_the_live_backend_started(
+    api: FakeApiServer, tmp_path: Path
+) -> None:
+    before = {t.ident for t in threading.enumerate()}
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+    engine = backend_from_args(
+        build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig)])
+    )
+    eventually(lambda: engine.readiness()[0], "initial sync")
+    started = [
+        t  # the stand-in server's own request handlers are not the backend's
+        for t in threading.enumerate()
+        if t.ident not in before and "process_request_thread" not in t.name
+    ]
+    names = {t.name for t in started}
+    assert any(n.startswith("leader-election") for n in names), names
+    assert {"parked-pod-requeuer", "status-writer", "event-recorder"} <= names, names
+
+    engine.close()
+
+    still = [t.name for t in started if t.is_alive()]
+    assert still == [], f"threads left running after close(): {still}"

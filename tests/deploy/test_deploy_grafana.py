@@ -191,7 +191,7 @@ def _scrape_watching(tmp_path: Path) -> str:
             ):
                 return _drive_and_scrape(client, _pending_pod("a", "1"), ["n1"])
         finally:
-            backend.informers.stop()
+            backend.close()
 
 
 @pytest.fixture(scope="module")
