@@ -271,3 +271,38 @@ def test_dry_run_evicts_nothing_but_records_events(kube: Kube, reclaimer: Any) -
     assert sorted(kube.bound(ns)) == sorted(names)
     assert metric(loop, "queue_extender_reclaim_evictions_total", result="dry-run") >= 1
     assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
+
+
+def test_when_the_leader_is_killed_the_other_replica_takes_over_and_reclaims(
+    kube: Kube, reclaimer: Any, api: Any
+) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    fill(kube, ns, q1, 4, "a")
+    lease = f"e2e-reclaim-failover-{tag}"
+    replicas = [reclaimer(lease=lease, name="fo"), reclaimer(lease=lease, name="fo")]
+    wait_for(
+        lambda: sorted(metric(r, "queue_extender_leader") for r in replicas) == [0.0, 1.0],
+        30,
+        "one leader",
+    )
+    leader, follower = sorted(replicas, key=lambda r: -metric(r, "queue_extender_leader"))
+    leases = client.CoordinationV1Api(api)
+    leader.process.kill()  # SIGKILL: the lease is not released, the follower waits it out
+    last = leases.read_namespaced_lease(lease, "default")
+    # Starving only after the kill: whatever is reclaimed, the survivor reclaimed it.
+    for i in range(2):
+        kube.pod(ns, f"b{i}", queue=q2)
+    wait_for(lambda: metric(follower, "queue_extender_leader") == 1.0, 30, "the takeover")
+    taken = leases.read_namespaced_lease(lease, "default")
+    assert taken.spec.holder_identity != last.spec.holder_identity
+    # The Lease's own times: the lease duration (4 s) after the last renew the follower saw,
+    # give or take a retry period (1 s) and the machine's load.
+    gap = (taken.spec.acquire_time - last.spec.renew_time).total_seconds()
+    assert 4 - 1 <= gap <= 4 + 5, f"takeover {gap:.1f}s after the last renew"
+    wait_for(lambda: running_by_queue(kube, ns).get(q2, 0) >= 2, 60, "q2 to reach its share")
+    assert metric(follower, "queue_extender_reclaim_evictions_total", result="ok") == 2
+    counts = running_by_queue(kube, ns)
+    assert counts.get(q1, 0) == 2 and counts.get(q2, 0) == 2
