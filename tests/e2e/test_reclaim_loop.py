@@ -306,3 +306,31 @@ def test_when_the_leader_is_killed_the_other_replica_takes_over_and_reclaims(
     assert metric(follower, "queue_extender_reclaim_evictions_total", result="ok") == 2
     counts = running_by_queue(kube, ns)
     assert counts.get(q1, 0) == 2 and counts.get(q2, 0) == 2
+
+
+def test_the_freed_room_goes_to_the_starving_queue_not_to_the_overused_queues_waiting_pods(
+    kube: Kube, reclaimer: Any
+) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    fill(kube, ns, q1, 4, "a")
+    loop = reclaimer()
+    # Both queues ask at once, same priority, q1's waiting pods first in line: when the loop
+    # frees room, kube-scheduler has q1's pods to place as well as q2's.
+    waiting, starving = [], []
+    for i in range(2):
+        waiting.append(kube.pod(ns, f"w{i}", queue=q1))
+        starving.append(kube.pod(ns, f"b{i}", queue=q2))
+    waiting.append(kube.pod(ns, "w2", queue=q1))
+    wait_for(lambda: all(n in kube.bound(ns) for n in starving), 60, "q2's pods to be placed")
+    time.sleep(QUIET / 2)
+    bound = kube.bound(ns)
+    assert not [n for n in waiting if n in bound], bound
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 2
+    assert running_by_queue(kube, ns) == {q1: 2, q2: 2}
+    # q1's waiting pods were turned away by their queue's share once there was room (while
+    # every node was full kube-scheduler said only that, without asking the extender).
+    notes = {n: events(kube, ns, n) for n in waiting}
+    assert any("would exceed its deserved share" in m for ms in notes.values() for m in ms), notes
