@@ -11,6 +11,10 @@ Two phases per queue, queues in queue order:
    same job, one committed statement per task, stopping at the job's first failure.
 
 Preempt never crosses queues; taking from other queues is reclaim's job.
+
+The ``preempt.*`` rules of ``actions/util/reclaim_rules.py`` (off by default, as Volcano)
+are for a loop that really evicts: a pod under its minimum runtime is never a victim, a victim
+gang keeps minMember or goes whole, and the eviction limits hold per session.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import random
 
 from scheduler_core.actions.topology import find_candidates, select_candidate
 from scheduler_core.actions.util.predicate_helper import PREDICATE_ERROR_CACHE_KEY, PredicateHelper
+from scheduler_core.actions.util.reclaim_rules import ReclaimGuard, ReclaimRules
 from scheduler_core.actions.util.victims import (
     TaskFilter,
     inter_job_filter,
@@ -38,7 +43,7 @@ from scheduler_core.framework.fit import FitCode
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
 from scheduler_core.framework.session import Session
-from scheduler_core.framework.statement import Statement, StatementError
+from scheduler_core.framework.statement import Op, Statement, StatementError
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.actions.preempt")
@@ -121,6 +126,8 @@ class PreemptAction(Action):
         self.min_candidate_nodes_absolute = 1
         self.max_candidate_nodes_absolute = 100
         self.rng = random.Random()
+        self.rules = ReclaimRules()
+        self._guard: ReclaimGuard | None = None
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -143,6 +150,7 @@ class PreemptAction(Action):
         )
         seed = arguments.get_int(RANDOM_SEED_KEY, -1)
         self.rng = random.Random(seed) if seed >= 0 else random.Random()
+        self.rules = ReclaimRules.for_preempt(arguments)
 
     # --- Execute ------------------------------------------------------------------------
 
@@ -192,6 +200,7 @@ class PreemptAction(Action):
 
         queues = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in preemptors_map])
         helper = PredicateHelper(enable_error_cache=self.enable_predicate_error_cache)
+        self._guard = ReclaimGuard(ssn, self.rules)
 
         while not queues.empty():
             queue = queues.pop()
@@ -211,6 +220,9 @@ class PreemptAction(Action):
             preemptors = preemptors_map.get(queue.uid)
             if preemptors is None or preemptors.empty():
                 log.log(v(4), "No preemptors in Queue <%s>, break.", queue.name)
+                return
+            if self.guard(ssn).exhausted():
+                log.log(v(3), "Eviction limit reached, stop preempting.")
                 return
             preemptor_job = preemptors.pop()
             stmt = Statement(ssn)
@@ -237,8 +249,8 @@ class PreemptAction(Action):
                         preemptor.name,
                         err,
                     )
-            if ssn.job_pipelined(preemptor_job):
-                stmt.commit()
+            if ssn.job_pipelined(preemptor_job) and self._within_rules(ssn, stmt):
+                self._commit(ssn, stmt)
             else:
                 stmt.discard()
 
@@ -248,6 +260,8 @@ class PreemptAction(Action):
         for job in jobs:
             preemptors = _pending_tasks(ssn, job)
             while not preemptors.empty():
+                if self.guard(ssn).exhausted():
+                    return
                 preemptor = preemptors.pop()
                 stmt = Statement(ssn)
                 assigned, err = self.preempt(
@@ -261,10 +275,43 @@ class PreemptAction(Action):
                         preemptor.name,
                         err,
                     )
-                if not assigned:
+                if not assigned or not self._within_rules(ssn, stmt):
                     stmt.discard()
                     break
-                stmt.commit()
+                self._commit(ssn, stmt)
+
+    # --- the live rules -----------------------------------------------------------------
+
+    def guard(self, ssn: Session) -> ReclaimGuard:
+        if self._guard is None or self._guard.ssn is not ssn:
+            self._guard = ReclaimGuard(ssn, self.rules)
+        return self._guard
+
+    def _within_rules(self, ssn: Session, stmt: Statement) -> bool:
+        """The statement's evictions keep every victim gang whole or at minMember and stay
+        within the session's eviction limits (all off unless configured)."""
+        guard = self.guard(ssn)
+        victims = _evicted(stmt)
+        if not victims:
+            return True
+        if not guard.gangs_kept(victims) or guard.over_total(len(victims)):
+            return False
+        per_queue = guard.rules.max_evictions_per_queue
+        if per_queue > 0:
+            counts: dict[str, int] = {}
+            for task in victims:
+                queue = guard.queue_of(task)
+                counts[queue] = counts.get(queue, 0) + 1
+            for queue, count in counts.items():
+                if guard.committed_per_queue.get(queue, 0) + count > per_queue:
+                    return False
+        return True
+
+    def _commit(self, ssn: Session, stmt: Statement) -> None:
+        guard = self.guard(ssn)
+        queues = [guard.queue_of(t) for t in _evicted(stmt)]
+        stmt.commit()
+        guard.record(queues)
 
     # --- one preemptor ------------------------------------------------------------------
 
@@ -289,6 +336,9 @@ class PreemptAction(Action):
         # Volcano also drops nodes that allocate found UnschedulableAndUnresolvable for this
         # task; our session keeps no such record, and the preempt predicate below rejects
         # exactly those nodes again.
+        guard = self.guard(ssn)
+        if guard.check_runtime:
+            accept = _old_enough_only(accept, guard)
         all_nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
         nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
         if self.enable_topology_aware_preemption:
@@ -351,6 +401,9 @@ class PreemptAction(Action):
                 preemptor.name,
                 preemptor.init_resreq,
             )
+            if fits and not self.guard(ssn).gangs_kept(_evicted(node_stmt)):
+                log.log(v(3), "Victims on Node <%s> would break a gang", node.name)
+                fits = False
             if fits:
                 try:
                     node_stmt.pipeline(preemptor, node.name, not preempted.is_empty())
@@ -423,3 +476,16 @@ class PreemptAction(Action):
             return False, str(exc)
         stmt.merge(tmp)
         return True, None
+
+
+def _evicted(stmt: Statement) -> list[TaskInfo]:
+    return [o.task for o in stmt.operations if o.op is Op.EVICT]
+
+
+def _old_enough_only(accept: TaskFilter, guard: ReclaimGuard) -> TaskFilter:
+    """``accept`` less the pods under their minimum runtime."""
+
+    def accepted(task: TaskInfo) -> bool:
+        return accept(task) and guard.old_enough(task)
+
+    return accepted

@@ -16,8 +16,13 @@ from scheduler_core.actions.util.reclaim_rules import (
     KEEP_GANGS,
     MAX_EVICTIONS,
     MAX_EVICTIONS_PER_QUEUE,
+    MIN_RUNTIME,
     MINIMAL_VICTIMS,
     NO_BOUNDARY_VICTIMS,
+    PREEMPT_KEEP_GANGS,
+    PREEMPT_MAX_EVICTIONS,
+    PREEMPT_MAX_EVICTIONS_PER_QUEUE,
+    PREEMPT_MIN_RUNTIME,
     ReclaimRules,
     overused_dimensions,
     reclaimed_dimensions,
@@ -32,11 +37,16 @@ from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.registry import action_builder
 from scheduler_core.framework.session import QueueShare, Session
 
-#: The actions a cycle runs, when the configuration lists them. Enqueue changes nothing in
-#: the cluster; it admits waiting jobs within the session so reclaim considers them.
-#: Allocate (kube-scheduler binds) and preempt (kube-scheduler preempts by priority through
-#: the preempt verb) are not run: at 5,000 nodes each cost a minute per cycle.
-CYCLE_ACTIONS = ("enqueue", "reclaim")
+#: The actions a cycle runs, in this order, when the configuration lists them. Enqueue
+#: changes nothing in the cluster; it admits waiting jobs within the session so the others
+#: consider them. Preempt is for what kube-scheduler never starts: it preempts only for a
+#: pod of higher *pod* priority, so jobs of one queue ordered by their PodGroup's priority
+#: (or gang / drf job order) at equal pod priority would never displace each other.
+#: Allocate is not run: kube-scheduler binds.
+CYCLE_ACTIONS = ("enqueue", "preempt", "reclaim")
+
+#: The reclaim rules that also apply inside one queue, under the preempt action's prefix.
+_PREEMPT_RULES = {KEEP_GANGS: PREEMPT_KEEP_GANGS, MIN_RUNTIME: PREEMPT_MIN_RUNTIME}
 
 #: What the live loop turns on unless the configuration sets it explicitly.
 LIVE_RULES: dict[str, Any] = {
@@ -50,7 +60,11 @@ def live_configuration(
     conf: SchedulerConfiguration, *, max_evictions: int = 0, max_evictions_per_queue: int = 0
 ) -> SchedulerConfiguration:
     """``conf`` with the reclaim safety rules on (explicit arguments in ``conf`` win) and the
-    loop's eviction limits; raises ``ValueError`` when an argument cannot be used."""
+    loop's eviction limits; raises ``ValueError`` when an argument cannot be used.
+
+    Preempt gets the rules that apply inside a queue: gangs kept, the reclaim minimum
+    runtime unless ``preempt.minRuntime`` is set, and the same limits (one budget for the
+    whole cycle: the actions share the session's count)."""
     arguments = {**LIVE_RULES, **conf.action_arguments("reclaim")}
     if max_evictions:
         arguments[MAX_EVICTIONS] = max_evictions
@@ -58,11 +72,26 @@ def live_configuration(
         arguments[MAX_EVICTIONS_PER_QUEUE] = max_evictions_per_queue
     ReclaimRules.from_arguments(Arguments(arguments))
     configurations = {**conf.configurations, "reclaim": arguments}
+    if "preempt" in conf.actions:
+        preempt: dict[str, Any] = {
+            target: arguments[source]
+            for source, target in _PREEMPT_RULES.items()
+            if source in arguments
+        }
+        for source, target in (
+            (MAX_EVICTIONS, PREEMPT_MAX_EVICTIONS),
+            (MAX_EVICTIONS_PER_QUEUE, PREEMPT_MAX_EVICTIONS_PER_QUEUE),
+        ):
+            if arguments.get(source):
+                preempt[target] = arguments[source]
+        preempt.update(conf.action_arguments("preempt"))
+        ReclaimRules.for_preempt(Arguments(preempt))
+        configurations["preempt"] = preempt
     return replace(conf, configurations=configurations)
 
 
 def cycle_actions(conf: SchedulerConfiguration) -> list[str]:
-    return [name for name in conf.actions if name in CYCLE_ACTIONS]
+    return [name for name in CYCLE_ACTIONS if name in conf.actions]
 
 
 @dataclass(frozen=True, slots=True)

@@ -246,7 +246,8 @@ class ReclaimLoop:
         ref = ObjectRef(kind="Pod", name=victim.name, namespace=victim.namespace, uid=victim.uid)
         if self.options.dry_run:
             log.info("Would evict pod %s on node %s: %s", victim.key, planned.node, planned.rule)
-            self.recorder.record(ref, NORMAL, "WouldReclaim", f"dry run: {planned.rule}")
+            would = "WouldReclaim" if planned.action == "reclaim" else "WouldPreempt"
+            self.recorder.record(ref, NORMAL, would, f"dry run: {planned.rule}")
             return EvictionResult.DRY_RUN
         result = evict(self.rest, victim.namespace, victim.name, victim.uid)
         if result is EvictionResult.OK:
@@ -276,11 +277,11 @@ class ReclaimLoop:
             f"{verb} {len(evicted)} pod(s) of queue {first.victim_queue} ({victims}) on node "
             f"{first.preemptor_node} for this pod of queue {first.preemptor_queue}; {first.rule}"
         )
-        reason = (
-            "WouldReclaim"
-            if self.options.dry_run
-            else ("Reclaiming" if first.action == "reclaim" else "Preempting")
-        )
+        reclaim = first.action == "reclaim"
+        if self.options.dry_run:
+            reason = "WouldReclaim" if reclaim else "WouldPreempt"
+        else:
+            reason = "Reclaiming" if reclaim else "Preempting"
         self.recorder.record(ref, NORMAL, reason, note)
         if not self.options.dry_run:
             self.reserve(preemptor, job)
