@@ -334,3 +334,30 @@ def test_the_freed_room_goes_to_the_starving_queue_not_to_the_overused_queues_wa
     # every node was full kube-scheduler said only that, without asking the extender).
     notes = {n: events(kube, ns, n) for n in waiting}
     assert any("would exceed its deserved share" in m for ms in notes.values() for m in ms), notes
+
+
+def test_the_loop_preempts_inside_a_queue_where_kube_scheduler_never_would(
+    kube: Kube, reclaimer: Any
+) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1 = kube.queue(f"{tag}-q1")
+    urgent = kube.priority_class(f"{tag}-urgent", 1000)
+    kube.podgroup(ns, "batch", 1, q1)
+    fill(kube, ns, q1, 4, "a", group="batch")
+    # The urgent job outranks the batch job by its PodGroup's class; its pods carry no class
+    # of their own, so every pod has priority 0 and kube-scheduler preempts nothing.
+    kube.podgroup(ns, "urgent", 2, q1, priority_class=urgent)
+    loop = reclaimer()
+    urgent_pods = [kube.pod(ns, f"u{i}", queue=q1, group="urgent") for i in range(2)]
+    wait_for(lambda: all(n in kube.bound(ns) for n in urgent_pods), 60, "the urgent job to run")
+    time.sleep(QUIET / 2)
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 2
+    assert metric(loop, "volcano_eviction_transactions_total", action="preempt") == 1
+    assert metric(loop, "volcano_eviction_transactions_total", action="reclaim") == 0
+    assert sum(1 for n in kube.bound(ns) if n.startswith("a")) == 2
+    notes = [m for n in ("a0", "a1", "a2", "a3") for m in events(kube, ns, n)]
+    preempted = [m for m in notes if m.startswith("Preempted: ")]
+    assert len(preempted) == 2 and all(f"preempted within queue {q1}" in m for m in preempted)
+    assert any(m.startswith("Preempting: ") for n in urgent_pods for m in events(kube, ns, n))
