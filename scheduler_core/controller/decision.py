@@ -19,6 +19,7 @@ from scheduler_core.actions.util.reclaim_rules import (
     MIN_RUNTIME,
     MINIMAL_VICTIMS,
     NO_BOUNDARY_VICTIMS,
+    PREEMPT_EQUAL_PRIORITY_ONLY,
     PREEMPT_KEEP_GANGS,
     PREEMPT_MAX_EVICTIONS,
     PREEMPT_MAX_EVICTIONS_PER_QUEUE,
@@ -63,8 +64,9 @@ def live_configuration(
     loop's eviction limits; raises ``ValueError`` when an argument cannot be used.
 
     Preempt gets the rules that apply inside a queue: gangs kept, the reclaim minimum
-    runtime unless ``preempt.minRuntime`` is set, and the same limits (one budget for the
-    whole cycle: the actions share the session's count)."""
+    runtime unless ``preempt.minRuntime`` is set, the same limits (one budget for the
+    whole cycle: the actions share the session's count), and only what kube-scheduler never
+    preempts for (``preempt.equalPriorityOnly``)."""
     arguments = {**LIVE_RULES, **conf.action_arguments("reclaim")}
     if max_evictions:
         arguments[MAX_EVICTIONS] = max_evictions
@@ -78,6 +80,7 @@ def live_configuration(
             for source, target in _PREEMPT_RULES.items()
             if source in arguments
         }
+        preempt[PREEMPT_EQUAL_PRIORITY_ONLY] = True
         for source, target in (
             (MAX_EVICTIONS, PREEMPT_MAX_EVICTIONS),
             (MAX_EVICTIONS_PER_QUEUE, PREEMPT_MAX_EVICTIONS_PER_QUEUE),

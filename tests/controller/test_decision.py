@@ -266,3 +266,21 @@ def test_a_preempting_gang_that_would_pass_the_limit_waits() -> None:
         configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim"), max_evictions=1
     )
     assert decide(snapshot(one_queue_low_then_high()), capped).evictions == []
+
+
+def test_preempt_leaves_lower_pod_priority_victims_to_kube_scheduler() -> None:
+    # The urgent pods carry the class themselves: kube-scheduler preempts for them (through
+    # the preempt verb), so the loop must not race it.
+    objs = one_queue_low_then_high()
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("h"):
+            obj["spec"]["priorityClassName"] = "high"
+    volcano = configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim")
+    assert decide(snapshot(objs), volcano).evictions != []
+    assert decide(snapshot(objs), WITH_PREEMPT).evictions == []
+
+
+def test_a_preemptor_that_fits_idle_room_evicts_nothing() -> None:
+    objs = one_queue_low_then_high(high_pods=1)
+    objs.append(node("spare", cpu="2", memory="8Gi"))
+    assert decide(snapshot(objs), WITH_PREEMPT).evictions == []

@@ -31,7 +31,14 @@ through the action's arguments (``configurations: - name: reclaim``):
 The preempt action reads the rules that make sense inside one queue under its own prefix:
 ``preempt.keepGangs``, ``preempt.minRuntime``, ``preempt.maxEvictions`` and
 ``preempt.maxEvictionsPerQueue`` (a preemption moves nothing between queues, so there is no
-boundary to keep, and it already stops evicting as soon as the preemptor fits).
+boundary to keep, and it already stops evicting as soon as the preemptor fits), and one of its
+own:
+
+``preempt.equalPriorityOnly``
+    only what kube-scheduler never preempts for: a victim's pod priority is at least the
+    preemptor's (kube-scheduler evicts lower-priority pods itself, through the extender's
+    preempt verb; doing it here too would race it), and a preemptor that fits a node's idle
+    capacity evicts nothing (kube-scheduler will place it).
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ PREEMPT_KEEP_GANGS = "preempt.keepGangs"
 PREEMPT_MIN_RUNTIME = "preempt.minRuntime"
 PREEMPT_MAX_EVICTIONS = "preempt.maxEvictions"
 PREEMPT_MAX_EVICTIONS_PER_QUEUE = "preempt.maxEvictionsPerQueue"
+PREEMPT_EQUAL_PRIORITY_ONLY = "preempt.equalPriorityOnly"
 
 #: Rounding slack when comparing an allocation with a deserved share (milli-cpu, bytes).
 _SLACK = 1e-6
@@ -72,6 +80,7 @@ class ReclaimRules:
     min_runtime: float = 0.0
     max_evictions: int = 0
     max_evictions_per_queue: int = 0
+    equal_priority_only: bool = False
 
     @classmethod
     def from_arguments(cls, arguments: Arguments) -> ReclaimRules:
@@ -107,6 +116,8 @@ class ReclaimRules:
             min_runtime=min_runtime,
             max_evictions=limits[0],
             max_evictions_per_queue=limits[1],
+            equal_priority_only=not reclaim
+            and arguments.get_bool(PREEMPT_EQUAL_PRIORITY_ONLY, False),
         )
 
 
