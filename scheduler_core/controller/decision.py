@@ -124,9 +124,12 @@ class CycleDecision:
 def decide(
     snapshot: ClusterSnapshot, conf: SchedulerConfiguration, *, clone: bool = False
 ) -> CycleDecision:
-    """Run the configuration's evicting actions on ``snapshot`` (changed in place unless
-    ``clone``) and return the committed evictions, each with its rule."""
-    ssn = open_session(snapshot, conf, clone=clone)
+    """Run the configuration's evicting actions on ``snapshot`` (its jobs and nodes changed
+    in place unless ``clone``) and return the committed evictions, each with its rule.
+
+    The session copies a task before changing it, so ``snapshot`` may share its task objects
+    with the live cache (``snapshot.sharing_tasks``): they are never changed here."""
+    ssn = open_session(snapshot, conf, clone=clone, shared_tasks=True)
     result = CycleDecision()
     try:
         before = result.shares = {name: ssn.queue_share(q) for name, q in ssn.queues.items()}
@@ -161,6 +164,10 @@ def _planned(
     victim_job = ssn.jobs.get(victim.job)
     victim_queue = victim_job.queue if victim_job is not None else ""
     preemptor_job = ssn.jobs.get(preemptor.job) if preemptor is not None else None
+    if preemptor is not None and preemptor_job is not None:
+        # The session's own copy, placed where it was pipelined (an eviction may name the
+        # shared object it was asked for before the statement copied it).
+        preemptor = preemptor_job.tasks.get(preemptor.uid, preemptor)
     preemptor_queue = preemptor_job.queue if preemptor_job is not None else ""
     who = (
         f"{preemptor.key} of queue {preemptor_queue}" if preemptor is not None else "a waiting pod"
