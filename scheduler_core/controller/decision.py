@@ -119,6 +119,9 @@ class CycleDecision:
     latency_ms: dict[str, float] = field(default_factory=dict)
     #: every queue's allocation and deserved share as the cycle began
     shares: dict[str, QueueShare | None] = field(default_factory=dict)
+    #: Whether the same cluster could be decided otherwise later: a minimum runtime is set
+    #: somewhere, and a pod it protects now may have run long enough by then.
+    time_sensitive: bool = False
 
 
 def decide(
@@ -133,6 +136,7 @@ def decide(
     result = CycleDecision()
     try:
         before = result.shares = {name: ssn.queue_share(q) for name, q in ssn.queues.items()}
+        result.time_sensitive = _min_runtime_anywhere(ssn, conf)
         for name in cycle_actions(conf):
             builder = action_builder(name)
             if builder is None:
@@ -151,6 +155,22 @@ def decide(
     finally:
         close_session(ssn, update_phases=False)
     return result
+
+
+def _min_runtime_anywhere(ssn: Session, conf: SchedulerConfiguration) -> bool:
+    for action in ("reclaim", "preempt"):
+        if action in conf.actions:
+            rules = (
+                ReclaimRules.from_arguments if action == "reclaim" else ReclaimRules.for_preempt
+            )(Arguments(conf.action_arguments(action)))
+            if rules.min_runtime > 0:
+                return True
+    if any(q.min_runtime for q in ssn.queues.values()):
+        return True
+    return any(
+        job.min_runtime or any(t.min_runtime for t in job.tasks.values())
+        for job in ssn.jobs.values()
+    )
 
 
 def _planned(

@@ -10,6 +10,7 @@ jobs' and nodes' maps and sums is enough: a few dict copies per job and node, un
 from __future__ import annotations
 
 from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 
 
@@ -35,3 +36,11 @@ def loop_snapshot(state: ClusterState) -> ClusterSnapshot:
     """What one cycle decides on, taken with the state's lock held for the copy only."""
     with state.locked():
         return sharing_tasks(state.shared_snapshot())
+
+
+def anything_waiting(state: ClusterState) -> bool:
+    """Whether any pod waits to be placed. Preempt and reclaim evict only for a waiting pod,
+    so without one a cycle decides nothing, and need not copy anything to find that out."""
+    with state.locked():
+        jobs = state.shared_snapshot().jobs
+        return any(job.status_index.get(TaskStatus.PENDING) for job in jobs.values())
