@@ -135,6 +135,8 @@ class PreemptAction(Action):
         #: queue -> node name -> the Bound/Running tasks of the queue there, as the pass began
         self._by_queue: dict[str, dict[str, list[TaskInfo]]] | None = None
         self._idle: list[tuple[Resource, NodeInfo]] | None = None
+        #: starving jobs whose every pending task fits idle room: nothing to do for them
+        self._hopeless: set[str] = set()
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -173,8 +175,13 @@ class PreemptAction(Action):
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         under_request_by_queue: dict[str, list[JobInfo]] = {}
 
+        self._guard = ReclaimGuard(ssn, self.rules)
+        self._by_queue = self._idle = None
+        self._hopeless = set()
         for job in ssn.schedulable_jobs():
-            if job.is_pending():
+            # Starving first: both are pure checks, and most jobs are not starving while
+            # the gang validity check walks every task.
+            if job.is_pending() or not ssn.job_starving(job):
                 continue
             result = ssn.job_valid(job)
             if result is not None and not result.passed:
@@ -197,18 +204,20 @@ class PreemptAction(Action):
                     job.name,
                 )
                 continue
-            if not ssn.job_starving(job):
-                continue
             if job.queue not in preemptors_map:
                 preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
             preemptors_map[job.queue].push(job)
             under_request_by_queue.setdefault(job.queue, []).append(job)
+            if self.rules.equal_priority_only and self._all_fit_idle(ssn, job):
+                # Each of its tasks would fail at once and change nothing (idle room is
+                # judged as the pass began): neither phase can do anything for the job. It
+                # keeps its place in the queues, so every other job is taken in the same order.
+                self._hopeless.add(job.uid)
+                continue
             preemptor_tasks[job.uid] = _pending_tasks(ssn, job)
 
         queues = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in preemptors_map])
         helper = PredicateHelper(enable_error_cache=self.enable_predicate_error_cache)
-        self._guard = ReclaimGuard(ssn, self.rules)
-        self._by_queue = self._idle = None
 
         while not queues.empty():
             queue = queues.pop()
@@ -233,6 +242,8 @@ class PreemptAction(Action):
                 log.log(v(3), "Eviction limit reached, stop preempting.")
                 return
             preemptor_job = preemptors.pop()
+            if preemptor_job.uid in self._hopeless:
+                continue
             stmt = Statement(ssn)
             while True:
                 if not ssn.job_starving(preemptor_job):
@@ -266,6 +277,8 @@ class PreemptAction(Action):
         """Phase 2: a fresh look at each job's pending tasks; every success is committed on
         its own, the first failure ends the job."""
         for job in jobs:
+            if job.uid in self._hopeless:
+                continue
             preemptors = _pending_tasks(ssn, job)
             while not preemptors.empty():
                 if self.guard(ssn).exhausted():
@@ -310,6 +323,11 @@ class PreemptAction(Action):
             if need.less_equal(idle, ZERO) and ssn.predicate(task, node) is None:
                 return True
         return False
+
+    def _all_fit_idle(self, ssn: Session, job: JobInfo) -> bool:
+        return all(
+            self._fits_idle(ssn, t) for t in job.tasks_with(TaskStatus.PENDING) if not t.gated
+        )
 
     def _nodes_with_room(
         self, ssn: Session, preemptor: TaskInfo, accept: TaskFilter
