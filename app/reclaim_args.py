@@ -13,6 +13,7 @@ from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.controller.eviction import EvictionResult
 from scheduler_core.controller.reclaim import ReclaimLoop, ReclaimOptions
 from scheduler_core.controller.runtime import Controller
+from scheduler_core.controller.snapshot import anything_waiting, loop_snapshot
 
 
 def _positive_seconds(value: str) -> float:
@@ -109,7 +110,9 @@ def start_reclaim_loop(
         recorder=controller.recorder,
         is_leader=controller.is_leader,
         ready=lambda: bool(backend.readiness()[0]),
-        snapshot=state.snapshot,
+        snapshot=lambda: loop_snapshot(state),
+        waiting=lambda: anything_waiting(state),
+        version=lambda: state.version,
         task=task,
         reserve=backend.reserve,
         registry=controller.registry,

@@ -21,6 +21,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration, default_configuration, load_configuration
 from scheduler_core.controller.decision import decide, live_configuration
+from scheduler_core.controller.snapshot import loop_snapshot
 from scheduler_core.engine import close_session, open_session, run_session
 from scheduler_core.plugins.proportion import ProportionPlugin, water_fill
 
@@ -31,7 +32,7 @@ BENCHES: dict[str, str] = {
     "deserved-waterfill": "the deserved loop alone over the leaf queues with jobs",
     "accounting-rebuild": "the extender's accounting session (every plugin) on the live state",
     "reclaim-session": "run_session(snapshot, conf, ['reclaim']) over the whole cluster",
-    "reclaim-cycle": "the reclaim loop's cycle: private snapshot + decide() with the live rules",
+    "reclaim-cycle": "the reclaim loop's cycle: its snapshot + decide() with the live rules",
 }
 
 PROPORTION_ONLY = """\
@@ -306,8 +307,8 @@ def bench_reclaim(fixture: EngineFixture, budget: Budget) -> Measurement:
 
 
 def bench_reclaim_cycle(fixture: EngineFixture, budget: Budget) -> Measurement:
-    """What ``serve --reclaim`` does every second: copy the cluster under the lock, then
-    enqueue + reclaim with the live rules on the copy."""
+    """What ``serve --reclaim`` does every second: copy the cluster's jobs and nodes under
+    the lock (sharing the tasks), then enqueue + preempt + reclaim with the live rules."""
     state = fixture.state
     conf = live_configuration(fixture.conf)
     parts: dict[str, float] = {}
@@ -315,7 +316,7 @@ def bench_reclaim_cycle(fixture: EngineFixture, budget: Budget) -> Measurement:
 
     def call(_: int) -> None:
         started = time.perf_counter()
-        snapshot = state.snapshot()
+        snapshot = loop_snapshot(state)
         copied = time.perf_counter()
         decision = decide(snapshot, conf)
         parts["snapshot_ms"] = round((copied - started) * 1e3, 1)

@@ -11,6 +11,14 @@ Two phases per queue, queues in queue order:
    same job, one committed statement per task, stopping at the job's first failure.
 
 Preempt never crosses queues; taking from other queues is reclaim's job.
+
+The ``preempt.*`` rules of ``actions/util/reclaim_rules.py`` (off by default, as Volcano)
+are for a loop that really evicts: a pod under its minimum runtime is never a victim, a victim
+gang keeps minMember or goes whole, the eviction limits hold per session, and with
+``preempt.equalPriorityOnly`` only what kube-scheduler never preempts for is preempted (then
+only nodes holding enough acceptable victims are examined at all: the predicates and node
+scores over every node, per waiting task, are what made a preempt pass cost a minute at
+5,000 nodes).
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import random
 
 from scheduler_core.actions.topology import find_candidates, select_candidate
 from scheduler_core.actions.util.predicate_helper import PREDICATE_ERROR_CACHE_KEY, PredicateHelper
+from scheduler_core.actions.util.reclaim_rules import ReclaimGuard, ReclaimRules
 from scheduler_core.actions.util.victims import (
     TaskFilter,
     inter_job_filter,
@@ -32,13 +41,13 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
+from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus, preemptable_status
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import FitCode
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
 from scheduler_core.framework.session import Session
-from scheduler_core.framework.statement import Statement, StatementError
+from scheduler_core.framework.statement import Op, Statement, StatementError
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.actions.preempt")
@@ -121,6 +130,13 @@ class PreemptAction(Action):
         self.min_candidate_nodes_absolute = 1
         self.max_candidate_nodes_absolute = 100
         self.rng = random.Random()
+        self.rules = ReclaimRules()
+        self._guard: ReclaimGuard | None = None
+        #: queue -> node name -> the Bound/Running tasks of the queue there, as the pass began
+        self._by_queue: dict[str, dict[str, list[TaskInfo]]] | None = None
+        self._idle: list[tuple[Resource, NodeInfo]] | None = None
+        #: starving jobs whose every pending task fits idle room: nothing to do for them
+        self._hopeless: set[str] = set()
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -143,6 +159,7 @@ class PreemptAction(Action):
         )
         seed = arguments.get_int(RANDOM_SEED_KEY, -1)
         self.rng = random.Random(seed) if seed >= 0 else random.Random()
+        self.rules = ReclaimRules.for_preempt(arguments)
 
     # --- Execute ------------------------------------------------------------------------
 
@@ -158,8 +175,13 @@ class PreemptAction(Action):
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
         under_request_by_queue: dict[str, list[JobInfo]] = {}
 
+        self._guard = ReclaimGuard(ssn, self.rules)
+        self._by_queue = self._idle = None
+        self._hopeless = set()
         for job in ssn.schedulable_jobs():
-            if job.is_pending():
+            # Starving first: both are pure checks, and most jobs are not starving while
+            # the gang validity check walks every task.
+            if job.is_pending() or not ssn.job_starving(job):
                 continue
             result = ssn.job_valid(job)
             if result is not None and not result.passed:
@@ -182,12 +204,16 @@ class PreemptAction(Action):
                     job.name,
                 )
                 continue
-            if not ssn.job_starving(job):
-                continue
             if job.queue not in preemptors_map:
                 preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
             preemptors_map[job.queue].push(job)
             under_request_by_queue.setdefault(job.queue, []).append(job)
+            if self.rules.equal_priority_only and self._all_fit_idle(ssn, job):
+                # Each of its tasks would fail at once and change nothing (idle room is
+                # judged as the pass began): neither phase can do anything for the job. It
+                # keeps its place in the queues, so every other job is taken in the same order.
+                self._hopeless.add(job.uid)
+                continue
             preemptor_tasks[job.uid] = _pending_tasks(ssn, job)
 
         queues = PriorityQueue(ssn.queue_order_fn, [ssn.queues[q] for q in preemptors_map])
@@ -212,7 +238,12 @@ class PreemptAction(Action):
             if preemptors is None or preemptors.empty():
                 log.log(v(4), "No preemptors in Queue <%s>, break.", queue.name)
                 return
+            if self.guard(ssn).exhausted():
+                log.log(v(3), "Eviction limit reached, stop preempting.")
+                return
             preemptor_job = preemptors.pop()
+            if preemptor_job.uid in self._hopeless:
+                continue
             stmt = Statement(ssn)
             while True:
                 if not ssn.job_starving(preemptor_job):
@@ -237,8 +268,8 @@ class PreemptAction(Action):
                         preemptor.name,
                         err,
                     )
-            if ssn.job_pipelined(preemptor_job):
-                stmt.commit()
+            if ssn.job_pipelined(preemptor_job) and self._within_rules(ssn, stmt):
+                self._commit(ssn, stmt)
             else:
                 stmt.discard()
 
@@ -246,8 +277,12 @@ class PreemptAction(Action):
         """Phase 2: a fresh look at each job's pending tasks; every success is committed on
         its own, the first failure ends the job."""
         for job in jobs:
+            if job.uid in self._hopeless:
+                continue
             preemptors = _pending_tasks(ssn, job)
             while not preemptors.empty():
+                if self.guard(ssn).exhausted():
+                    return
                 preemptor = preemptors.pop()
                 stmt = Statement(ssn)
                 assigned, err = self.preempt(
@@ -261,10 +296,96 @@ class PreemptAction(Action):
                         preemptor.name,
                         err,
                     )
-                if not assigned:
+                if not assigned or not self._within_rules(ssn, stmt):
                     stmt.discard()
                     break
-                stmt.commit()
+                self._commit(ssn, stmt)
+
+    # --- the live rules -----------------------------------------------------------------
+
+    def guard(self, ssn: Session) -> ReclaimGuard:
+        if self._guard is None or self._guard.ssn is not ssn:
+            self._guard = ReclaimGuard(ssn, self.rules)
+        return self._guard
+
+    def _fits_idle(self, ssn: Session, task: TaskInfo) -> bool:
+        """Room for ``task`` on some node as the pass began (largest idle cpu first, so a full
+        cluster answers at once)."""
+        if self._idle is None:
+            self._idle = sorted(
+                ((n.future_idle(), n) for n in ssn.nodes.values()),
+                key=lambda pair: -pair[0].milli_cpu,
+            )
+        need = task.init_resreq
+        for idle, node in self._idle:
+            if idle.milli_cpu < need.milli_cpu:
+                return False
+            if need.less_equal(idle, ZERO) and ssn.predicate(task, node) is None:
+                return True
+        return False
+
+    def _all_fit_idle(self, ssn: Session, job: JobInfo) -> bool:
+        return all(
+            self._fits_idle(ssn, t) for t in job.tasks_with(TaskStatus.PENDING) if not t.gated
+        )
+
+    def _nodes_with_room(
+        self, ssn: Session, preemptor: TaskInfo, accept: TaskFilter
+    ) -> list[NodeInfo]:
+        """The nodes where evicting every acceptable task could make room for ``preemptor``
+        (a necessary condition of ``validate_victims``), in name order. Victims are of the
+        preemptor's queue, so only that queue's tasks are looked at."""
+        if self._by_queue is None:
+            self._by_queue = {}
+            for node in ssn.nodes.values():
+                for task in node.tasks.values():
+                    job = ssn.jobs.get(task.job)
+                    if job is not None and preemptable_status(task.status):
+                        per_node = self._by_queue.setdefault(job.queue, {})
+                        per_node.setdefault(node.name, []).append(task)
+        job = ssn.jobs.get(preemptor.job)
+        if job is None:
+            return []
+        need = preemptor.init_resreq
+        found = []
+        for name, tasks in self._by_queue.get(job.queue, {}).items():
+            node = ssn.nodes[name]
+            room = node.future_idle()
+            accepted = False
+            for task in tasks:
+                current = node.tasks.get(task.uid)
+                if current is not None and accept(current):
+                    room.add(current.resreq)
+                    accepted = True
+            if accepted and need.less_equal(room, ZERO):
+                found.append(node)
+        return sorted(found, key=lambda n: n.name)
+
+    def _within_rules(self, ssn: Session, stmt: Statement) -> bool:
+        """The statement's evictions keep every victim gang whole or at minMember and stay
+        within the session's eviction limits (all off unless configured)."""
+        guard = self.guard(ssn)
+        victims = _evicted(stmt)
+        if not victims:
+            return True
+        if not guard.gangs_kept(victims) or guard.over_total(len(victims)):
+            return False
+        per_queue = guard.rules.max_evictions_per_queue
+        if per_queue > 0:
+            counts: dict[str, int] = {}
+            for task in victims:
+                queue = guard.queue_of(task)
+                counts[queue] = counts.get(queue, 0) + 1
+            for queue, count in counts.items():
+                if guard.committed_per_queue.get(queue, 0) + count > per_queue:
+                    return False
+        return True
+
+    def _commit(self, ssn: Session, stmt: Statement) -> None:
+        guard = self.guard(ssn)
+        queues = [guard.queue_of(t) for t in _evicted(stmt)]
+        stmt.commit()
+        guard.record(queues)
 
     # --- one preemptor ------------------------------------------------------------------
 
@@ -289,7 +410,18 @@ class PreemptAction(Action):
         # Volcano also drops nodes that allocate found UnschedulableAndUnresolvable for this
         # task; our session keeps no such record, and the preempt predicate below rejects
         # exactly those nodes again.
-        all_nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
+        guard = self.guard(ssn)
+        if guard.check_runtime:
+            accept = _old_enough_only(accept, guard)
+        if self.rules.equal_priority_only:
+            if self._fits_idle(ssn, preemptor):
+                return False, "fits idle capacity: kube-scheduler will place it"
+            accept = _not_lower_priority(accept, preemptor)
+            all_nodes = self._nodes_with_room(ssn, preemptor, accept)
+            if not all_nodes:
+                return False, "no node holds enough victims of its priority or above"
+        else:
+            all_nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
         nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
         if self.enable_topology_aware_preemption:
             return self.topology_aware_preempt(ssn, stmt, preemptor, accept, nodes)
@@ -351,6 +483,9 @@ class PreemptAction(Action):
                 preemptor.name,
                 preemptor.init_resreq,
             )
+            if fits and not self.guard(ssn).gangs_kept(_evicted(node_stmt)):
+                log.log(v(3), "Victims on Node <%s> would break a gang", node.name)
+                fits = False
             if fits:
                 try:
                     node_stmt.pipeline(preemptor, node.name, not preempted.is_empty())
@@ -423,3 +558,25 @@ class PreemptAction(Action):
             return False, str(exc)
         stmt.merge(tmp)
         return True, None
+
+
+def _evicted(stmt: Statement) -> list[TaskInfo]:
+    return [o.task for o in stmt.operations if o.op is Op.EVICT]
+
+
+def _not_lower_priority(accept: TaskFilter, preemptor: TaskInfo) -> TaskFilter:
+    """``accept`` less the pods kube-scheduler would preempt for ``preemptor`` itself."""
+
+    def accepted(task: TaskInfo) -> bool:
+        return task.pod_priority >= preemptor.pod_priority and accept(task)
+
+    return accepted
+
+
+def _old_enough_only(accept: TaskFilter, guard: ReclaimGuard) -> TaskFilter:
+    """``accept`` less the pods under their minimum runtime."""
+
+    def accepted(task: TaskInfo) -> bool:
+        return accept(task) and guard.old_enough(task)
+
+    return accepted

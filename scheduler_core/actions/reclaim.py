@@ -61,6 +61,8 @@ class ReclaimAction(Action):
         self._guard: ReclaimGuard | None = None
         self._node_queues: dict[str, set[str]] = {}
         self._idle: list[tuple[Resource, NodeInfo]] | None = None
+        #: starving jobs whose every pending task fits idle room: nothing to do for them
+        self._hopeless: set[str] = set()
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -118,6 +120,12 @@ class ReclaimAction(Action):
                 if job.queue not in preemptors_map:
                     preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
                 preemptors_map[job.queue].push(job)
+                if self.rules.minimal_victims and self._all_fit_idle(ssn, job):
+                    # Each of its tasks would stop at the idle-room check and change
+                    # nothing (idle room is judged once, before any eviction): no task
+                    # order is needed. It keeps its place so that the others' order holds.
+                    self._hopeless.add(job.uid)
+                    continue
                 preemptor_tasks[job.uid] = PriorityQueue(
                     ssn.task_order_fn,
                     [t for t in job.tasks_with(TaskStatus.PENDING) if not t.gated],
@@ -147,7 +155,8 @@ class ReclaimAction(Action):
                 job = jobs.pop()
                 guard.new_job()
                 stmt = Statement(ssn)
-                self._reclaim_for_job(ssn, stmt, queue, job, preemptor_tasks, helper)
+                if job.uid not in self._hopeless:
+                    self._reclaim_for_job(ssn, stmt, queue, job, preemptor_tasks, helper)
                 victim_queues = _victim_queues(ssn, stmt)
                 if ssn.job_pipelined(job) and not guard.over_total(len(victim_queues)):
                     stmt.commit()
@@ -336,6 +345,11 @@ class ReclaimAction(Action):
             if need.less_equal(idle, ZERO) and ssn.predicate(task, node) is None:
                 return True
         return False
+
+    def _all_fit_idle(self, ssn: Session, job: JobInfo) -> bool:
+        return all(
+            self._fits_idle(ssn, t) for t in job.tasks_with(TaskStatus.PENDING) if not t.gated
+        )
 
     def _queues_on(self, ssn: Session, node: NodeInfo) -> set[str]:
         """Queues with a Running task on ``node`` as the session opened: a session only

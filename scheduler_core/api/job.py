@@ -230,6 +230,7 @@ class JobInfo:
             preemptable=self.preemptable,
             creation_timestamp=self.creation_timestamp,
             synthesized=self.synthesized,
+            min_runtime=self.min_runtime,
             tasks=dict(self.tasks),
             status_index={status: dict(bucket) for status, bucket in self.status_index.items()},
             allocated=self.allocated.clone(),

@@ -16,8 +16,14 @@ from scheduler_core.actions.util.reclaim_rules import (
     KEEP_GANGS,
     MAX_EVICTIONS,
     MAX_EVICTIONS_PER_QUEUE,
+    MIN_RUNTIME,
     MINIMAL_VICTIMS,
     NO_BOUNDARY_VICTIMS,
+    PREEMPT_EQUAL_PRIORITY_ONLY,
+    PREEMPT_KEEP_GANGS,
+    PREEMPT_MAX_EVICTIONS,
+    PREEMPT_MAX_EVICTIONS_PER_QUEUE,
+    PREEMPT_MIN_RUNTIME,
     ReclaimRules,
     overused_dimensions,
     reclaimed_dimensions,
@@ -32,11 +38,16 @@ from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.registry import action_builder
 from scheduler_core.framework.session import QueueShare, Session
 
-#: The actions a cycle runs, when the configuration lists them. Enqueue changes nothing in
-#: the cluster; it admits waiting jobs within the session so reclaim considers them.
-#: Allocate (kube-scheduler binds) and preempt (kube-scheduler preempts by priority through
-#: the preempt verb) are not run: at 5,000 nodes each cost a minute per cycle.
-CYCLE_ACTIONS = ("enqueue", "reclaim")
+#: The actions a cycle runs, in this order, when the configuration lists them. Enqueue
+#: changes nothing in the cluster; it admits waiting jobs within the session so the others
+#: consider them. Preempt is for what kube-scheduler never starts: it preempts only for a
+#: pod of higher *pod* priority, so jobs of one queue ordered by their PodGroup's priority
+#: (or gang / drf job order) at equal pod priority would never displace each other.
+#: Allocate is not run: kube-scheduler binds.
+CYCLE_ACTIONS = ("enqueue", "preempt", "reclaim")
+
+#: The reclaim rules that also apply inside one queue, under the preempt action's prefix.
+_PREEMPT_RULES = {KEEP_GANGS: PREEMPT_KEEP_GANGS, MIN_RUNTIME: PREEMPT_MIN_RUNTIME}
 
 #: What the live loop turns on unless the configuration sets it explicitly.
 LIVE_RULES: dict[str, Any] = {
@@ -50,7 +61,12 @@ def live_configuration(
     conf: SchedulerConfiguration, *, max_evictions: int = 0, max_evictions_per_queue: int = 0
 ) -> SchedulerConfiguration:
     """``conf`` with the reclaim safety rules on (explicit arguments in ``conf`` win) and the
-    loop's eviction limits; raises ``ValueError`` when an argument cannot be used."""
+    loop's eviction limits; raises ``ValueError`` when an argument cannot be used.
+
+    Preempt gets the rules that apply inside a queue: gangs kept, the reclaim minimum
+    runtime unless ``preempt.minRuntime`` is set, the same limits (one budget for the
+    whole cycle: the actions share the session's count), and only what kube-scheduler never
+    preempts for (``preempt.equalPriorityOnly``)."""
     arguments = {**LIVE_RULES, **conf.action_arguments("reclaim")}
     if max_evictions:
         arguments[MAX_EVICTIONS] = max_evictions
@@ -58,11 +74,27 @@ def live_configuration(
         arguments[MAX_EVICTIONS_PER_QUEUE] = max_evictions_per_queue
     ReclaimRules.from_arguments(Arguments(arguments))
     configurations = {**conf.configurations, "reclaim": arguments}
+    if "preempt" in conf.actions:
+        preempt: dict[str, Any] = {
+            target: arguments[source]
+            for source, target in _PREEMPT_RULES.items()
+            if source in arguments
+        }
+        preempt[PREEMPT_EQUAL_PRIORITY_ONLY] = True
+        for source, target in (
+            (MAX_EVICTIONS, PREEMPT_MAX_EVICTIONS),
+            (MAX_EVICTIONS_PER_QUEUE, PREEMPT_MAX_EVICTIONS_PER_QUEUE),
+        ):
+            if arguments.get(source):
+                preempt[target] = arguments[source]
+        preempt.update(conf.action_arguments("preempt"))
+        ReclaimRules.for_preempt(Arguments(preempt))
+        configurations["preempt"] = preempt
     return replace(conf, configurations=configurations)
 
 
 def cycle_actions(conf: SchedulerConfiguration) -> list[str]:
-    return [name for name in conf.actions if name in CYCLE_ACTIONS]
+    return [name for name in CYCLE_ACTIONS if name in conf.actions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,17 +119,24 @@ class CycleDecision:
     latency_ms: dict[str, float] = field(default_factory=dict)
     #: every queue's allocation and deserved share as the cycle began
     shares: dict[str, QueueShare | None] = field(default_factory=dict)
+    #: Whether the same cluster could be decided otherwise later: a minimum runtime is set
+    #: somewhere, and a pod it protects now may have run long enough by then.
+    time_sensitive: bool = False
 
 
 def decide(
     snapshot: ClusterSnapshot, conf: SchedulerConfiguration, *, clone: bool = False
 ) -> CycleDecision:
-    """Run the configuration's evicting actions on ``snapshot`` (changed in place unless
-    ``clone``) and return the committed evictions, each with its rule."""
-    ssn = open_session(snapshot, conf, clone=clone)
+    """Run the configuration's evicting actions on ``snapshot`` (its jobs and nodes changed
+    in place unless ``clone``) and return the committed evictions, each with its rule.
+
+    The session copies a task before changing it, so ``snapshot`` may share its task objects
+    with the live cache (``snapshot.sharing_tasks``): they are never changed here."""
+    ssn = open_session(snapshot, conf, clone=clone, shared_tasks=True)
     result = CycleDecision()
     try:
         before = result.shares = {name: ssn.queue_share(q) for name, q in ssn.queues.items()}
+        result.time_sensitive = _min_runtime_anywhere(ssn, conf)
         for name in cycle_actions(conf):
             builder = action_builder(name)
             if builder is None:
@@ -118,6 +157,22 @@ def decide(
     return result
 
 
+def _min_runtime_anywhere(ssn: Session, conf: SchedulerConfiguration) -> bool:
+    for action in ("reclaim", "preempt"):
+        if action in conf.actions:
+            rules = (
+                ReclaimRules.from_arguments if action == "reclaim" else ReclaimRules.for_preempt
+            )(Arguments(conf.action_arguments(action)))
+            if rules.min_runtime > 0:
+                return True
+    if any(q.min_runtime for q in ssn.queues.values()):
+        return True
+    return any(
+        job.min_runtime or any(t.min_runtime for t in job.tasks.values())
+        for job in ssn.jobs.values()
+    )
+
+
 def _planned(
     ssn: Session,
     victim: TaskInfo,
@@ -129,6 +184,10 @@ def _planned(
     victim_job = ssn.jobs.get(victim.job)
     victim_queue = victim_job.queue if victim_job is not None else ""
     preemptor_job = ssn.jobs.get(preemptor.job) if preemptor is not None else None
+    if preemptor is not None and preemptor_job is not None:
+        # The session's own copy, placed where it was pipelined (an eviction may name the
+        # shared object it was asked for before the statement copied it).
+        preemptor = preemptor_job.tasks.get(preemptor.uid, preemptor)
     preemptor_queue = preemptor_job.queue if preemptor_job is not None else ""
     who = (
         f"{preemptor.key} of queue {preemptor_queue}" if preemptor is not None else "a waiting pod"

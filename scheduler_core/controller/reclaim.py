@@ -97,7 +97,8 @@ class ReclaimMetrics:
         )
         self.skipped = Counter(
             "queue_extender_reclaim_cycles_skipped",
-            "Cycles not run, by reason (not-leader, not-synced, awaiting-informers, error).",
+            "Cycles not run, by reason (not-leader, not-synced, awaiting-informers, "
+            "nothing-waiting, unchanged, error).",
             ["reason"],
             registry=registry,
         )
@@ -124,6 +125,8 @@ class ReclaimLoop:
         reserve: Callable[[TaskInfo, JobInfo], None],
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
+        waiting: Callable[[], bool] | None = None,
+        version: Callable[[], int] | None = None,
     ) -> None:
         self.options = options
         self.conf = self.live(conf)
@@ -136,6 +139,11 @@ class ReclaimLoop:
         self.reserve = reserve
         self.metrics = ReclaimMetrics(registry)
         self.clock = clock
+        self.waiting = waiting
+        self.version = version
+        #: The cluster's version when a cycle last decided nothing and no time-based rule
+        #: could change that: the same cluster needs no second look.
+        self._quiet_at: int | None = None
         self.cycles = 0
         #: pod key -> (uid, deadline): evicted, not yet seen leaving by the cache
         self._unconfirmed: dict[str, tuple[str, float]] = {}
@@ -161,6 +169,7 @@ class ReclaimLoop:
         in progress finishes with the configuration it started with); raises ``ValueError``,
         keeping the current one, when its reclaim arguments cannot be used."""
         self.conf = self.live(conf)
+        self._quiet_at = None
 
     # --- thread -------------------------------------------------------------------------
 
@@ -186,9 +195,11 @@ class ReclaimLoop:
     # --- one cycle ----------------------------------------------------------------------
 
     def run_once(self) -> CycleDecision | None:
-        """One cycle; None when it did not run (not leading, not synced, waiting)."""
+        """One cycle; None when it did not run (not leading, not synced, waiting, or nothing
+        that could be decided otherwise than last time)."""
         if not self.is_leader():
             self.metrics.skipped.labels("not-leader").inc()
+            self._quiet_at = None
             return None
         if not self.ready():
             self.metrics.skipped.labels("not-synced").inc()
@@ -196,8 +207,17 @@ class ReclaimLoop:
         if self._awaiting_informers():
             self.metrics.skipped.labels("awaiting-informers").inc()
             return None
+        if self.waiting is not None and not self.waiting():
+            self.metrics.skipped.labels("nothing-waiting").inc()
+            return None
+        version = self.version() if self.version is not None else None
+        if version is not None and version == self._quiet_at:
+            self.metrics.skipped.labels("unchanged").inc()
+            return None
         started = time.perf_counter()
         decision = decide(self.snapshot(), self.conf)
+        quiet = not decision.evictions and not decision.time_sensitive
+        self._quiet_at = version if quiet else None
         for action, ms in decision.latency_ms.items():
             self.metrics.latency.labels(action).observe(ms)
         self.metrics.victims.set(len(decision.evictions))
@@ -246,7 +266,8 @@ class ReclaimLoop:
         ref = ObjectRef(kind="Pod", name=victim.name, namespace=victim.namespace, uid=victim.uid)
         if self.options.dry_run:
             log.info("Would evict pod %s on node %s: %s", victim.key, planned.node, planned.rule)
-            self.recorder.record(ref, NORMAL, "WouldReclaim", f"dry run: {planned.rule}")
+            would = "WouldReclaim" if planned.action == "reclaim" else "WouldPreempt"
+            self.recorder.record(ref, NORMAL, would, f"dry run: {planned.rule}")
             return EvictionResult.DRY_RUN
         result = evict(self.rest, victim.namespace, victim.name, victim.uid)
         if result is EvictionResult.OK:
@@ -276,11 +297,11 @@ class ReclaimLoop:
             f"{verb} {len(evicted)} pod(s) of queue {first.victim_queue} ({victims}) on node "
             f"{first.preemptor_node} for this pod of queue {first.preemptor_queue}; {first.rule}"
         )
-        reason = (
-            "WouldReclaim"
-            if self.options.dry_run
-            else ("Reclaiming" if first.action == "reclaim" else "Preempting")
-        )
+        reclaim = first.action == "reclaim"
+        if self.options.dry_run:
+            reason = "WouldReclaim" if reclaim else "WouldPreempt"
+        else:
+            reason = "Reclaiming" if reclaim else "Preempting"
         self.recorder.record(ref, NORMAL, reason, note)
         if not self.options.dry_run:
             self.reserve(preemptor, job)

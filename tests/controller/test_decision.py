@@ -6,9 +6,23 @@ from typing import Any
 
 import pytest
 
+from scheduler_core.actions.preempt import PreemptAction
+from scheduler_core.actions.util.reclaim_rules import ReclaimGuard, ReclaimRules
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.controller.decision import decide, live_configuration
-from tests.builders import Obj, node, pod, podgroup, queue, snapshot
+from scheduler_core.framework.arguments import Arguments
+from tests.builders import (
+    HELM_CONF,
+    Obj,
+    configuration,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    queue,
+    session,
+    snapshot,
+)
 from tests.controller.reclaim_world import World, reclaim_conf
 
 LIVE = live_configuration(reclaim_conf())
@@ -160,3 +174,113 @@ def test_a_bad_argument_is_a_one_line_error() -> None:
         live_configuration(reclaim_conf(**{"reclaim.minRuntime": "soon"}))
     with pytest.raises(ValueError, match=r"reclaim\.maxEvictions"):
         live_configuration(reclaim_conf(**{"reclaim.maxEvictions": -1}))
+
+
+# --- preempt, when the configuration lists it -------------------------------------------------
+
+WITH_PREEMPT = live_configuration(configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim"))
+
+
+def one_queue_low_then_high(low_min: int = 1, high_pods: int = 2, **low: Any) -> list[Obj]:
+    """One queue; a low PodGroup fills two 2-cpu nodes, then a PodGroup of a higher priority
+    class asks for ``high_pods`` (gang of all of them). Every pod has the same (zero) pod
+    priority: kube-scheduler would never preempt here."""
+    objs: list[Obj] = [node(f"n{i}", cpu="2", memory="8Gi") for i in range(2)]
+    objs += [queue("q1"), priority_class("high", 1000)]
+    objs += [
+        podgroup("low", low_min, queue="q1"),
+        podgroup("high", high_pods, queue="q1", priority_class="high", phase="Inqueue"),
+    ]
+    objs += [
+        pod(
+            f"a{i}",
+            queue="q1",
+            group="low",
+            node_name=f"n{i // 2}",
+            started=low.get("started", "2024-01-01T00:00:00Z"),
+        )
+        for i in range(4)
+    ]
+    objs += [pod(f"h{i}", queue="q1", group="high") for i in range(high_pods)]
+    return objs
+
+
+def test_preempt_runs_between_jobs_of_one_queue_at_equal_pod_priority() -> None:
+    decision = decide(snapshot(one_queue_low_then_high()), WITH_PREEMPT)
+    assert len(decision.evictions) == 2
+    assert {e.action for e in decision.evictions} == {"preempt"}
+    assert {e.victim.name[0] for e in decision.evictions} == {"a"}
+    assert all(e.rule.startswith("preempted within queue q1 for ns/h") for e in decision.evictions)
+    assert set(decision.latency_ms) == {"enqueue", "preempt", "reclaim"}
+    # Not listed, not run: the same cluster under a configuration without preempt.
+    assert decide(snapshot(one_queue_low_then_high()), LIVE).evictions == []
+
+
+@pytest.mark.parametrize("key", ["reclaim.minRuntime", "preempt.minRuntime"])
+def test_preempt_spares_a_pod_under_its_minimum_runtime(key: str) -> None:
+    action = key.split(".")[0]
+    conf = live_configuration(
+        configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim", {action: {key: "1h"}})
+    )
+    young = one_queue_low_then_high(started="2999-01-01T00:00:00Z")
+    assert decide(snapshot(young), conf).evictions == []
+    assert len(decide(snapshot(one_queue_low_then_high()), conf).evictions) == 2
+
+
+def test_preempt_never_leaves_a_victim_gang_below_min_member() -> None:
+    # The low gang (minMember 4) spans both nodes: no node can give it up whole.
+    assert decide(snapshot(one_queue_low_then_high(low_min=4)), WITH_PREEMPT).evictions == []
+    volcano = configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim")
+    assert decide(snapshot(one_queue_low_then_high(low_min=4)), volcano).evictions != []
+
+
+def test_preempt_and_reclaim_share_the_cycles_eviction_limit() -> None:
+    # What preempt committed in the session counts against reclaim's budget.
+    conf = live_configuration(
+        configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim"), max_evictions=1
+    )
+    ssn = session(one_queue_low_then_high(high_pods=1), conf)
+    preempt = PreemptAction()
+    preempt.initialize(Arguments(conf.action_arguments("preempt")))
+    preempt.execute(ssn)
+    assert len(ssn.evictions) == 1
+    guard = ReclaimGuard(
+        ssn, ReclaimRules.from_arguments(Arguments(conf.action_arguments("reclaim")))
+    )
+    assert guard.exhausted() and guard.committed_per_queue == {"q1": 1}
+    # Over a few clusters and limits: never more evictions in a cycle than the limit.
+    for high_pods in (1, 2):
+        for cpu in ("1", "2"):
+            objs = one_queue_low_then_high(high_pods=high_pods)
+            objs += [queue("q2"), pod("b0", queue="q2", cpu=cpu)]
+            for limit in (1, 2):
+                capped = live_configuration(
+                    configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim"),
+                    max_evictions=limit,
+                )
+                assert len(decide(snapshot(objs), capped).evictions) <= limit
+
+
+def test_a_preempting_gang_that_would_pass_the_limit_waits() -> None:
+    capped = live_configuration(
+        configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim"), max_evictions=1
+    )
+    assert decide(snapshot(one_queue_low_then_high()), capped).evictions == []
+
+
+def test_preempt_leaves_lower_pod_priority_victims_to_kube_scheduler() -> None:
+    # The urgent pods carry the class themselves: kube-scheduler preempts for them (through
+    # the preempt verb), so the loop must not race it.
+    objs = one_queue_low_then_high()
+    for obj in objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("h"):
+            obj["spec"]["priorityClassName"] = "high"
+    volcano = configuration(HELM_CONF, "enqueue, allocate, preempt, reclaim")
+    assert decide(snapshot(objs), volcano).evictions != []
+    assert decide(snapshot(objs), WITH_PREEMPT).evictions == []
+
+
+def test_a_preemptor_that_fits_idle_room_evicts_nothing() -> None:
+    objs = one_queue_low_then_high(high_pods=1)
+    objs.append(node("spare", cpu="2", memory="8Gi"))
+    assert decide(snapshot(objs), WITH_PREEMPT).evictions == []

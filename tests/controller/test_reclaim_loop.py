@@ -172,3 +172,41 @@ def test_a_configuration_with_unusable_reclaim_arguments_is_refused_and_the_old_
     assert h.loop.conf is before
     decision = h.loop.run_once()
     assert decision is not None and len(decision.evictions) == 1
+
+
+def skipped(h: Harness, reason: str) -> float:
+    return h.loop.metrics.skipped.labels(reason)._value.get()
+
+
+def test_with_nothing_waiting_a_cycle_copies_and_decides_nothing() -> None:
+    h = Harness()
+    waiting = [False]
+    taken: list[int] = []
+    h.loop.waiting = lambda: waiting[0]
+    copy = h.loop.snapshot
+    h.loop.snapshot = lambda: taken.append(1) or copy()  # type: ignore[func-returns-value]
+    assert h.loop.run_once() is None and taken == [] and skipped(h, "nothing-waiting") == 1
+    waiting[0] = True
+    assert h.loop.run_once() is not None and taken == [1]
+
+
+def test_an_unchanged_cluster_that_decided_nothing_is_not_decided_again() -> None:
+    h = Harness()
+    h.objs = [o for o in h.objs if o["metadata"]["name"] != "a0"]  # q2's pod fits: no eviction
+    version = [7]
+    h.loop.version = lambda: version[0]
+    assert h.loop.run_once() is not None
+    assert h.loop.run_once() is None and skipped(h, "unchanged") == 1
+    version[0] = 8  # anything changed: decide again
+    assert h.loop.run_once() is not None
+
+
+def test_a_minimum_runtime_keeps_an_unchanged_cluster_under_review() -> None:
+    # The pods are too young now; with time alone they become victims, so every cycle looks.
+    h = Harness()
+    for obj in h.objs:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("a"):
+            obj["metadata"]["annotations"]["kube-queue-extender.io/min-runtime"] = "1000000h"
+    h.loop.version = lambda: 7
+    assert h.loop.run_once() is not None and h.rest.posts == []
+    assert h.loop.run_once() is not None and skipped(h, "unchanged") == 0

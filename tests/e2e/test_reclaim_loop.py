@@ -67,6 +67,14 @@ def metric(extender: Extender, name: str, **labels: str) -> float:
     return 0.0
 
 
+def looks(extender: Extender) -> float:
+    """Cycles that decided, plus those that saw the cluster as it was when one last decided
+    nothing (a second decision on it would be the same)."""
+    return metric(extender, "queue_extender_reclaim_cycle_seconds_count") + metric(
+        extender, "queue_extender_reclaim_cycles_skipped_total", reason="unchanged"
+    )
+
+
 def queue_of(pod: Any) -> str:
     return str((pod.metadata.annotations or {}).get("scheduling.volcano.sh/queue-name", ""))
 
@@ -140,7 +148,7 @@ def test_a_queue_that_does_not_lend_is_never_touched(kube: Kube, reclaimer: Any)
     names = fill(kube, ns, q1, 4, "a")
     loop = reclaimer()
     kube.pod(ns, "b0", queue=q2)
-    wait_for(lambda: metric(loop, "queue_extender_reclaim_cycle_seconds_count") >= 5, 30, "cycles")
+    wait_for(lambda: looks(loop) >= 5, 30, "cycles")
     assert sorted(kube.bound(ns)) == sorted(names)
 
 
@@ -271,3 +279,93 @@ def test_dry_run_evicts_nothing_but_records_events(kube: Kube, reclaimer: Any) -
     assert sorted(kube.bound(ns)) == sorted(names)
     assert metric(loop, "queue_extender_reclaim_evictions_total", result="dry-run") >= 1
     assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
+
+
+def test_when_the_leader_is_killed_the_other_replica_takes_over_and_reclaims(
+    kube: Kube, reclaimer: Any, api: Any
+) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    fill(kube, ns, q1, 4, "a")
+    lease = f"e2e-reclaim-failover-{tag}"
+    replicas = [reclaimer(lease=lease, name="fo"), reclaimer(lease=lease, name="fo")]
+    wait_for(
+        lambda: sorted(metric(r, "queue_extender_leader") for r in replicas) == [0.0, 1.0],
+        30,
+        "one leader",
+    )
+    leader, follower = sorted(replicas, key=lambda r: -metric(r, "queue_extender_leader"))
+    leases = client.CoordinationV1Api(api)
+    leader.process.kill()  # SIGKILL: the lease is not released, the follower waits it out
+    last = leases.read_namespaced_lease(lease, "default")
+    # Starving only after the kill: whatever is reclaimed, the survivor reclaimed it.
+    for i in range(2):
+        kube.pod(ns, f"b{i}", queue=q2)
+    wait_for(lambda: metric(follower, "queue_extender_leader") == 1.0, 30, "the takeover")
+    taken = leases.read_namespaced_lease(lease, "default")
+    assert taken.spec.holder_identity != last.spec.holder_identity
+    # The Lease's own times: the lease duration (4 s) after the last renew the follower saw,
+    # give or take a retry period (1 s) and the machine's load.
+    gap = (taken.spec.acquire_time - last.spec.renew_time).total_seconds()
+    assert 4 - 1 <= gap <= 4 + 5, f"takeover {gap:.1f}s after the last renew"
+    wait_for(lambda: running_by_queue(kube, ns).get(q2, 0) >= 2, 60, "q2 to reach its share")
+    assert metric(follower, "queue_extender_reclaim_evictions_total", result="ok") == 2
+    counts = running_by_queue(kube, ns)
+    assert counts.get(q1, 0) == 2 and counts.get(q2, 0) == 2
+
+
+def test_the_freed_room_goes_to_the_starving_queue_not_to_the_overused_queues_waiting_pods(
+    kube: Kube, reclaimer: Any
+) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    fill(kube, ns, q1, 4, "a")
+    loop = reclaimer()
+    # Both queues ask at once, same priority, q1's waiting pods first in line: when the loop
+    # frees room, kube-scheduler has q1's pods to place as well as q2's.
+    waiting, starving = [], []
+    for i in range(2):
+        waiting.append(kube.pod(ns, f"w{i}", queue=q1))
+        starving.append(kube.pod(ns, f"b{i}", queue=q2))
+    waiting.append(kube.pod(ns, "w2", queue=q1))
+    wait_for(lambda: all(n in kube.bound(ns) for n in starving), 60, "q2's pods to be placed")
+    time.sleep(QUIET / 2)
+    bound = kube.bound(ns)
+    assert not [n for n in waiting if n in bound], bound
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 2
+    assert running_by_queue(kube, ns) == {q1: 2, q2: 2}
+    # q1's waiting pods were turned away by their queue's share once there was room (while
+    # every node was full kube-scheduler said only that, without asking the extender).
+    notes = {n: events(kube, ns, n) for n in waiting}
+    assert any("would exceed its deserved share" in m for ms in notes.values() for m in ms), notes
+
+
+def test_the_loop_preempts_inside_a_queue_where_kube_scheduler_never_would(
+    kube: Kube, reclaimer: Any
+) -> None:
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1 = kube.queue(f"{tag}-q1")
+    urgent = kube.priority_class(f"{tag}-urgent", 1000)
+    kube.podgroup(ns, "batch", 1, q1)
+    fill(kube, ns, q1, 4, "a", group="batch")
+    # The urgent job outranks the batch job by its PodGroup's class; its pods carry no class
+    # of their own, so every pod has priority 0 and kube-scheduler preempts nothing.
+    kube.podgroup(ns, "urgent", 2, q1, priority_class=urgent)
+    loop = reclaimer()
+    urgent_pods = [kube.pod(ns, f"u{i}", queue=q1, group="urgent") for i in range(2)]
+    wait_for(lambda: all(n in kube.bound(ns) for n in urgent_pods), 60, "the urgent job to run")
+    time.sleep(QUIET / 2)
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 2
+    assert metric(loop, "volcano_eviction_transactions_total", action="preempt") == 1
+    assert metric(loop, "volcano_eviction_transactions_total", action="reclaim") == 0
+    assert sum(1 for n in kube.bound(ns) if n.startswith("a")) == 2
+    notes = [m for n in ("a0", "a1", "a2", "a3") for m in events(kube, ns, n)]
+    preempted = [m for m in notes if m.startswith("Preempted: ")]
+    assert len(preempted) == 2 and all(f"preempted within queue {q1}" in m for m in preempted)
+    assert any(m.startswith("Preempting: ") for n in urgent_pods for m in events(kube, ns, n))

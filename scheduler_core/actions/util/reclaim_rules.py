@@ -25,7 +25,20 @@ through the action's arguments (``configurations: - name: reclaim``):
     Queue's, then this argument (a duration: "10m", "90s"; default 0).
 ``reclaim.maxEvictions`` / ``reclaim.maxEvictionsPerQueue``
     at most this many evictions per session, in total and taken from any one queue (0: no
-    limit). A job whose evictions would pass the total is left for a later cycle.
+    limit). A job whose evictions would pass the total is left for a later cycle. Evictions
+    an earlier action of the session committed (preempt) count against them.
+
+The preempt action reads the rules that make sense inside one queue under its own prefix:
+``preempt.keepGangs``, ``preempt.minRuntime``, ``preempt.maxEvictions`` and
+``preempt.maxEvictionsPerQueue`` (a preemption moves nothing between queues, so there is no
+boundary to keep, and it already stops evicting as soon as the preemptor fits), and one of its
+own:
+
+``preempt.equalPriorityOnly``
+    only what kube-scheduler never preempts for: a victim's pod priority is at least the
+    preemptor's (kube-scheduler evicts lower-priority pods itself, through the extender's
+    preempt verb; doing it here too would race it), and a preemptor that fits a node's idle
+    capacity evicts nothing (kube-scheduler will place it).
 """
 
 from __future__ import annotations
@@ -49,6 +62,12 @@ MIN_RUNTIME = "reclaim.minRuntime"
 MAX_EVICTIONS = "reclaim.maxEvictions"
 MAX_EVICTIONS_PER_QUEUE = "reclaim.maxEvictionsPerQueue"
 
+PREEMPT_KEEP_GANGS = "preempt.keepGangs"
+PREEMPT_MIN_RUNTIME = "preempt.minRuntime"
+PREEMPT_MAX_EVICTIONS = "preempt.maxEvictions"
+PREEMPT_MAX_EVICTIONS_PER_QUEUE = "preempt.maxEvictionsPerQueue"
+PREEMPT_EQUAL_PRIORITY_ONLY = "preempt.equalPriorityOnly"
+
 #: Rounding slack when comparing an allocation with a deserved share (milli-cpu, bytes).
 _SLACK = 1e-6
 
@@ -61,30 +80,44 @@ class ReclaimRules:
     min_runtime: float = 0.0
     max_evictions: int = 0
     max_evictions_per_queue: int = 0
+    equal_priority_only: bool = False
 
     @classmethod
     def from_arguments(cls, arguments: Arguments) -> ReclaimRules:
         """Raises ``ValueError`` naming the argument when a value cannot be used."""
+        return cls._read(arguments, "reclaim")
+
+    @classmethod
+    def for_preempt(cls, arguments: Arguments) -> ReclaimRules:
+        """The preempt action's rules (``preempt.*``): gangs, minimum runtime and limits."""
+        return cls._read(arguments, "preempt")
+
+    @classmethod
+    def _read(cls, arguments: Arguments, action: str) -> ReclaimRules:
         raw = arguments.raw()
+        runtime_key = f"{action}.minRuntime"
         min_runtime = 0.0
-        if raw.get(MIN_RUNTIME) is not None:
+        if raw.get(runtime_key) is not None:
             try:
-                min_runtime = parse_duration(str(raw[MIN_RUNTIME]))
+                min_runtime = parse_duration(str(raw[runtime_key]))
             except DurationError as exc:
-                raise ValueError(f"reclaim argument {MIN_RUNTIME}: {exc}") from exc
-        limits = {}
-        for key in (MAX_EVICTIONS, MAX_EVICTIONS_PER_QUEUE):
+                raise ValueError(f"{action} argument {runtime_key}: {exc}") from exc
+        limits = []
+        for key in (f"{action}.maxEvictions", f"{action}.maxEvictionsPerQueue"):
             value = raw.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"reclaim argument {key}: {value!r} is not a count >= 0")
-            limits[key] = value
+                raise ValueError(f"{action} argument {key}: {value!r} is not a count >= 0")
+            limits.append(value)
+        reclaim = action == "reclaim"
         return cls(
-            no_boundary_victims=arguments.get_bool(NO_BOUNDARY_VICTIMS, False),
-            minimal_victims=arguments.get_bool(MINIMAL_VICTIMS, False),
-            keep_gangs=arguments.get_bool(KEEP_GANGS, False),
+            no_boundary_victims=reclaim and arguments.get_bool(NO_BOUNDARY_VICTIMS, False),
+            minimal_victims=reclaim and arguments.get_bool(MINIMAL_VICTIMS, False),
+            keep_gangs=arguments.get_bool(f"{action}.keepGangs", False),
             min_runtime=min_runtime,
-            max_evictions=limits[MAX_EVICTIONS],
-            max_evictions_per_queue=limits[MAX_EVICTIONS_PER_QUEUE],
+            max_evictions=limits[0],
+            max_evictions_per_queue=limits[1],
+            equal_priority_only=not reclaim
+            and arguments.get_bool(PREEMPT_EQUAL_PRIORITY_ONLY, False),
         )
 
 
@@ -140,6 +173,8 @@ class ReclaimGuard:
         #: victim, which a cluster that sets none should not pay.
         self.check_runtime = rules.min_runtime > 0 or _any_min_runtime(ssn)
         self._donors: dict[tuple[str, ...], set[str]] = {}
+        # The limits are the session's: what an earlier action committed counts.
+        self.record([self.queue_of(e.task) for e in ssn.evictions])
 
     @property
     def narrows(self) -> bool:
@@ -180,6 +215,17 @@ class ReclaimGuard:
         self.committed += len(queues)
         for queue in queues:
             self.committed_per_queue[queue] = self.committed_per_queue.get(queue, 0) + 1
+
+    def gangs_kept(self, victims: Sequence[TaskInfo]) -> bool:
+        """With ``keepGangs``, every job that lost a task to ``victims`` (already evicted in
+        the session) still has minMember ready tasks, or none left at all."""
+        if not self.rules.keep_gangs:
+            return True
+        for job_id in {t.job for t in victims}:
+            job = self.ssn.jobs.get(job_id)
+            if job is not None and 0 < job.ready_task_num() < job.min_available:
+                return False
+        return True
 
     def new_job(self) -> None:
         """Forget the donor sets: another job's statement may have changed the shares."""

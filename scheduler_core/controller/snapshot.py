@@ -1,0 +1,46 @@
+"""The loop's copy of the live cluster: private jobs and nodes, shared task objects.
+
+A session changes task statuses and node and job sums; a full clone of 50,000 tasks to keep
+the cache safe from that cost more than a third of a cycle at 5,000 nodes. The cache never
+changes a task in place (an update replaces it), and a session opened with
+``shared_tasks=True`` copies a task before its first change (``Session.own``), so copying the
+jobs' and nodes' maps and sums is enough: a few dict copies per job and node, under the lock.
+"""
+
+from __future__ import annotations
+
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.state import ClusterState
+
+
+def sharing_tasks(shared: ClusterSnapshot) -> ClusterSnapshot:
+    """``shared`` with its own jobs and nodes around the same task objects: decide on it
+    only in a session opened with ``shared_tasks=True``."""
+    return ClusterSnapshot(
+        jobs={uid: job.copy_sharing_tasks() for uid, job in shared.jobs.items()},
+        nodes={name: node.copy_sharing_tasks() for name, node in shared.nodes.items()},
+        queues=dict(shared.queues),
+        pdbs=list(shared.pdbs),
+        priority_classes=dict(shared.priority_classes),
+        total_allocatable=shared.total_allocatable,
+        queue_usage=(
+            {q: u.clone() for q, u in shared.queue_usage.items()}
+            if shared.queue_usage is not None
+            else None
+        ),
+    )
+
+
+def loop_snapshot(state: ClusterState) -> ClusterSnapshot:
+    """What one cycle decides on, taken with the state's lock held for the copy only."""
+    with state.locked():
+        return sharing_tasks(state.shared_snapshot())
+
+
+def anything_waiting(state: ClusterState) -> bool:
+    """Whether any pod waits to be placed. Preempt and reclaim evict only for a waiting pod,
+    so without one a cycle decides nothing, and need not copy anything to find that out."""
+    with state.locked():
+        jobs = state.shared_snapshot().jobs
+        return any(job.status_index.get(TaskStatus.PENDING) for job in jobs.values())
