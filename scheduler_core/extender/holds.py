@@ -8,6 +8,7 @@ kube-scheduler proposed that the preempt verb refused, so they can be written as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import check_pod
 from scheduler_core.extender.preempt import gangs_broken
 from scheduler_core.framework.session import Session
+from scheduler_core.plugins.fairshare.attrs import QueueAttr
 from scheduler_core.report import queue_attrs
 
 
@@ -103,7 +105,7 @@ def preempt_refusals(
 
 def _why_protected(
     ssn: Session,
-    attrs: dict[str, Any],
+    attrs: Mapping[str, QueueAttr],
     preemptor: TaskInfo,
     job: JobInfo,
     queue: QueueInfo,

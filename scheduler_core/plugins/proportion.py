@@ -22,21 +22,24 @@ from scheduler_core.api.usage import deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT, REJECT
 from scheduler_core.framework.registry import Plugin, register_plugin
-from scheduler_core.framework.session import CycleState, EventHandler, Session
+from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.queue_attr import (
+from scheduler_core.plugins.fairshare import charging
+from scheduler_core.plugins.fairshare.attrs import (
     FillRound,
     FillStep,
     QueueAttr,
-    QueueCharging,
     changed_dimensions,
+    proportion_share,
+    trace,
+)
+from scheduler_core.plugins.fairshare.charging import QueueCharging
+from scheduler_core.plugins.fairshare.spec import (
     flat_capability,
     flat_real_capability,
     format_resource_names,
-    proportion_share,
     spec_guarantee,
     total_guarantee,
-    trace,
 )
 
 log = logging.getLogger("scheduler_core.plugins.proportion")
@@ -315,14 +318,9 @@ class ProportionPlugin(QueueCharging, Plugin):
         ssn.allocatable_fns[self.name] = self._allocatable
         ssn.preemptive_fns[self.name] = self._queue_allocatable
         ssn.simulate_allocatable_fns[self.name] = self._simulate_allocatable
-        ssn.cycle_state_fns[self.name] = self._cycle_state
-        ssn.simulate_add_task_fns[self.name] = self._simulate_add_task
-        ssn.simulate_remove_task_fns[self.name] = self._simulate_remove_task
         ssn.job_enqueueable_fns[self.name] = self._job_enqueueable
         ssn.job_enqueued_fns[self.name] = self._job_enqueued
-        ssn.add_event_handler(
-            EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
-        )
+        charging.register(ssn, self)
 
     def on_session_close(self, ssn: Session) -> None:
         self._ssn = None
@@ -473,8 +471,6 @@ class ProportionPlugin(QueueCharging, Plugin):
         attr = self.queue_opts.get(job.queue)
         if attr is not None:
             attr.inqueue.add(deduct_sch_gated_resources(job, job.get_min_resources()))
-
-    # --- events ---------------------------------------------------------------------------
 
     # --- simulation -----------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
 from scheduler_core.plugins.capacity import CapacityPlugin
-from scheduler_core.plugins.queue_attr import QueueAttr, QueueAttrs
+from scheduler_core.plugins.fairshare.attrs import QueueAttr, QueueAttrs
 from tests.builders import (
     Obj,
     node,
