@@ -27,7 +27,17 @@ from scheduler_core.api.resource import (
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.usage import deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import PERMIT, REJECT
+from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, Vote
+from scheduler_core.framework.hooks import (
+    ALLOCATABLE,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    PREEMPTIVE,
+    QUEUE_ORDER,
+    RECLAIMABLE,
+    SIMULATE_ALLOCATABLE,
+    VICTIM_QUEUE_ORDER,
+)
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
@@ -51,6 +61,7 @@ from scheduler_core.plugins.fairshare.hierarchy import (
     has_relevant_deserved,
     queue_level,
 )
+from scheduler_core.plugins.fairshare.refusals import over_real_capability, queue_not_open
 from scheduler_core.plugins.fairshare.spec import (
     flat_capability,
     flat_real_capability,
@@ -135,12 +146,12 @@ class CapacityPlugin(QueueCharging, Plugin):
         else:
             self._build_flat(ssn)
 
-        ssn.reclaimable_fns[self.name] = self._reclaimable
-        ssn.preemptive_fns[self.name] = self._preemptive
-        ssn.allocatable_fns[self.name] = self._allocatable
-        ssn.job_enqueueable_fns[self.name] = self._job_enqueueable
-        ssn.job_enqueued_fns[self.name] = self._job_enqueued
-        ssn.simulate_allocatable_fns[self.name] = self._simulate_allocatable
+        ssn.add_hook(RECLAIMABLE, self.name, self._reclaimable)
+        ssn.add_hook(PREEMPTIVE, self.name, self._preemptive)
+        ssn.add_hook(ALLOCATABLE, self.name, self._allocatable)
+        ssn.add_hook(JOB_ENQUEUEABLE, self.name, self._job_enqueueable)
+        ssn.add_hook(JOB_ENQUEUED, self.name, self._job_enqueued)
+        ssn.add_hook(SIMULATE_ALLOCATABLE, self.name, self._simulate_allocatable)
         charging.register(ssn, self)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -190,7 +201,7 @@ class CapacityPlugin(QueueCharging, Plugin):
             record_step(steps, "deserved raised to guarantee", attr.deserved, before)
             attr.share = capacity_share(attr)
             _log_attr(attr)
-        ssn.queue_order_fns[self.name] = self._flat_queue_order
+        ssn.add_hook(QUEUE_ORDER, self.name, self._flat_queue_order)
 
     def _build_hierarchical(self, ssn: Session) -> None:
         """Every queue gets attributes; a job's usage counts in its leaf and all ancestors;
@@ -247,8 +258,8 @@ class CapacityPlugin(QueueCharging, Plugin):
         for attr in opts.values():
             attr.share = capacity_share(attr)
             _log_attr(attr)
-        ssn.queue_order_fns[self.name] = self._hierarchical_queue_order
-        ssn.victim_queue_order_fns[self.name] = self._victim_queue_order
+        ssn.add_hook(QUEUE_ORDER, self.name, self._hierarchical_queue_order)
+        ssn.add_hook(VICTIM_QUEUE_ORDER, self.name, self._victim_queue_order)
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -561,13 +572,18 @@ class CapacityPlugin(QueueCharging, Plugin):
 
     # --- enqueue --------------------------------------------------------------------------
 
-    def _job_enqueueable(self, job: JobInfo) -> int:
+    def _job_enqueueable(self, job: JobInfo) -> Vote:
         if not self.ready_to_schedule or self._ssn is None:
             trace(log, v(3), _NOT_READY)
-            return REJECT
+            reason = f" ({self.not_ready_reason})" if self.not_ready_reason else ""
+            return Vote(REJECT, f"{_NOT_READY}{reason}")
         attr = self.queue_opts.get(job.queue)
         if self.hierarchy and (attr is None or not attr.is_leaf()):
-            return REJECT
+            return Vote(
+                REJECT,
+                f"queue {job.queue} cannot admit job {job.uid}: with a queue hierarchy only "
+                "a leaf queue holds jobs",
+            )
         queue = self._ssn.queues.get(job.queue)
         if queue is None or not queue.is_open():
             trace(
@@ -578,7 +594,7 @@ class CapacityPlugin(QueueCharging, Plugin):
                 queue.state if queue is not None else "missing",
                 job.uid,
             )
-            return REJECT
+            return queue_not_open(job, str(queue.state) if queue is not None else "missing")
         if attr is None:
             trace(
                 log,
@@ -587,10 +603,10 @@ class CapacityPlugin(QueueCharging, Plugin):
                 job.queue,
                 job.uid,
             )
-            return PERMIT
+            return PERMITTED
         if job.min_resources is None:
             trace(log, v(4), "job %s MinResources is null.", job.name)
-            return PERMIT
+            return PERMITTED
         min_req = job.get_min_resources()
         for name in [attr.name, *reversed(attr.ancestors)]:
             level_attr = self.queue_opts[name]
@@ -607,8 +623,8 @@ class CapacityPlugin(QueueCharging, Plugin):
                 trace(
                     log, v(3), "Job <%s> cannot be enqueued, queue <%s>: %s", job.uid, name, message
                 )
-                return REJECT
-        return PERMIT
+                return over_real_capability(job, level_attr, names)
+        return PERMITTED
 
     def _job_enqueued(self, job: JobInfo) -> None:
         attr = self.queue_opts.get(job.queue)

@@ -14,7 +14,16 @@ from collections.abc import Mapping
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.framework.fit import PERMIT, REJECT, ValidateResult
+from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, ValidateResult, Vote
+from scheduler_core.framework.hooks import (
+    JOB_ORDER,
+    JOB_PIPELINED,
+    JOB_READY,
+    JOB_STARVING,
+    JOB_VALID,
+    PREEMPTABLE,
+    RECLAIMABLE,
+)
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -56,11 +65,17 @@ def job_ready(job: JobInfo) -> bool:
     return job.check_task_ready() and job.is_ready()
 
 
-def job_pipelined(job: JobInfo) -> int:
+def job_pipelined(job: JobInfo) -> Vote:
     """A vote, not an abstention: a gang that cannot even be pipelined must be rolled back."""
     if job.check_task_pipelined() and job.is_pipelined():
-        return PERMIT
-    return REJECT
+        return PERMITTED
+    placed = job.waiting_task_num() + job.ready_task_num() + job.pending_best_effort_task_num()
+    return Vote(
+        REJECT,
+        f"gang {job.uid}: {placed} of minMember {job.min_available} tasks placed or pipelined"
+        if placed < job.min_available
+        else f"gang {job.uid}: a task role is below its minimum",
+    )
 
 
 def job_starving(job: JobInfo) -> bool:
@@ -195,10 +210,10 @@ class GangPlugin(Plugin):
             # Permit even when empty: an empty answer vetoes the whole tier, as in Volcano.
             return gang_victims(jobs, evictees), PERMIT
 
-        ssn.job_valid_fns[self.name] = job_valid
-        ssn.preemptable_fns[self.name] = victims
-        ssn.reclaimable_fns[self.name] = victims
-        ssn.job_order_fns[self.name] = job_order
-        ssn.job_ready_fns[self.name] = job_ready
-        ssn.job_pipelined_fns[self.name] = job_pipelined
-        ssn.job_starving_fns[self.name] = job_starving
+        ssn.add_hook(JOB_VALID, self.name, job_valid)
+        ssn.add_hook(PREEMPTABLE, self.name, victims)
+        ssn.add_hook(RECLAIMABLE, self.name, victims)
+        ssn.add_hook(JOB_ORDER, self.name, job_order)
+        ssn.add_hook(JOB_READY, self.name, job_ready)
+        ssn.add_hook(JOB_PIPELINED, self.name, job_pipelined)
+        ssn.add_hook(JOB_STARVING, self.name, job_starving)

@@ -20,7 +20,18 @@ from scheduler_core.api.resource import INFINITY, ZERO, Resource, exceeded_part,
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.usage import deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import PERMIT, REJECT
+from scheduler_core.framework.fit import PERMIT, PERMITTED, Vote
+from scheduler_core.framework.hooks import (
+    ALLOCATABLE,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    OVERUSED,
+    PREEMPTIVE,
+    QUEUE_ORDER,
+    QUEUE_SHARE,
+    RECLAIMABLE,
+    SIMULATE_ALLOCATABLE,
+)
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
@@ -34,6 +45,7 @@ from scheduler_core.plugins.fairshare.attrs import (
     trace,
 )
 from scheduler_core.plugins.fairshare.charging import QueueCharging
+from scheduler_core.plugins.fairshare.refusals import over_real_capability, queue_not_open
 from scheduler_core.plugins.fairshare.spec import (
     flat_capability,
     flat_real_capability,
@@ -311,15 +323,15 @@ class ProportionPlugin(QueueCharging, Plugin):
 
         self.derivation = deserved_shares(self.queue_opts, self.total_resource)
 
-        ssn.queue_order_fns[self.name] = self._queue_order
-        ssn.reclaimable_fns[self.name] = self._reclaimable
-        ssn.overused_fns[self.name] = self._overused
-        ssn.queue_share_fns[self.name] = self._queue_share
-        ssn.allocatable_fns[self.name] = self._allocatable
-        ssn.preemptive_fns[self.name] = self._queue_allocatable
-        ssn.simulate_allocatable_fns[self.name] = self._simulate_allocatable
-        ssn.job_enqueueable_fns[self.name] = self._job_enqueueable
-        ssn.job_enqueued_fns[self.name] = self._job_enqueued
+        ssn.add_hook(QUEUE_ORDER, self.name, self._queue_order)
+        ssn.add_hook(RECLAIMABLE, self.name, self._reclaimable)
+        ssn.add_hook(OVERUSED, self.name, self._overused)
+        ssn.add_hook(QUEUE_SHARE, self.name, self._queue_share)
+        ssn.add_hook(ALLOCATABLE, self.name, self._allocatable)
+        ssn.add_hook(PREEMPTIVE, self.name, self._queue_allocatable)
+        ssn.add_hook(SIMULATE_ALLOCATABLE, self.name, self._simulate_allocatable)
+        ssn.add_hook(JOB_ENQUEUEABLE, self.name, self._job_enqueueable)
+        ssn.add_hook(JOB_ENQUEUED, self.name, self._job_enqueued)
         charging.register(ssn, self)
 
     def on_session_close(self, ssn: Session) -> None:
@@ -430,7 +442,7 @@ class ProportionPlugin(QueueCharging, Plugin):
 
     # --- job hooks ------------------------------------------------------------------------
 
-    def _job_enqueueable(self, job: JobInfo) -> int:
+    def _job_enqueueable(self, job: JobInfo) -> Vote:
         """Admit a job only if its minResources, on top of what the queue holds and has
         already admitted (less what it could give back), fits the real capability."""
         queue = self._ssn.queues.get(job.queue) if self._ssn is not None else None
@@ -443,15 +455,15 @@ class ProportionPlugin(QueueCharging, Plugin):
                 queue.state if queue is not None else "missing",
                 job.uid,
             )
-            return REJECT
+            return queue_not_open(job, str(queue.state) if queue is not None else "missing")
         attr = self.queue_opts.get(job.queue)
         if attr is None or job.min_resources is None:
-            return PERMIT
+            return PERMITTED
         min_req = job.get_min_resources()
         r = min_req.clone().add(attr.allocated).add(attr.inqueue).sub_without_assert(attr.elastic)
         fits, names = r.less_equal_with_dimension_and_resources_name(attr.real_capability, min_req)
         if fits:
-            return PERMIT
+            return PERMITTED
         message = format_resource_names("queue resource quota insufficient", "insufficient", names)
         self.unschedulable_reasons[job.uid] = message
         trace(
@@ -462,7 +474,7 @@ class ProportionPlugin(QueueCharging, Plugin):
             job.queue,
             message,
         )
-        return REJECT
+        return over_real_capability(job, attr, names)
 
     def _job_enqueued(self, job: JobInfo) -> None:
         """The admitted job's minResources are reserved in its queue for this session."""

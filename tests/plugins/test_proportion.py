@@ -8,6 +8,12 @@ import pytest
 
 from scheduler_core.api.resource import Resource
 from scheduler_core.framework.fit import PERMIT, REJECT
+from scheduler_core.framework.hooks import (
+    JOB_ENQUEUEABLE,
+    QUEUE_ORDER,
+    RECLAIMABLE,
+    SIMULATE_ALLOCATABLE,
+)
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
@@ -211,7 +217,7 @@ def test_equal_shares_fall_back_to_the_session_default_order() -> None:
     )
 
     # share 0 both: the plugin abstains, the session orders by creation time then name.
-    assert ssn.queue_order_fns["proportion"](ssn.queues["A"], ssn.queues["B"]) == 0
+    assert ssn.hook_fns(QUEUE_ORDER)["proportion"](ssn.queues["A"], ssn.queues["B"]) == 0
     assert ssn.queue_order_fn(ssn.queues["A"], ssn.queues["B"]) is True
 
 
@@ -311,7 +317,7 @@ def test_queue_not_open_refuses_allocate_preempt_and_enqueue(state: str) -> None
 
     assert ssn.allocatable(queue, task) is False
     assert ssn.preemptive(queue, [task]) is False
-    assert ssn.job_enqueueable_fns["proportion"](ssn.jobs["ns/pa"]) == REJECT
+    assert ssn.hook_fns(JOB_ENQUEUEABLE)["proportion"](ssn.jobs["ns/pa"]).code == REJECT
     # Simulation has no open-state check (as in Volcano): the deserved check alone decides.
     state_copy = ssn.new_cycle_state(task)
     assert ssn.simulate_allocatable(state_copy, queue, task) is True
@@ -336,7 +342,7 @@ def test_reclaimable_takes_victims_until_the_queue_is_back_within_deserved() -> 
     reclaimer = task_of(ssn, "ns/pb-0")
     reclaimees = [task_of(ssn, f"ns/ra-{i}") for i in range(4)]
 
-    victims, vote = ssn.reclaimable_fns["proportion"](reclaimer, reclaimees)
+    victims, vote = ssn.hook_fns(RECLAIMABLE)["proportion"](reclaimer, reclaimees)
 
     # 60 > 40 -> victim (45 left); 45 > 40 -> victim (30 left); 30 <= 40 -> stop taking.
     assert [t.name for t in victims] == ["ra-0", "ra-1"]
@@ -358,7 +364,7 @@ def test_reclaimable_works_on_a_per_call_copy_of_allocated() -> None:
 
 def test_reclaimable_spares_queues_within_deserved() -> None:
     ssn = reclaim_session()
-    victims, _ = ssn.reclaimable_fns["proportion"](
+    victims, _ = ssn.hook_fns(RECLAIMABLE)["proportion"](
         task_of(ssn, "ns/ra-0"), [task_of(ssn, "ns/pb-0")]
     )
 
@@ -407,7 +413,7 @@ def test_job_enqueueable_counts_allocated_inqueue_and_elastic(
 ) -> None:
     ssn = enqueue_session(elastic_job_min)
 
-    assert ssn.job_enqueueable_fns["proportion"](ssn.jobs[job]) == vote
+    assert ssn.hook_fns(JOB_ENQUEUEABLE)["proportion"](ssn.jobs[job]).code == vote
     assert ssn.job_enqueueable(ssn.jobs[job]) is (vote == PERMIT)
 
 
@@ -497,7 +503,7 @@ def test_simulate_allocatable_without_state_refuses() -> None:
     state = ssn.new_cycle_state(task)
     del state["proportion"]
 
-    assert ssn.simulate_allocatable_fns["proportion"](state, ssn.queues["B"], task) is False
+    assert ssn.hook_fns(SIMULATE_ALLOCATABLE)["proportion"](state, ssn.queues["B"], task) is False
 
 
 def test_cycle_state_copies_only_the_queues_a_simulation_reads() -> None:

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.hooks import CYCLE_STATE, SIMULATE_ADD_TASK, SIMULATE_REMOVE_TASK
 from scheduler_core.framework.session import EventHandler, QueueShare, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare.attrs import QueueAttr, QueueAttrs, trace
@@ -106,9 +107,9 @@ def register(ssn: Session, plugin: QueueCharging) -> None:
     """Wire the plugin's charging into the session: the allocate/evict event handler and the
     what-if copy (cycle state, simulated add and remove) topology-aware preemption and the
     extender's victim selection use."""
-    ssn.cycle_state_fns[plugin.name] = plugin._cycle_state
-    ssn.simulate_add_task_fns[plugin.name] = plugin._simulate_add_task
-    ssn.simulate_remove_task_fns[plugin.name] = plugin._simulate_remove_task
+    ssn.add_hook(CYCLE_STATE, plugin.name, plugin._cycle_state)
+    ssn.add_hook(SIMULATE_ADD_TASK, plugin.name, plugin._simulate_add_task)
+    ssn.add_hook(SIMULATE_REMOVE_TASK, plugin.name, plugin._simulate_remove_task)
     ssn.add_event_handler(
         EventHandler(allocate=plugin._on_allocate, deallocate=plugin._on_deallocate)
     )
