@@ -16,34 +16,23 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
-from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import FilterResult, Rejection
-from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
-from scheduler_core.report import queue_attrs
 
 log = logging.getLogger("scheduler_core.extender.filter")
-
-
-def queue_quota_reason(ssn: Session, queue: QueueInfo, task: TaskInfo) -> str:
-    attr = queue_attrs(ssn).get(queue.name)
-    if attr is None:
-        return f"queue {queue.name} cannot take more work now"
-    limit = attr.deserved if "proportion" in ssn.plugins else attr.real_capability
-    what = "deserved share" if "proportion" in ssn.plugins else "capability"
-    return (
-        f"queue {queue.name} would exceed its {what}: allocated ({dims(attr.allocated)}) + "
-        f"this pod ({dims(task.resreq)}) > {what} ({dims(limit)}); "
-        "waiting for the queue's share to grow or for reclaim"
-    )
 
 
 def not_admitted(job: JobInfo) -> str:
     """For a refusal whose plugin gave no reason."""
     return f"queue {job.queue} cannot admit job {job.uid} now"
+
+
+def over_share(queue: QueueInfo) -> str:
+    """For a queue refusal whose plugin gave no reason."""
+    return f"queue {queue.name} cannot take more work now"
 
 
 def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Rejection | None:
@@ -64,8 +53,9 @@ def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Rejection
         admission = ssn.job_enqueue_vote(job)
         if admission.rejected:
             return Rejection("queue-capability", admission.reason or not_admitted(job), True)
-    if not ssn.allocatable(queue, task):
-        return Rejection("queue-overused", queue_quota_reason(ssn, queue, task), True)
+    share = ssn.allocatable_vote(queue, task)
+    if share.rejected:
+        return Rejection("queue-overused", share.reason or over_share(queue), True)
     gang = gang_shortfall(ctx, node_names)
     if gang is not None:
         return Rejection("gang-unsatisfiable", gang, True)

@@ -96,7 +96,7 @@ QUEUE_SHARE: Hook[Callable[[QueueInfo], QueueShare | None]] = Hook("queueShare",
 PREEMPTIVE: Hook[Callable[[QueueInfo, list[TaskInfo]], bool]] = Hook(
     "preemptive", "enablePreemptive"
 )
-ALLOCATABLE: Hook[Callable[[QueueInfo, TaskInfo], bool]] = Hook("allocatable", "enabledAllocatable")
+ALLOCATABLE: Hook[Callable[[QueueInfo, TaskInfo], Vote]] = Hook("allocatable", "enabledAllocatable")
 
 # jobs
 JOB_READY: Hook[Callable[[JobInfo], bool]] = Hook("jobReady", "enableJobReady")

@@ -277,8 +277,16 @@ class Session:
     def preemptive(self, queue: QueueInfo, candidates: list[TaskInfo]) -> bool:
         return all(fn(queue, candidates) for fn in self._all(PREEMPTIVE))
 
+    def allocatable_vote(self, queue: QueueInfo, task: TaskInfo) -> Vote:
+        """May the queue take the task now; when not, the first refusing plugin's reason."""
+        for fn in self._all(ALLOCATABLE):
+            vote = fn(queue, task)
+            if vote.rejected:
+                return vote
+        return PERMITTED
+
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for fn in self._all(ALLOCATABLE))
+        return not self.allocatable_vote(queue, task).rejected
 
     # --- job hooks ----------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from scheduler_core.extender.filter import (
     check_pod,
     gang_shortfall,
     not_admitted,
-    queue_quota_reason,
+    over_share,
 )
 from scheduler_core.extender.preempt import gangs_broken, select_victims_for_node
 from scheduler_core.insight.amounts import amounts
@@ -306,7 +306,8 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
                 "the job already runs pods or sets no minResources: admission is not asked",
             )
         )
-    allocatable = ssn.allocatable(queue, task)
+    share = ssn.allocatable_vote(queue, task)
+    allocatable = not share.rejected
     limit = "deserved" if plugin == "proportion" else "realCapability"
     steps.append(
         Step(
@@ -314,7 +315,7 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
             f"Does the queue stay within its {limit} with this pod?",
             "pass" if allocatable else "fail",
             f"{plugin}.Allocatable",
-            "yes" if allocatable else queue_quota_reason(ssn, queue, task),
+            "yes" if allocatable else share.reason or over_share(queue),
             {
                 "request": amounts(task.resreq),
                 "allocated": amounts(attr.allocated) if attr else None,

@@ -61,7 +61,13 @@ from scheduler_core.plugins.fairshare.hierarchy import (
     has_relevant_deserved,
     queue_level,
 )
-from scheduler_core.plugins.fairshare.refusals import over_real_capability, queue_not_open
+from scheduler_core.plugins.fairshare.refusals import (
+    cannot_take_more,
+    not_open,
+    over_limit,
+    over_real_capability,
+    queue_not_open,
+)
 from scheduler_core.plugins.fairshare.spec import (
     flat_capability,
     flat_real_capability,
@@ -531,7 +537,7 @@ class CapacityPlugin(QueueCharging, Plugin):
 
     # --- allocate -------------------------------------------------------------------------
 
-    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> Vote:
         if not queue.is_open():
             trace(
                 log,
@@ -541,20 +547,20 @@ class CapacityPlugin(QueueCharging, Plugin):
                 queue.state,
                 task.name,
             )
-            return False
+            return not_open(queue.name, str(queue.state))
         return self._allocatable_in(self.queue_opts, queue, task)
 
     def _allocatable_in(
         self, opts: Mapping[str, QueueAttr], queue: QueueInfo, task: TaskInfo
-    ) -> bool:
+    ) -> Vote:
         """From the leaf up to the root, every queue must stay within its real capability
         on the dimensions the task requests."""
         if not self.ready_to_schedule:
             trace(log, v(3), _NOT_READY)
-            return False
+            return self._not_ready()
         attr = opts.get(queue.name)
         if attr is None:
-            return False
+            return cannot_take_more(queue.name)
         if self.hierarchy and not attr.is_leaf():
             trace(
                 log,
@@ -563,20 +569,27 @@ class CapacityPlugin(QueueCharging, Plugin):
                 queue.name,
                 task.name,
             )
-            return False
+            return Vote(
+                REJECT, f"queue {queue.name} is not a leaf queue: only leaf queues hold pods"
+            )
         for name in [queue.name, *reversed(attr.ancestors)]:
             level_attr = opts.get(name)
-            if level_attr is None or not _within_real_capability(level_attr, task):
-                return False
-        return True
+            if level_attr is None:
+                return cannot_take_more(name)
+            if not _within_real_capability(level_attr, task):
+                return over_limit(queue.name, level_attr, task.resreq, "capability")
+        return PERMITTED
+
+    def _not_ready(self) -> Vote:
+        reason = f" ({self.not_ready_reason})" if self.not_ready_reason else ""
+        return Vote(REJECT, f"{_NOT_READY}{reason}")
 
     # --- enqueue --------------------------------------------------------------------------
 
     def _job_enqueueable(self, job: JobInfo) -> Vote:
         if not self.ready_to_schedule or self._ssn is None:
             trace(log, v(3), _NOT_READY)
-            reason = f" ({self.not_ready_reason})" if self.not_ready_reason else ""
-            return Vote(REJECT, f"{_NOT_READY}{reason}")
+            return self._not_ready()
         attr = self.queue_opts.get(job.queue)
         if self.hierarchy and (attr is None or not attr.is_leaf()):
             return Vote(
@@ -640,7 +653,7 @@ class CapacityPlugin(QueueCharging, Plugin):
 
     def _simulate_allocatable(self, state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
         attrs = self._state(state)
-        return attrs is not None and self._allocatable_in(attrs, queue, task)
+        return attrs is not None and not self._allocatable_in(attrs, queue, task).rejected
 
 
 def _spec_deserved(queue: QueueInfo) -> Resource:

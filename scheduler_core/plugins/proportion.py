@@ -45,7 +45,13 @@ from scheduler_core.plugins.fairshare.attrs import (
     trace,
 )
 from scheduler_core.plugins.fairshare.charging import QueueCharging
-from scheduler_core.plugins.fairshare.refusals import over_real_capability, queue_not_open
+from scheduler_core.plugins.fairshare.refusals import (
+    cannot_take_more,
+    not_open,
+    over_limit,
+    over_real_capability,
+    queue_not_open,
+)
 from scheduler_core.plugins.fairshare.spec import (
     flat_capability,
     flat_real_capability,
@@ -413,8 +419,15 @@ class ProportionPlugin(QueueCharging, Plugin):
             return False
         return _fits_deserved(queue.name, attr, candidates)
 
-    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return self._queue_allocatable(queue, [task])
+    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> Vote:
+        if self._queue_allocatable(queue, [task]):
+            return PERMITTED
+        if not queue.is_open():
+            return not_open(queue.name, str(queue.state))
+        attr = self.queue_opts.get(queue.name)
+        if attr is None:
+            return cannot_take_more(queue.name)
+        return over_limit(queue.name, attr, task.resreq, "deserved share")
 
     def _reclaimable(
         self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]

@@ -173,8 +173,8 @@ def test_job_starving_is_answered_by_the_first_tier_with_a_hook(
 
 
 def test_overused_if_any_plugin_says_so_allocatable_only_if_all_do() -> None:
-    BEHAVIOUR["t-a"] = {OVERUSED: lambda _q: False, ALLOCATABLE: lambda _q, _t: True}
-    BEHAVIOUR["t-d"] = {OVERUSED: lambda _q: True, ALLOCATABLE: lambda _q, _t: False}
+    BEHAVIOUR["t-a"] = {OVERUSED: lambda _q: False, ALLOCATABLE: lambda _q, _t: Vote(PERMIT)}
+    BEHAVIOUR["t-d"] = {OVERUSED: lambda _q: True, ALLOCATABLE: lambda _q, _t: Vote(REJECT)}
     ssn = session(TWO_TIERS)
     assert ssn.overused(QUEUE) is True
     assert ssn.allocatable(QUEUE, task("p")) is False

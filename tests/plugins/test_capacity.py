@@ -377,6 +377,28 @@ def test_hierarchy_allocatable_checks_from_leaf_to_root(
     assert failed == ([f"Queue <{failing_level}"] if failing_level else [])
 
 
+def test_hierarchy_refusal_names_the_ancestor_that_would_overflow() -> None:
+    ssn = session(tree(), hierarchical())
+
+    vote = ssn.allocatable_vote(ssn.queues["dev"], task_of(ssn, "ns/d5-0"))
+
+    assert vote.rejected
+    assert vote.reason.startswith("queue dev would exceed its ancestor queue eng's capability:")
+    assert "allocated (cpu 8" in vote.reason and "this pod (cpu 5" in vote.reason
+
+
+def test_hierarchy_admission_refusal_names_the_ancestor_that_is_full() -> None:
+    ssn = session(tree(dev_min="5", prod_min="8"), hierarchical())
+
+    vote = ssn.job_enqueue_vote(ssn.jobs["ns/d5"])
+
+    assert vote.rejected
+    assert "on top of what its ancestor queue eng holds (cpu 8" in vote.reason
+    assert vote.reason.endswith(
+        "; insufficient cpu; waiting for capacity to free up or for preemption"
+    )
+
+
 def test_hierarchy_inner_queue_cannot_allocate() -> None:
     ssn = session(tree(), hierarchical())
 
