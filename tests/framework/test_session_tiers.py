@@ -17,7 +17,6 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import load_configuration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT, REJECT, ValidateResult, Vote
@@ -38,6 +37,7 @@ from scheduler_core.framework.hooks import (
 )
 from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.session import Session
+from tests.builders import task
 from tests.conftest import RegisterPlugin
 
 #: per test: plugin name -> {hook: function}
@@ -60,20 +60,6 @@ def _scripted_plugins(register_plugin: RegisterPlugin) -> None:
     BEHAVIOUR.clear()
     for name in ("t-a", "t-b", "t-c", "t-d"):
         register_plugin(_make_plugin(name))
-
-
-def task(uid: str, job: str = "ns/j", priority: int = 1) -> TaskInfo:
-    req = Resource(1000, 0)
-    return TaskInfo(
-        uid=uid,
-        name=uid,
-        namespace="ns",
-        job=job,
-        resreq=req,
-        init_resreq=req,
-        status=TaskStatus.RUNNING,
-        priority=priority,
-    )
 
 
 def session(tiers: str) -> Session:
@@ -190,7 +176,7 @@ def test_job_valid_returns_the_first_failure_and_ignores_flags() -> None:
 
 def test_orders_use_the_first_nonzero_comparator_then_age_then_uid() -> None:
     BEHAVIOUR["t-a"] = {TASK_ORDER: lambda _l, _r: 0}
-    BEHAVIOUR["t-b"] = {TASK_ORDER: lambda l, r: r.priority - l.priority}
+    BEHAVIOUR["t-b"] = {TASK_ORDER: lambda l, r: r.pod_priority - l.pod_priority}
     ssn = session(TWO_TIERS)
     assert ssn.task_order_fn(task("x", priority=5), task("y", priority=1)) is True
     old = JobInfo(uid="ns/b", name="b", namespace="ns", queue="q", creation_timestamp="2026-01-01")
@@ -209,7 +195,7 @@ def test_task_fallback_order_uses_the_job_controllers_index() -> None:
 
 
 def test_victims_queue_pops_lowest_priority_of_the_same_job_first() -> None:
-    BEHAVIOUR["t-a"] = {TASK_ORDER: lambda l, r: r.priority - l.priority}
+    BEHAVIOUR["t-a"] = {TASK_ORDER: lambda l, r: r.pod_priority - l.pod_priority}
     ssn = session(TWO_TIERS)
     queue = ssn.build_victims_priority_queue(
         [task("hi", priority=9), task("lo", priority=1), task("mid", priority=5)], task("p")
