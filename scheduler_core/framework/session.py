@@ -194,10 +194,6 @@ class Session:
         self._hooks.setdefault(hook, {})[plugin] = fn
         self._tiers.pop(hook, None)
 
-    def remove_hook(self, hook: Hook[F], plugin: str) -> None:
-        self._hooks.get(hook, {}).pop(plugin, None)
-        self._tiers.pop(hook, None)
-
     def hook_fns(self, hook: Hook[F]) -> Mapping[str, F]:
         """Plugin name -> the function it registered for ``hook`` (tiers not applied)."""
         return self._hooks.get(hook, {})

@@ -121,13 +121,6 @@ class CapacityPlugin(QueueCharging, Plugin):
         self.unschedulable_reasons: dict[str, str] = {}
         self._ssn: Session | None = None
 
-    # --- reporting ------------------------------------------------------------------------
-
-    def overused(self, queue_name: str) -> bool:
-        """Capacity has no OverusedFn; Volcano publishes ``queue_overused`` as share > 1."""
-        attr = self.queue_opts.get(queue_name)
-        return attr is not None and attr.share > 1
-
     # --- session --------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:

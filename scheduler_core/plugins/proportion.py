@@ -281,13 +281,6 @@ class ProportionPlugin(QueueCharging, Plugin):
         self.unschedulable_reasons: dict[str, str] = {}
         self._ssn: Session | None = None
 
-    # --- reporting ------------------------------------------------------------------------
-
-    def overused(self, queue_name: str) -> bool:
-        """Deserved within allocated on every dimension (epsilon 0.1), as the hook decides."""
-        attr = self.queue_opts.get(queue_name)
-        return attr is not None and attr.deserved.less_equal(attr.allocated, ZERO)
-
     # --- session --------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:

@@ -248,8 +248,6 @@ def test_a_hook_filled_after_the_first_dispatch_takes_part_from_then_on() -> Non
     assert ssn.overused(QUEUE) is False
     ssn.add_hook(OVERUSED, "t-c", lambda _q: True)
     assert ssn.overused(QUEUE) is True
-    ssn.remove_hook(OVERUSED, "t-c")
-    assert ssn.overused(QUEUE) is False
 
 
 def test_only_plugins_that_may_pick_victims_or_judge_allocatable_simulate() -> None:

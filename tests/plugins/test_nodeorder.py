@@ -172,11 +172,10 @@ def test_extender_scores_rescale_linearly_from_zero() -> None:
     ssn = session([node(f"n{i}") for i in range(1, 6)] + [pod("p")], tiers("nodeorder"))
     raw = {"n1": 50.0, "n2": 25.0, "n3": -5.0, "n4": 0.0, "n5": 33.3}
 
-    def fixed(_task: TaskInfo, n: NodeInfo) -> float:
-        return raw[n.name]
+    def fixed(_task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        return {n.name: raw[n.name] for n in nodes}
 
-    ssn.remove_hook(BATCH_NODE_ORDER, "nodeorder")
-    ssn.add_hook(NODE_ORDER, "nodeorder", fixed)
+    ssn.add_hook(BATCH_NODE_ORDER, "nodeorder", fixed)  # in place of the plugin's own
     got = extender_scores(ssn, task_of(ssn, "ns/p"), list(ssn.nodes.values()))
     assert got == {"n1": 10, "n2": 5, "n3": 0, "n4": 0, "n5": 6}
 

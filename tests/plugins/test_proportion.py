@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.framework.fit import PERMIT, REJECT
 from scheduler_core.framework.hooks import (
@@ -256,12 +257,13 @@ def test_overused_when_deserved_within_allocated_on_every_dimension(
 
     with caplog.at_level(v(3), logger="scheduler_core.plugins.proportion"):
         assert ssn.overused(ssn.queues["A"]) is overused
-    assert plugin(ssn).overused("A") is overused
     assert any(m.startswith("Queue <A> is overused") for m in caplog.messages) is overused
 
 
-def test_overused_convenience_is_false_for_queue_without_attributes() -> None:
-    assert plugin(one_queue_session()).overused("idle") is False
+def test_a_queue_without_attributes_is_never_overused() -> None:
+    ssn = one_queue_session()
+    assert "idle" not in plugin(ssn).queue_opts
+    assert ssn.overused(QueueInfo(name="idle")) is False
 
 
 # --- allocatable / preemptive ---------------------------------------------------------------
