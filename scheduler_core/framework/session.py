@@ -1,8 +1,8 @@
 """Session: one scheduling cycle over a snapshot, with Volcano's tiered plugin hooks.
 
-Plugins register hooks by name on session open; every ``Session`` method below combines
-the enabled hooks exactly as Volcano's ``session_plugins.go`` does (per-tier intersection
-for victims, votes for pipelined/enqueueable, first-tier answer for starving, ...).
+Plugins fill the hooks declared in ``hooks.py`` on session open; every ``Session`` method
+below combines the enabled hooks exactly as Volcano's ``session_plugins.go`` does (per-tier
+intersection for victims, votes for pipelined/enqueueable, first-tier answer for starving).
 Actions only ever talk to plugins through these methods.
 """
 
@@ -202,6 +202,8 @@ class Session:
         """Per tier, the functions of plugins that filled ``hook`` and have its flag on."""
         tiers = self._tiers.get(hook)
         if tiers is None:
+            if not hook.tiered:
+                raise ValueError(f"{hook} is not dispatched by tier")
             fns = self._hooks.get(hook, {})
             flag = hook.flag
             tiers = [
