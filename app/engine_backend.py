@@ -176,7 +176,7 @@ class EngineBackend:
         """Move the synced cluster into the GC's permanent generation.
 
         With 50,000 pods loaded a full collection takes 200+ ms and lands on whichever
-        request triggers it; frozen objects are never scanned again (python-stack.md).
+        request triggers it; frozen objects are never scanned again (``gc.freeze``).
         Objects that arrive later are collected as usual.
         """
         if self._frozen:

@@ -1,9 +1,10 @@
 """The benchmark harness behind ``make bench`` (``python -m bench``).
 
-It measures the DESIGN.md §4 targets on a synthetic cluster at reference scale (5,000 nodes,
-50,000 pods, 200 queues, 2,000 pod groups): the verbs in-process and over HTTP, the queue
-accounting, a full reclaim session, and the initial sync through the informers. Numbers are
-printed beside their targets and never asserted anywhere: timing belongs here, not in tests.
+It measures the latency and throughput targets on a synthetic cluster at reference scale
+(5,000 nodes, 50,000 pods, 200 queues, 2,000 pod groups): the verbs in-process and over
+HTTP, the queue accounting, a full reclaim session, and the initial sync through the
+informers. Numbers are printed beside their targets and never asserted anywhere: timing
+belongs here, not in tests.
 
 This module holds what every bench shares: a ``Measurement`` (samples or one value, and the
 target it is judged against), and the bounded sampling loop.

@@ -1,9 +1,9 @@
 """``python -m bench [--quick] [--only NAME[,NAME...]] [--json FILE]``: run, print, save.
 
 The benches run in a fixed order (in-process engine, then HTTP, then the sync), each in a
-bounded number of samples and seconds; the table puts every number beside its DESIGN.md
-target. A MISS is a result, not a failure: the exit status is 1 only when a bench could not
-run at all (ERROR), 2 on bad arguments.
+bounded number of samples and seconds; the table puts every number beside its target (each
+``Measurement`` carries its own). A MISS is a result, not a failure: the exit status is 1
+only when a bench could not run at all (ERROR), 2 on bad arguments.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Over-HTTP benches: the real service in its own process, a load generator in another.
 
-Three processes, as python-stack.md prescribes for two cores:
+Three processes, so that on two cores the load generator never steals the service's core:
 
 * ``serve``: the service exactly as ``queue-extender serve`` builds it (``build_server``:
   uvicorn, one worker, uvloop + httptools, FastAPI app from ``create_app``), but fed the

@@ -6,6 +6,7 @@ with no jobs has no attributes in either plugin and reports zeros, as Volcano's 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from scheduler_core.api.job import JobInfo
@@ -13,6 +14,8 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.types import PodGroupPhase, TaskStatus
 from scheduler_core.framework.session import Session
+from scheduler_core.plugins.fairshare.attrs import QueueAttr
+from scheduler_core.plugins.fairshare.charging import QueueCharging
 
 FAIR_SHARE_PLUGINS = ("proportion", "capacity")
 
@@ -21,16 +24,16 @@ def quantities(resource: Resource | None) -> dict[str, float] | None:
     return None if resource is None else resource.to_quantities()
 
 
-def queue_attrs(ssn: Session) -> dict[str, Any]:
+def queue_attrs(ssn: Session) -> Mapping[str, QueueAttr]:
+    """The queue records of whichever fair-share plugin the session runs (empty with none)."""
     for name in FAIR_SHARE_PLUGINS:
         plugin = ssn.plugins.get(name)
-        opts = getattr(plugin, "queue_opts", None)
-        if isinstance(opts, dict):
-            return opts
+        if isinstance(plugin, QueueCharging):
+            return plugin.queue_opts
     return {}
 
 
-def _queue_row(ssn: Session, queue: QueueInfo, attr: Any) -> dict[str, Any]:
+def _queue_row(ssn: Session, queue: QueueInfo, attr: QueueAttr | None) -> dict[str, Any]:
     empty = Resource.empty()
     return {
         "name": queue.name,

@@ -152,9 +152,13 @@ def pod(
     preemption_policy: str = "",
     deleting: bool = False,
     disruption_target: bool = False,
+    scheduler: str = "",
+    spec: Mapping[str, Any] | None = None,
 ) -> Obj:
     """A pod: Running when it has a node, Pending otherwise (unless ``phase`` says);
-    ``deleting`` sets a deletionTimestamp (the task is Releasing)."""
+    ``deleting`` sets a deletionTimestamp (the task is Releasing). ``spec`` sets raw spec
+    fields last (``containers``, ``initContainers``, ``overhead``, pod-level ``resources``)
+    for the conversion tests that need a shape the arguments do not model."""
     requests: dict[str, str] = {}
     if cpu is not None:
         requests["cpu"] = cpu
@@ -168,21 +172,24 @@ def pod(
         notes[PREEMPTABLE_KEY] = "true" if preemptable else "false"
     if queue:
         notes[QUEUE_NAME_ANNOTATION] = queue
-    spec: Obj = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    body: Obj = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    if scheduler:
+        body["schedulerName"] = scheduler
     if node_name:
-        spec["nodeName"] = node_name
+        body["nodeName"] = node_name
     if priority is not None:
-        spec["priority"] = priority
+        body["priority"] = priority
     if priority_class:
-        spec["priorityClassName"] = priority_class
+        body["priorityClassName"] = priority_class
     if tolerations:
-        spec["tolerations"] = [dict(t) for t in tolerations]
+        body["tolerations"] = [dict(t) for t in tolerations]
     if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
+        body["nodeSelector"] = dict(node_selector)
     if affinity:
-        spec["affinity"] = affinity
+        body["affinity"] = affinity
     if preemption_policy:
-        spec["preemptionPolicy"] = preemption_policy
+        body["preemptionPolicy"] = preemption_policy
+    body.update(spec or {})
     meta: Obj = {
         "name": name,
         "namespace": namespace,
@@ -203,7 +210,7 @@ def pod(
         status["conditions"] = [
             {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
         ]
-    return {"kind": "Pod", "metadata": meta, "spec": spec, "status": status}
+    return {"kind": "Pod", "metadata": meta, "spec": body, "status": status}
 
 
 def podgroup(

@@ -179,7 +179,7 @@ class Allocate(Action):
                         task.key,
                         node.name,
                     )
-                    stmt.pipeline(task, node.name, False)
+                    stmt.pipeline(task, node.name)
             except StatementError as exc:
                 log.error("Failed to place task <%s> on <%s>: %s", task.key, node.name, exc)
                 continue

@@ -488,7 +488,7 @@ class PreemptAction(Action):
                 fits = False
             if fits:
                 try:
-                    node_stmt.pipeline(preemptor, node.name, not preempted.is_empty())
+                    node_stmt.pipeline(preemptor, node.name)
                 except StatementError:
                     log.error(
                         "Failed to pipeline Task <%s/%s> on Node <%s>",
@@ -546,7 +546,7 @@ class PreemptAction(Action):
             )
             tmp.evict(task, "preempt", preemptor)
         try:
-            tmp.pipeline(preemptor, best.name, True)
+            tmp.pipeline(preemptor, best.name)
         except StatementError as exc:
             log.error(
                 "Failed to pipeline Task <%s/%s> on Node <%s>",

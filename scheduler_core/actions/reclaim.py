@@ -276,7 +276,6 @@ class ReclaimAction(Action):
             reclaimed = Resource.empty()
             available = node.future_idle()
             node_stmt = Statement(ssn)
-            eviction_occurred = False
             while not victims_queue.empty():
                 if resreq.less_equal(available, ZERO):
                     break
@@ -292,7 +291,6 @@ class ReclaimAction(Action):
                 node_stmt.evict(reclaimee, "reclaim", task)
                 reclaimed.add(reclaimee.resreq)
                 available.add(reclaimee.resreq)
-                eviction_occurred = True
             log.log(
                 v(3),
                 "Reclaimed <%s> for task <%s/%s> requested <%s>, and Node <%s> "
@@ -314,7 +312,7 @@ class ReclaimAction(Action):
                     node_stmt.evict(extra, "reclaim", task)
             if resreq.less_equal(available, ZERO):
                 try:
-                    node_stmt.pipeline(task, node.name, eviction_occurred)
+                    node_stmt.pipeline(task, node.name)
                 except StatementError:
                     log.error(
                         "Failed to pipeline Task <%s/%s> on Node <%s>",
@@ -426,7 +424,7 @@ class ReclaimAction(Action):
             log.log(v(3), "Try to reclaim Task <%s> for Tasks <%s>", victim.key, task.key)
             node_stmt.evict(victim, "reclaim", task)
         try:
-            node_stmt.pipeline(task, node.name, bool(victims))
+            node_stmt.pipeline(task, node.name)
         except StatementError:
             log.error("Failed to pipeline Task <%s> on Node <%s>", task.key, node.name)
             node_stmt.discard()

@@ -1,7 +1,7 @@
 """The Kubernetes resources the engine watches, and how to address them over REST.
 
 The reflector talks to the API server with raw paths rather than the generated typed API
-classes (they would materialise typed models, see python-stack.md), so the one place that
+classes (they would materialise a typed model per object), so the one place that
 knows a resource's group, version, plural and scope is this table.
 """
 

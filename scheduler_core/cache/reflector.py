@@ -1,7 +1,7 @@
 """A client-go grade list+watch reflector for one resource, on the official client's transport.
 
 Why not ``kubernetes.watch`` / ``SharedInformer``: they build typed models (70 KB a pod), do not
-back off, do not ask for bookmarks and do not paginate (python-stack.md, "Informers"). This
+back off, do not ask for bookmarks and do not paginate. This
 reflector borrows only configuration, auth and the HTTP pool from ``kubernetes.client.ApiClient``
 and does the protocol itself:
 
@@ -157,7 +157,7 @@ class Backoff:
 class _GcPause:
     """Counts the threads decoding big lists; the cyclic GC is off while any of them is.
 
-    Decoding 10k pods takes 4x longer with the GC on (python-stack.md): every dict allocated
+    Decoding 10k pods takes 4x longer with the GC on: every dict allocated
     counts toward a collection that finds no cycles. Several reflectors list at once at startup,
     so the switch is reference counted rather than toggled.
     """

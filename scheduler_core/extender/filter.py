@@ -11,53 +11,28 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from scheduler_core.api.display import dims
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
-from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import FilterResult, Rejection
-from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
-from scheduler_core.report import queue_attrs
 
 log = logging.getLogger("scheduler_core.extender.filter")
 
 
-def _dims(resource: Resource) -> str:
-    parts = []
-    for name, value in resource.to_quantities().items():
-        if name == "pods":
-            continue
-        parts.append(f"{name} {value:g}" if name != "memory" else f"memory {value / 2**30:.3g}Gi")
-    return ", ".join(parts) or "nothing"
+def not_admitted(job: JobInfo) -> str:
+    """For a refusal whose plugin gave no reason."""
+    return f"queue {job.queue} cannot admit job {job.uid} now"
 
 
-def queue_quota_reason(ssn: Session, queue: QueueInfo, task: TaskInfo) -> str:
-    attr = queue_attrs(ssn).get(queue.name)
-    if attr is None:
-        return f"queue {queue.name} cannot take more work now"
-    limit = attr.deserved if "proportion" in ssn.plugins else attr.real_capability
-    what = "deserved share" if "proportion" in ssn.plugins else "capability"
-    return (
-        f"queue {queue.name} would exceed its {what}: allocated ({_dims(attr.allocated)}) + "
-        f"this pod ({_dims(task.resreq)}) > {what} ({_dims(limit)}); "
-        "waiting for the queue's share to grow or for reclaim"
-    )
-
-
-def admission_reason(ssn: Session, queue: QueueInfo, job: JobInfo) -> str:
-    attr = queue_attrs(ssn).get(queue.name)
-    held = f" on top of what the queue holds ({_dims(attr.allocated)})" if attr else ""
-    limit = f" ({_dims(attr.real_capability)})" if attr else ""
-    return (
-        f"queue {queue.name} cannot admit job {job.uid} now: its minResources "
-        f"({_dims(job.get_min_resources())}){held} exceed the queue's real capability{limit}; "
-        "waiting for capacity to free up or for preemption"
-    )
+def over_share(queue: QueueInfo) -> str:
+    """For a queue refusal whose plugin gave no reason."""
+    return f"queue {queue.name} cannot take more work now"
 
 
 def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Rejection | None:
@@ -74,10 +49,13 @@ def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Rejection
         return Rejection(
             "gang-invalid", f"gang {job.uid}: {invalid.message or invalid.reason}", True
         )
-    if job.ready_task_num() == 0 and job.min_resources is not None and not ssn.job_enqueueable(job):
-        return Rejection("queue-capability", admission_reason(ssn, queue, job), True)
-    if not ssn.allocatable(queue, task):
-        return Rejection("queue-overused", queue_quota_reason(ssn, queue, task), True)
+    if job.ready_task_num() == 0 and job.min_resources is not None:
+        admission = ssn.job_enqueue_vote(job)
+        if admission.rejected:
+            return Rejection("queue-capability", admission.reason or not_admitted(job), True)
+    share = ssn.allocatable_vote(queue, task)
+    if share.rejected:
+        return Rejection("queue-overused", share.reason or over_share(queue), True)
     gang = gang_shortfall(ctx, node_names)
     if gang is not None:
         return Rejection("gang-unsatisfiable", gang, True)
@@ -122,8 +100,8 @@ def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
     if fits:
         return None
     return (
-        f"gang {job.uid} needs {need} more pods ({_dims(wanted)}) to reach minMember "
-        f"{job.min_available}, but the nodes offered have only {_dims(free)} free; "
+        f"gang {job.uid} needs {need} more pods ({dims(wanted)}) to reach minMember "
+        f"{job.min_available}, but the nodes offered have only {dims(free)} free; "
         f"insufficient {', '.join(names)}"
     )
 

@@ -8,9 +8,11 @@ kube-scheduler proposed that the preempt verb refused, so they can be written as
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_core.api.display import dims
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
@@ -19,6 +21,7 @@ from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import check_pod
 from scheduler_core.extender.preempt import gangs_broken
 from scheduler_core.framework.session import Session
+from scheduler_core.plugins.fairshare.attrs import QueueAttr
 from scheduler_core.report import queue_attrs
 
 
@@ -62,15 +65,6 @@ class Refusal:
     message: str
 
 
-def _dims(attr_resource: Any) -> str:
-    parts = []
-    for name, value in attr_resource.to_quantities().items():
-        if name == "pods" or not value:
-            continue
-        parts.append(f"{name} {value:g}" if name != "memory" else f"memory {value / 2**30:.3g}Gi")
-    return ", ".join(parts) or "nothing"
-
-
 def preempt_refusals(
     acct: QueueAccounting,
     pod: dict[str, Any],
@@ -103,7 +97,7 @@ def preempt_refusals(
 
 def _why_protected(
     ssn: Session,
-    attrs: dict[str, Any],
+    attrs: Mapping[str, QueueAttr],
     preemptor: TaskInfo,
     job: JobInfo,
     queue: QueueInfo,
@@ -119,7 +113,8 @@ def _why_protected(
         if ssn.overused(queue):
             attr = attrs.get(queue.name)
             numbers = (
-                f" (allocated {_dims(attr.allocated)} >= deserved {_dims(attr.deserved)})"
+                f" (allocated {dims(attr.allocated, skip_zero=True)} >= deserved "
+                f"{dims(attr.deserved, skip_zero=True)})"
                 if attr is not None
                 else ""
             )
@@ -140,7 +135,8 @@ def _why_protected(
                 return Refusal(
                     "QueueNotOverused",
                     f"queue {victim_queue.name} is not overused (allocated "
-                    f"{_dims(attr.allocated)}, deserved {_dims(attr.deserved)}): its pod "
+                    f"{dims(attr.allocated, skip_zero=True)}, deserved "
+                    f"{dims(attr.deserved, skip_zero=True)}): its pod "
                     f"{victim.key} is not reclaimed for queue {queue.name}",
                 )
             return Refusal(

@@ -1,8 +1,8 @@
 """Session: one scheduling cycle over a snapshot, with Volcano's tiered plugin hooks.
 
-Plugins register hooks by name on session open; every ``Session`` method below combines
-the enabled hooks exactly as Volcano's ``session_plugins.go`` does (per-tier intersection
-for victims, votes for pipelined/enqueueable, first-tier answer for starving, ...).
+Plugins fill the hooks declared in ``hooks.py`` on session open; every ``Session`` method
+below combines the enabled hooks exactly as Volcano's ``session_plugins.go`` does (per-tier
+intersection for victims, votes for pipelined/enqueueable, first-tier answer for starving).
 Actions only ever talk to plugins through these methods.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -21,28 +21,45 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration, Tier
-from scheduler_core.framework.fit import FitError, ValidateResult
+from scheduler_core.framework.fit import PERMITTED, FitError, ValidateResult, Vote
+from scheduler_core.framework.hooks import (
+    ALLOCATABLE,
+    BATCH_NODE_ORDER,
+    CYCLE_STATE,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    JOB_ORDER,
+    JOB_PIPELINED,
+    JOB_READY,
+    JOB_STARVING,
+    JOB_VALID,
+    NODE_ORDER,
+    OVERUSED,
+    PRE_PREDICATE,
+    PREDICATE,
+    PREEMPTABLE,
+    PREEMPTIVE,
+    QUEUE_ORDER,
+    QUEUE_SHARE,
+    RECLAIMABLE,
+    SIMULATE_ADD_TASK,
+    SIMULATE_ALLOCATABLE,
+    SIMULATE_REMOVE_TASK,
+    SIMULATION_FLAGS,
+    TASK_ORDER,
+    VICTIM_QUEUE_ORDER,
+    CompareFn,
+    Hook,
+    VictimsFn,
+)
+from scheduler_core.framework.hooks import CycleState as CycleState
+from scheduler_core.framework.hooks import QueueShare as QueueShare
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Plugin
 
 log = logging.getLogger("scheduler_core.session")
 
 F = TypeVar("F")
-
-CompareFn = Callable[[Any, Any], int]
-VictimsFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
-PredicateFn = Callable[[TaskInfo, NodeInfo], FitError | None]
-
-
-class CycleState(dict[str, Any]):
-    """Per-preemptor scratch state of the plugins for simulated (dry-run) preemption,
-    keyed by plugin name (Volcano's ``k8sframework.CycleState``)."""
-
-    def clone(self) -> CycleState:
-        copied = CycleState()
-        for name, state in self.items():
-            copied[name] = state.clone() if hasattr(state, "clone") else state
-        return copied
 
 
 @dataclass(slots=True)
@@ -61,15 +78,6 @@ class Eviction:
     node: str
     reason: str
     preemptor: TaskInfo | None
-
-
-@dataclass(slots=True)
-class QueueShare:
-    """A queue's allocation and its deserved share as the fair-share plugin sees them now
-    (evictions and placements of the running session included)."""
-
-    allocated: Resource
-    deserved: Resource
 
 
 @dataclass
@@ -97,52 +105,24 @@ class Session:
     shared_tasks: bool = False
     _owned: dict[str, TaskInfo] = field(default_factory=dict)
 
-    # hook maps: plugin name -> function
-    job_order_fns: dict[str, CompareFn] = field(default_factory=dict)
-    queue_order_fns: dict[str, CompareFn] = field(default_factory=dict)
-    victim_queue_order_fns: dict[str, Callable[[QueueInfo, QueueInfo, QueueInfo], int]] = field(
-        default_factory=dict
-    )
-    task_order_fns: dict[str, CompareFn] = field(default_factory=dict)
-    predicate_fns: dict[str, PredicateFn] = field(default_factory=dict)
-    pre_predicate_fns: dict[str, Callable[[TaskInfo], str | None]] = field(default_factory=dict)
-    node_order_fns: dict[str, Callable[[TaskInfo, NodeInfo], float]] = field(default_factory=dict)
-    batch_node_order_fns: dict[str, Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]] = field(
-        default_factory=dict
-    )
-    preemptable_fns: dict[str, VictimsFn] = field(default_factory=dict)
-    reclaimable_fns: dict[str, VictimsFn] = field(default_factory=dict)
-    overused_fns: dict[str, Callable[[QueueInfo], bool]] = field(default_factory=dict)
-    queue_share_fns: dict[str, Callable[[QueueInfo], QueueShare | None]] = field(
-        default_factory=dict
-    )
-    preemptive_fns: dict[str, Callable[[QueueInfo, list[TaskInfo]], bool]] = field(
-        default_factory=dict
-    )
-    allocatable_fns: dict[str, Callable[[QueueInfo, TaskInfo], bool]] = field(default_factory=dict)
-    job_ready_fns: dict[str, Callable[[JobInfo], bool]] = field(default_factory=dict)
-    job_pipelined_fns: dict[str, Callable[[JobInfo], int]] = field(default_factory=dict)
-    job_valid_fns: dict[str, Callable[[JobInfo], ValidateResult | None]] = field(
-        default_factory=dict
-    )
-    job_enqueueable_fns: dict[str, Callable[[JobInfo], int]] = field(default_factory=dict)
-    job_enqueued_fns: dict[str, Callable[[JobInfo], None]] = field(default_factory=dict)
-    job_starving_fns: dict[str, Callable[[JobInfo], bool]] = field(default_factory=dict)
-    cycle_state_fns: dict[str, Callable[[TaskInfo], Any]] = field(default_factory=dict)
-    simulate_allocatable_fns: dict[str, Callable[[CycleState, QueueInfo, TaskInfo], bool]] = field(
-        default_factory=dict
-    )
-    simulate_add_task_fns: dict[str, Callable[[CycleState, TaskInfo, TaskInfo, NodeInfo], None]] = (
-        field(default_factory=dict)
-    )
-    simulate_remove_task_fns: dict[
-        str, Callable[[CycleState, TaskInfo, TaskInfo, NodeInfo], None]
-    ] = field(default_factory=dict)
+    #: hook -> plugin name -> function, filled by the plugins' ``on_session_open``
+    _hooks: dict[Hook[Any], dict[str, Any]] = field(default_factory=dict)
+    #: hook -> per tier, the functions of the plugins with the hook's flag on; worked out on
+    #: a hook's first use after its last registration, not on every call
+    _tiers: dict[Hook[Any], list[list[Any]]] = field(default_factory=dict)
+    #: plugins whose simulate functions take part in simulated preemption
+    simulating: frozenset[str] = frozenset()
 
     _uids = itertools.count(1)
 
     def __post_init__(self) -> None:
         self.uid = next(self._uids)
+        self.simulating = frozenset(
+            option.name
+            for tier in self.conf.tiers
+            for option in tier.plugins
+            if any(option.enabled(flag) for flag in SIMULATION_FLAGS)
+        )
         if self.snapshot.total_allocatable is not None:
             self.total_resource = self.snapshot.total_allocatable.clone()
         else:
@@ -207,28 +187,46 @@ class Session:
             if handler.deallocate is not None:
                 handler.deallocate(task)
 
-    # --- dispatch helpers ---------------------------------------------------------------
+    # --- hooks ---------------------------------------------------------------------------
 
-    def _tiered(self, hooks: dict[str, F], flag: str | None) -> Iterator[list[F]]:
-        """Per tier, the hooks of plugins that registered one and have ``flag`` on."""
-        for tier in self.conf.tiers:
-            fns = [
-                hooks[option.name]
-                for option in tier.plugins
-                if option.name in hooks and (flag is None or option.enabled(flag))
+    def add_hook(self, hook: Hook[F], plugin: str, fn: F) -> None:
+        """Fill ``hook`` for ``plugin`` (replacing what it registered before)."""
+        self._hooks.setdefault(hook, {})[plugin] = fn
+        self._tiers.pop(hook, None)
+
+    def hook_fns(self, hook: Hook[F]) -> Mapping[str, F]:
+        """Plugin name -> the function it registered for ``hook`` (tiers not applied)."""
+        return self._hooks.get(hook, {})
+
+    def _tiered(self, hook: Hook[F]) -> list[list[F]]:
+        """Per tier, the functions of plugins that filled ``hook`` and have its flag on."""
+        tiers = self._tiers.get(hook)
+        if tiers is None:
+            if not hook.tiered:
+                raise ValueError(f"{hook} is not dispatched by tier")
+            fns = self._hooks.get(hook, {})
+            flag = hook.flag
+            tiers = [
+                [
+                    fns[option.name]
+                    for option in tier.plugins
+                    if option.name in fns and (flag is None or option.enabled(flag))
+                ]
+                for tier in self.conf.tiers
             ]
-            yield fns
+            self._tiers[hook] = tiers
+        return tiers
 
-    def _all(self, hooks: dict[str, F], flag: str | None) -> Iterator[F]:
-        for fns in self._tiered(hooks, flag):
+    def _all(self, hook: Hook[F]) -> Iterator[F]:
+        for fns in self._tiered(hook):
             yield from fns
 
     def _victims(
-        self, hooks: dict[str, VictimsFn], flag: str, evictor: TaskInfo, evictees: list[TaskInfo]
+        self, hook: Hook[VictimsFn], evictor: TaskInfo, evictees: list[TaskInfo]
     ) -> list[TaskInfo]:
         """Tiered intersection: a plugin answering with no victims vetoes its tier, and the
         first tier that reaches a non-empty verdict decides."""
-        for fns in self._tiered(hooks, flag):
+        for fns in self._tiered(hook):
             victims: list[TaskInfo] | None = None
             for fn in fns:
                 candidates, vote = fn(evictor, evictees)
@@ -255,70 +253,82 @@ class Session:
     # --- victim hooks -------------------------------------------------------------------
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
-        return self._victims(self.preemptable_fns, "enablePreemptable", preemptor, preemptees)
+        return self._victims(PREEMPTABLE, preemptor, preemptees)
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
-        return self._victims(self.reclaimable_fns, "enableReclaimable", reclaimer, reclaimees)
+        return self._victims(RECLAIMABLE, reclaimer, reclaimees)
 
     # --- queue hooks --------------------------------------------------------------------
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for fn in self._all(self.overused_fns, "enabledOverused"))
+        return any(fn(queue) for fn in self._all(OVERUSED))
 
     def queue_share(self, queue: QueueInfo) -> QueueShare | None:
         """The first answer of the plugins that judge overuse (proportion, capacity), in
         tier order; None when no such plugin knows the queue."""
-        for fn in self._all(self.queue_share_fns, "enabledOverused"):
+        for fn in self._all(QUEUE_SHARE):
             share = fn(queue)
             if share is not None:
                 return share
         return None
 
     def preemptive(self, queue: QueueInfo, candidates: list[TaskInfo]) -> bool:
-        return all(
-            fn(queue, candidates) for fn in self._all(self.preemptive_fns, "enablePreemptive")
-        )
+        return all(fn(queue, candidates) for fn in self._all(PREEMPTIVE))
+
+    def allocatable_vote(self, queue: QueueInfo, task: TaskInfo) -> Vote:
+        """May the queue take the task now; when not, the first refusing plugin's reason."""
+        for fn in self._all(ALLOCATABLE):
+            vote = fn(queue, task)
+            if vote.rejected:
+                return vote
+        return PERMITTED
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for fn in self._all(self.allocatable_fns, "enabledAllocatable"))
+        return not self.allocatable_vote(queue, task).rejected
 
     # --- job hooks ----------------------------------------------------------------------
 
     def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for fn in self._all(self.job_ready_fns, "enableJobReady"))
+        return all(fn(job) for fn in self._all(JOB_READY))
 
-    def _vote(self, hooks: dict[str, Callable[[JobInfo], int]], flag: str, job: JobInfo) -> bool:
-        for fns in self._tiered(hooks, flag):
+    def _vote(self, hook: Hook[Callable[[JobInfo], Vote]], job: JobInfo) -> Vote:
+        """Tier by tier: any rejection decides (the rejecting vote, with its reason, is the
+        answer); else the first tier with a permit decides; no opinion at all permits."""
+        for fns in self._tiered(hook):
             permitted = False
             for fn in fns:
-                result = fn(job)
-                if result < 0:
-                    return False
-                if result > 0:
+                vote = fn(job)
+                if vote.code < 0:
+                    return vote
+                if vote.code > 0:
                     permitted = True
             if permitted:
-                return True
-        return True
+                return PERMITTED
+        return PERMITTED
 
     def job_pipelined(self, job: JobInfo) -> bool:
-        return self._vote(self.job_pipelined_fns, "enableJobPipelined", job)
+        return not self._vote(JOB_PIPELINED, job).rejected
+
+    def job_enqueue_vote(self, job: JobInfo) -> Vote:
+        """Whether the job may be admitted, and when not, the refusing plugin's reason."""
+        return self._vote(JOB_ENQUEUEABLE, job)
 
     def job_enqueueable(self, job: JobInfo) -> bool:
-        return self._vote(self.job_enqueueable_fns, "enableJobEnqueued", job)
+        return not self.job_enqueue_vote(job).rejected
 
     def job_enqueued(self, job: JobInfo) -> None:
-        for fn in self._all(self.job_enqueued_fns, "enableJobEnqueued"):
+        for fn in self._all(JOB_ENQUEUED):
             fn(job)
 
     def job_starving(self, job: JobInfo) -> bool:
         """Answered by the first tier that has an enabled hook; no hook at all → not starving."""
-        for fns in self._tiered(self.job_starving_fns, "enableJobStarving"):
+        for fns in self._tiered(JOB_STARVING):
             if fns:
                 return all(fn(job) for fn in fns)
         return False
 
     def job_valid(self, job: JobInfo) -> ValidateResult | None:
-        for fn in self._all(self.job_valid_fns, None):
+        for fn in self._all(JOB_VALID):
             result = fn(job)
             if result is not None and not result.passed:
                 return result
@@ -326,15 +336,15 @@ class Session:
 
     # --- ordering -----------------------------------------------------------------------
 
-    def _first_nonzero(self, hooks: dict[str, CompareFn], flag: str, l: Any, r: Any) -> int:
-        for fn in self._all(hooks, flag):
+    def _first_nonzero(self, hook: Hook[CompareFn], l: Any, r: Any) -> int:
+        for fn in self._all(hook):
             j = fn(l, r)
             if j != 0:
                 return j
         return 0
 
     def job_order_compare(self, l: JobInfo, r: JobInfo) -> int:
-        return self._first_nonzero(self.job_order_fns, "enableJobOrder", l, r)
+        return self._first_nonzero(JOB_ORDER, l, r)
 
     def job_order_fn(self, l: JobInfo, r: JobInfo) -> bool:
         j = self.job_order_compare(l, r)
@@ -345,7 +355,7 @@ class Session:
         return l.creation_timestamp < r.creation_timestamp
 
     def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:
-        j = self._first_nonzero(self.queue_order_fns, "enableQueueOrder", l, r)
+        j = self._first_nonzero(QUEUE_ORDER, l, r)
         if j != 0:
             return j < 0
         if l.creation_timestamp == r.creation_timestamp:
@@ -353,14 +363,14 @@ class Session:
         return l.creation_timestamp < r.creation_timestamp
 
     def victim_queue_order_fn(self, l: QueueInfo, r: QueueInfo, preemptor: QueueInfo) -> bool:
-        for fn in self._all(self.victim_queue_order_fns, None):
+        for fn in self._all(VICTIM_QUEUE_ORDER):
             j = fn(l, r, preemptor)
             if j != 0:
                 return j < 0
         return not self.queue_order_fn(l, r)
 
     def task_compare(self, l: TaskInfo, r: TaskInfo) -> int:
-        return self._first_nonzero(self.task_order_fns, "enableTaskOrder", l, r)
+        return self._first_nonzero(TASK_ORDER, l, r)
 
     def task_order_fn(self, l: TaskInfo, r: TaskInfo) -> bool:
         j = self.task_compare(l, r)
@@ -371,7 +381,7 @@ class Session:
     # --- predicates and node order -------------------------------------------------------
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
-        for fn in self._all(self.predicate_fns, "enablePredicate"):
+        for fn in self._all(PREDICATE):
             err = fn(task, node)
             if err is not None:
                 return err
@@ -389,7 +399,7 @@ class Session:
         return None
 
     def pre_predicate(self, task: TaskInfo) -> str | None:
-        for fn in self._all(self.pre_predicate_fns, "enablePredicate"):
+        for fn in self._all(PRE_PREDICATE):
             err = fn(task)
             if err:
                 return err
@@ -397,11 +407,11 @@ class Session:
 
     def node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         scores = {node.name: 0.0 for node in nodes}
-        for fns in self._tiered(self.node_order_fns, "enableNodeOrder"):
+        for fns in self._tiered(NODE_ORDER):
             for fn in fns:
                 for node in nodes:
                     scores[node.name] += fn(task, node)
-        for bfns in self._tiered(self.batch_node_order_fns, "enableNodeOrder"):
+        for bfns in self._tiered(BATCH_NODE_ORDER):
             for bfn in bfns:
                 for name, score in bfn(task, nodes).items():
                     if name in scores:
@@ -412,37 +422,25 @@ class Session:
 
     def new_cycle_state(self, task: TaskInfo) -> CycleState:
         state = CycleState()
-        for name, fn in self.cycle_state_fns.items():
+        for name, fn in self.hook_fns(CYCLE_STATE).items():
             state[name] = fn(task)
         return state
 
     def simulate_allocatable(self, state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(
-            fn(state, queue, task)
-            for fn in self._all(self.simulate_allocatable_fns, "enabledAllocatable")
-        )
-
-    def _simulate_enabled(self, name: str) -> bool:
-        for tier in self.conf.tiers:
-            for option in tier.plugins:
-                if option.name == name and (
-                    option.enabled("enablePreemptable") or option.enabled("enabledAllocatable")
-                ):
-                    return True
-        return False
+        return all(fn(state, queue, task) for fn in self._all(SIMULATE_ALLOCATABLE))
 
     def simulate_remove_task(
         self, state: CycleState, preemptor: TaskInfo, victim: TaskInfo, node: NodeInfo
     ) -> None:
-        for name, fn in self.simulate_remove_task_fns.items():
-            if self._simulate_enabled(name):
+        for name, fn in self.hook_fns(SIMULATE_REMOVE_TASK).items():
+            if name in self.simulating:
                 fn(state, preemptor, victim, node)
 
     def simulate_add_task(
         self, state: CycleState, preemptor: TaskInfo, victim: TaskInfo, node: NodeInfo
     ) -> None:
-        for name, fn in self.simulate_add_task_fns.items():
-            if self._simulate_enabled(name):
+        for name, fn in self.hook_fns(SIMULATE_ADD_TASK).items():
+            if name in self.simulating:
                 fn(state, preemptor, victim, node)
 
     # --- victims ordering (session_plugins.go BuildVictimsPriorityQueue) ----------------

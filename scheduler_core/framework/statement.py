@@ -45,9 +45,6 @@ class Statement:
         self.ssn = ssn
         self.operations: list[Operation] = []
 
-    def has_evictions(self) -> bool:
-        return any(o.op is Op.EVICT for o in self.operations)
-
     # --- operations ---------------------------------------------------------------------
 
     def evict(self, reclaimee: TaskInfo, reason: str, preemptor: TaskInfo | None = None) -> None:
@@ -57,7 +54,7 @@ class Statement:
         self.ssn.fire_deallocate(reclaimee)
         self.operations.append(Operation(Op.EVICT, reclaimee, reason, preemptor, previous))
 
-    def pipeline(self, task: TaskInfo, hostname: str, eviction_occurred: bool = False) -> None:
+    def pipeline(self, task: TaskInfo, hostname: str) -> None:
         """Promise ``task`` the resources being freed on ``hostname``."""
         node = self.ssn.nodes.get(hostname)
         if node is None:

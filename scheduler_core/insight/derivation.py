@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts, describe
-from scheduler_core.plugins.queue_attr import DerivationStep, FillRound
+from scheduler_core.plugins.fairshare.attrs import DerivationStep, FillRound
 
 #: What held a queue's deserved share where it ended.
 BOUND_REQUEST = "request"

@@ -21,10 +21,10 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.filter import (
-    admission_reason,
     check_pod,
     gang_shortfall,
-    queue_quota_reason,
+    not_admitted,
+    over_share,
 )
 from scheduler_core.extender.preempt import gangs_broken, select_victims_for_node
 from scheduler_core.insight.amounts import amounts
@@ -280,14 +280,15 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
     attr = attrs.get(queue.name)
     plugin = "proportion" if "proportion" in ssn.plugins else "capacity"
     if job.ready_task_num() == 0 and job.min_resources is not None:
-        admitted = ssn.job_enqueueable(job)
+        admission = ssn.job_enqueue_vote(job)
+        admitted = not admission.rejected
         steps.append(
             Step(
                 "enqueue",
                 "Has the queue admitted the job (minResources within real capability)?",
                 "pass" if admitted else "fail",
                 f"{plugin}.JobEnqueueable",
-                "admitted" if admitted else admission_reason(ssn, queue, job),
+                "admitted" if admitted else admission.reason or not_admitted(job),
                 {
                     "minResources": amounts(job.get_min_resources()),
                     "allocated": amounts(attr.allocated) if attr else None,
@@ -305,7 +306,8 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
                 "the job already runs pods or sets no minResources: admission is not asked",
             )
         )
-    allocatable = ssn.allocatable(queue, task)
+    share = ssn.allocatable_vote(queue, task)
+    allocatable = not share.rejected
     limit = "deserved" if plugin == "proportion" else "realCapability"
     steps.append(
         Step(
@@ -313,7 +315,7 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
             f"Does the queue stay within its {limit} with this pod?",
             "pass" if allocatable else "fail",
             f"{plugin}.Allocatable",
-            "yes" if allocatable else queue_quota_reason(ssn, queue, task),
+            "yes" if allocatable else share.reason or over_share(queue),
             {
                 "request": amounts(task.resreq),
                 "allocated": amounts(attr.allocated) if attr else None,

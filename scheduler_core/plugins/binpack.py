@@ -21,6 +21,7 @@ import numpy as np
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -192,7 +193,7 @@ class BinpackPlugin(Plugin):
             return
         self._verbose = log.isEnabledFor(v(4))
         self._table = NodeTable.of(ssn)
-        ssn.batch_node_order_fns[self.name] = self.batch_node_score
+        ssn.add_hook(BATCH_NODE_ORDER, self.name, self.batch_node_score)
 
     def _requests(self, task: TaskInfo) -> list[tuple[str, float, int]]:
         cached = self._last

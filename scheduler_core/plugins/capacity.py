@@ -21,31 +21,60 @@ from scheduler_core.api.resource import (
     INFINITY,
     ZERO,
     Resource,
-    exceeded_part,
-    intersection,
     intersection_with_ignored_scalar_resources,
     res_max,
 )
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.usage import deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import PERMIT, REJECT
+from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, Vote
+from scheduler_core.framework.hooks import (
+    ALLOCATABLE,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    PREEMPTIVE,
+    QUEUE_ORDER,
+    RECLAIMABLE,
+    SIMULATE_ALLOCATABLE,
+    VICTIM_QUEUE_ORDER,
+)
 from scheduler_core.framework.registry import Plugin, register_plugin
-from scheduler_core.framework.session import CycleState, EventHandler, Session
+from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.queue_attr import (
+from scheduler_core.plugins.fairshare import charging
+from scheduler_core.plugins.fairshare.attrs import (
     DerivationStep,
     QueueAttr,
-    QueueCharging,
     capacity_share,
-    changed_dimensions,
+    record_step,
+    start_derivation,
+    trace,
+)
+from scheduler_core.plugins.fairshare.charging import QueueCharging
+from scheduler_core.plugins.fairshare.hierarchy import (
+    HierarchyError,
+    ancestor_at_depth,
+    ancestors_by_level,
+    ancestry,
+    check_hierarchical_queue,
+    compare_share_with_deserved,
+    has_relevant_deserved,
+    queue_level,
+)
+from scheduler_core.plugins.fairshare.refusals import (
+    cannot_take_more,
+    not_open,
+    over_limit,
+    over_real_capability,
+    queue_not_open,
+)
+from scheduler_core.plugins.fairshare.spec import (
     flat_capability,
     flat_real_capability,
     format_resource_names,
     hierarchy_enabled,
     spec_guarantee,
     total_guarantee,
-    trace,
 )
 
 log = logging.getLogger("scheduler_core.plugins.capacity")
@@ -54,79 +83,6 @@ ANCESTOR_RECLAIM_LEVEL = "ancestorReclaimLevel"
 #: Volcano's MaxInt64 for the unlimited root scalars (a float, like every Resource value).
 _MAX_INT64 = float(2**63 - 1)
 _NOT_READY = "Capacity plugin failed to check queue's hierarchical structure!"
-
-
-class HierarchyError(ValueError):
-    """The queue tree cannot be used; the session then refuses every capacity decision."""
-
-
-# --- pure helpers on the tree --------------------------------------------------------------
-
-
-def queue_level(l: QueueAttr, r: QueueAttr) -> int:
-    """``getQueueLevel``: index (root = 0) of the deepest common ancestor in the two
-    root-first ancestor lists."""
-    level = 0
-    for i in range(min(len(l.ancestors), len(r.ancestors))):
-        if l.ancestors[i] != r.ancestors[i]:
-            return level
-        level = i
-    return level
-
-
-def ancestor_at_depth(attr: QueueAttr, depth: int) -> str | None:
-    """The ancestor ``depth`` levels up (1 = parent), or None above the root."""
-    if depth <= 0 or len(attr.ancestors) < depth:
-        return None
-    return attr.ancestors[len(attr.ancestors) - depth]
-
-
-def ancestors_by_level(attr: QueueAttr, max_level: int) -> dict[int, str]:
-    found: dict[int, str] = {}
-    for level in range(1, max_level + 1):
-        ancestor = ancestor_at_depth(attr, level)
-        if ancestor is not None:
-            found[level] = ancestor
-    return found
-
-
-def compare_share_with_deserved(l: QueueAttr, r: QueueAttr) -> int:
-    """Lower share first; on a tie a queue that deserves something goes before a
-    best-effort one (both are at share 1), which keeps reclaim from thrashing."""
-    if l.share == r.share:
-        l_has, r_has = not l.deserved.is_empty(), not r.deserved.is_empty()
-        if l_has == r_has:
-            return 0
-        return -1 if l_has else 1
-    return -1 if l.share < r.share else 1
-
-
-def has_relevant_deserved(task: TaskInfo, deserved: Resource) -> bool:
-    """Does the task use any dimension the queue is deserved (both >= epsilon)?"""
-    return bool(intersection(task.resreq, deserved))
-
-
-def ancestry(queues: Mapping[str, QueueInfo], name: str) -> list[str]:
-    """Root-first ancestors of ``name``; an unknown parent or a cycle is an error.
-
-    Volcano's own walk misses cycles that do not pass through the root (it stops at any
-    queue already seen); a cycle here is always reported, since such queues would otherwise
-    silently get no capability at all.
-    """
-    chain: list[str] = []
-    seen = {name}
-    current = queues[name]
-    while current.name != ROOT_QUEUE:
-        parent = current.parent or ROOT_QUEUE
-        if parent not in queues:
-            raise HierarchyError(f"the queue {current.name} has invalid parent queue {parent}")
-        if parent in seen:
-            raise HierarchyError(f"cycle detected in queue hierarchy for queue {name}")
-        seen.add(parent)
-        chain.append(parent)
-        current = queues[parent]
-    chain.reverse()
-    return chain
 
 
 @register_plugin
@@ -165,13 +121,6 @@ class CapacityPlugin(QueueCharging, Plugin):
         self.unschedulable_reasons: dict[str, str] = {}
         self._ssn: Session | None = None
 
-    # --- reporting ------------------------------------------------------------------------
-
-    def overused(self, queue_name: str) -> bool:
-        """Capacity has no OverusedFn; Volcano publishes ``queue_overused`` as share > 1."""
-        attr = self.queue_opts.get(queue_name)
-        return attr is not None and attr.share > 1
-
     # --- session --------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
@@ -196,18 +145,13 @@ class CapacityPlugin(QueueCharging, Plugin):
         else:
             self._build_flat(ssn)
 
-        ssn.reclaimable_fns[self.name] = self._reclaimable
-        ssn.preemptive_fns[self.name] = self._preemptive
-        ssn.allocatable_fns[self.name] = self._allocatable
-        ssn.job_enqueueable_fns[self.name] = self._job_enqueueable
-        ssn.job_enqueued_fns[self.name] = self._job_enqueued
-        ssn.cycle_state_fns[self.name] = self._cycle_state
-        ssn.simulate_add_task_fns[self.name] = self._simulate_add_task
-        ssn.simulate_remove_task_fns[self.name] = self._simulate_remove_task
-        ssn.simulate_allocatable_fns[self.name] = self._simulate_allocatable
-        ssn.add_event_handler(
-            EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
-        )
+        ssn.add_hook(RECLAIMABLE, self.name, self._reclaimable)
+        ssn.add_hook(PREEMPTIVE, self.name, self._preemptive)
+        ssn.add_hook(ALLOCATABLE, self.name, self._allocatable)
+        ssn.add_hook(JOB_ENQUEUEABLE, self.name, self._job_enqueueable)
+        ssn.add_hook(JOB_ENQUEUED, self.name, self._job_enqueued)
+        ssn.add_hook(SIMULATE_ALLOCATABLE, self.name, self._simulate_allocatable)
+        charging.register(ssn, self)
 
     def on_session_close(self, ssn: Session) -> None:
         self._ssn = None
@@ -241,8 +185,8 @@ class CapacityPlugin(QueueCharging, Plugin):
                 trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
             job_usage(job).add_to(attr)
         for attr in self.queue_opts.values():
-            steps = self._steps(attr, "spec.deserved", attr.deserved)
-            self._step(
+            steps = start_derivation(self.derivation, attr, "spec.deserved", attr.deserved)
+            record_step(
                 steps,
                 "real capability: cluster - all guarantees + own guarantee, capped by capability",
                 attr.real_capability,
@@ -250,13 +194,13 @@ class CapacityPlugin(QueueCharging, Plugin):
             )
             before = attr.deserved.clone()
             attr.deserved.min_dimension_resource(attr.real_capability, INFINITY)
-            self._step(steps, "deserved capped by real capability", attr.deserved, before)
+            record_step(steps, "deserved capped by real capability", attr.deserved, before)
             before = attr.deserved.clone()
             attr.deserved = res_max(attr.deserved, attr.guarantee) or Resource.empty()
-            self._step(steps, "deserved raised to guarantee", attr.deserved, before)
+            record_step(steps, "deserved raised to guarantee", attr.deserved, before)
             attr.share = capacity_share(attr)
             _log_attr(attr)
-        ssn.queue_order_fns[self.name] = self._flat_queue_order
+        ssn.add_hook(QUEUE_ORDER, self.name, self._flat_queue_order)
 
     def _build_hierarchical(self, ssn: Session) -> None:
         """Every queue gets attributes; a job's usage counts in its leaf and all ancestors;
@@ -308,101 +252,13 @@ class CapacityPlugin(QueueCharging, Plugin):
                 unlimited.set_scalar(name, _MAX_INT64)
             root.capability = unlimited
         root.real_capability = root.capability.clone()
-        self._check_hierarchical_queue(root)
+        check_hierarchical_queue(self.queue_opts, self.derivation, root)
 
         for attr in opts.values():
             attr.share = capacity_share(attr)
             _log_attr(attr)
-        ssn.queue_order_fns[self.name] = self._hierarchical_queue_order
-        ssn.victim_queue_order_fns[self.name] = self._victim_queue_order
-
-    def _check_hierarchical_queue(self, attr: QueueAttr) -> None:
-        """Top-down: children inherit unset capability dimensions, the root deserves and
-        guarantees what its children do, and each child's real capability is its parent's
-        less the siblings' guarantees plus its own. Inconsistencies are only logged, as in
-        Volcano: a bad spec must not stop scheduling."""
-        children = [self.queue_opts[name] for name in attr.children]
-        sum_guarantee = Resource.empty()
-        sum_deserved = Resource.empty()
-        for child in children:
-            steps = self._steps(child, "spec.deserved", child.deserved)
-            before = child.deserved
-            child.deserved = res_max(child.deserved, child.guarantee) or Resource.empty()
-            self._step(steps, "deserved raised to guarantee", child.deserved, before)
-            sum_deserved.add(child.deserved)
-            sum_guarantee.add(child.guarantee)
-            capability = child.capability
-            if capability.milli_cpu <= 0:
-                capability.milli_cpu = attr.capability.milli_cpu
-            if capability.memory <= 0:
-                capability.memory = attr.capability.memory
-            if attr.capability.scalars is not None:
-                for name, quant in attr.capability.scalars.items():
-                    if capability.scalars is None or name not in capability.scalars:
-                        capability.set_scalar(name, quant)
-            exceeds, names = capability.greater_partly(attr.capability, INFINITY)
-            if exceeds:
-                trace(
-                    log,
-                    logging.ERROR,
-                    "Child queue %s capability (%s) exceeds parent queue %s capability (%s) on "
-                    "resources %s. Child's effective capability will be limited by parent.",
-                    child.name,
-                    capability,
-                    attr.name,
-                    attr.capability,
-                    names,
-                )
-        if attr.name == ROOT_QUEUE:
-            attr.guarantee = sum_guarantee
-            attr.deserved = sum_deserved
-        for child in children:
-            real = exceeded_part(attr.real_capability, sum_guarantee).clone().add(child.guarantee)
-            self._step(
-                self.derivation[child.name],
-                f"real capability: {attr.name}'s real capability - its children's guarantees "
-                "+ own guarantee",
-                real,
-                real,
-            )
-            before = real.clone()
-            real.min_dimension_resource(child.capability, INFINITY)
-            child.real_capability = real
-            self._step(
-                self.derivation[child.name], "real capability capped by capability", real, before
-            )
-        if attr.deserved.less_partly(sum_deserved, ZERO):
-            trace(
-                log,
-                logging.ERROR,
-                "Sum of child queue deserved (%s) exceeds parent queue %s deserved (%s). "
-                "This may affect resource distribution during scheduling.",
-                sum_deserved,
-                attr.name,
-                attr.deserved,
-            )
-        if attr.guarantee.less_partly(sum_guarantee, ZERO):
-            trace(
-                log,
-                logging.ERROR,
-                "Sum of child queue guarantees (%s) exceeds parent queue %s guarantee (%s). "
-                "Not all child guarantees can be satisfied simultaneously.",
-                sum_guarantee,
-                attr.name,
-                attr.guarantee,
-            )
-        for child in children:
-            self._check_hierarchical_queue(child)
-
-    # --- the derivation record -----------------------------------------------------------
-
-    def _steps(self, attr: QueueAttr, label: str, value: Resource) -> list[DerivationStep]:
-        steps = self.derivation[attr.name] = [DerivationStep(label, value.clone(), [])]
-        return steps
-
-    @staticmethod
-    def _step(steps: list[DerivationStep], label: str, value: Resource, before: Resource) -> None:
-        steps.append(DerivationStep(label, value.clone(), changed_dimensions(before, value)))
+        ssn.add_hook(QUEUE_ORDER, self.name, self._hierarchical_queue_order)
+        ssn.add_hook(VICTIM_QUEUE_ORDER, self.name, self._victim_queue_order)
 
     # --- lookups --------------------------------------------------------------------------
 
@@ -674,7 +530,7 @@ class CapacityPlugin(QueueCharging, Plugin):
 
     # --- allocate -------------------------------------------------------------------------
 
-    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> Vote:
         if not queue.is_open():
             trace(
                 log,
@@ -684,20 +540,20 @@ class CapacityPlugin(QueueCharging, Plugin):
                 queue.state,
                 task.name,
             )
-            return False
+            return not_open(queue.name, str(queue.state))
         return self._allocatable_in(self.queue_opts, queue, task)
 
     def _allocatable_in(
         self, opts: Mapping[str, QueueAttr], queue: QueueInfo, task: TaskInfo
-    ) -> bool:
+    ) -> Vote:
         """From the leaf up to the root, every queue must stay within its real capability
         on the dimensions the task requests."""
         if not self.ready_to_schedule:
             trace(log, v(3), _NOT_READY)
-            return False
+            return self._not_ready()
         attr = opts.get(queue.name)
         if attr is None:
-            return False
+            return cannot_take_more(queue.name)
         if self.hierarchy and not attr.is_leaf():
             trace(
                 log,
@@ -706,22 +562,34 @@ class CapacityPlugin(QueueCharging, Plugin):
                 queue.name,
                 task.name,
             )
-            return False
+            return Vote(
+                REJECT, f"queue {queue.name} is not a leaf queue: only leaf queues hold pods"
+            )
         for name in [queue.name, *reversed(attr.ancestors)]:
             level_attr = opts.get(name)
-            if level_attr is None or not _within_real_capability(level_attr, task):
-                return False
-        return True
+            if level_attr is None:
+                return cannot_take_more(name)
+            if not _within_real_capability(level_attr, task):
+                return over_limit(queue.name, level_attr, task.resreq, "capability")
+        return PERMITTED
+
+    def _not_ready(self) -> Vote:
+        reason = f" ({self.not_ready_reason})" if self.not_ready_reason else ""
+        return Vote(REJECT, f"{_NOT_READY}{reason}")
 
     # --- enqueue --------------------------------------------------------------------------
 
-    def _job_enqueueable(self, job: JobInfo) -> int:
+    def _job_enqueueable(self, job: JobInfo) -> Vote:
         if not self.ready_to_schedule or self._ssn is None:
             trace(log, v(3), _NOT_READY)
-            return REJECT
+            return self._not_ready()
         attr = self.queue_opts.get(job.queue)
         if self.hierarchy and (attr is None or not attr.is_leaf()):
-            return REJECT
+            return Vote(
+                REJECT,
+                f"queue {job.queue} cannot admit job {job.uid}: with a queue hierarchy only "
+                "a leaf queue holds jobs",
+            )
         queue = self._ssn.queues.get(job.queue)
         if queue is None or not queue.is_open():
             trace(
@@ -732,7 +600,7 @@ class CapacityPlugin(QueueCharging, Plugin):
                 queue.state if queue is not None else "missing",
                 job.uid,
             )
-            return REJECT
+            return queue_not_open(job, str(queue.state) if queue is not None else "missing")
         if attr is None:
             trace(
                 log,
@@ -741,10 +609,10 @@ class CapacityPlugin(QueueCharging, Plugin):
                 job.queue,
                 job.uid,
             )
-            return PERMIT
+            return PERMITTED
         if job.min_resources is None:
             trace(log, v(4), "job %s MinResources is null.", job.name)
-            return PERMIT
+            return PERMITTED
         min_req = job.get_min_resources()
         for name in [attr.name, *reversed(attr.ancestors)]:
             level_attr = self.queue_opts[name]
@@ -761,8 +629,8 @@ class CapacityPlugin(QueueCharging, Plugin):
                 trace(
                     log, v(3), "Job <%s> cannot be enqueued, queue <%s>: %s", job.uid, name, message
                 )
-                return REJECT
-        return PERMIT
+                return over_real_capability(job, level_attr, names)
+        return PERMITTED
 
     def _job_enqueued(self, job: JobInfo) -> None:
         attr = self.queue_opts.get(job.queue)
@@ -774,13 +642,11 @@ class CapacityPlugin(QueueCharging, Plugin):
             ancestor.inqueue.add(reserved)
         trace(log, v(5), "job <%s> enqueued", job.uid)
 
-    # --- events ---------------------------------------------------------------------------
-
     # --- simulation -----------------------------------------------------------------------
 
     def _simulate_allocatable(self, state: CycleState, queue: QueueInfo, task: TaskInfo) -> bool:
         attrs = self._state(state)
-        return attrs is not None and self._allocatable_in(attrs, queue, task)
+        return attrs is not None and not self._allocatable_in(attrs, queue, task).rejected
 
 
 def _spec_deserved(queue: QueueInfo) -> Resource:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
+from scheduler_core.framework.hooks import PREEMPTABLE, RECLAIMABLE
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 
@@ -31,5 +32,5 @@ class ConformancePlugin(Plugin):
     name = "conformance"
 
     def on_session_open(self, ssn: Session) -> None:
-        ssn.preemptable_fns[self.name] = evictable
-        ssn.reclaimable_fns[self.name] = evictable
+        ssn.add_hook(PREEMPTABLE, self.name, evictable)
+        ssn.add_hook(RECLAIMABLE, self.name, evictable)

@@ -16,6 +16,7 @@ from scheduler_core.api.resource import Resource, share
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT
+from scheduler_core.framework.hooks import JOB_ORDER, PREEMPTABLE
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
@@ -81,8 +82,8 @@ class DrfPlugin(Plugin):
         # deriving each on first use gives the same numbers, since nothing there changes a
         # job's own allocated sum, and spares 2,000 share computations per cluster change.
 
-        ssn.preemptable_fns[self.name] = self.preemptable
-        ssn.job_order_fns[self.name] = self.job_order
+        ssn.add_hook(PREEMPTABLE, self.name, self.preemptable)
+        ssn.add_hook(JOB_ORDER, self.name, self.job_order)
         ssn.add_event_handler(
             EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
         )

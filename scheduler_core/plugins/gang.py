@@ -13,8 +13,16 @@ from collections.abc import Mapping
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import TaskStatus
-from scheduler_core.framework.fit import PERMIT, REJECT, ValidateResult
+from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, ValidateResult, Vote
+from scheduler_core.framework.hooks import (
+    JOB_ORDER,
+    JOB_PIPELINED,
+    JOB_READY,
+    JOB_STARVING,
+    JOB_VALID,
+    PREEMPTABLE,
+    RECLAIMABLE,
+)
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -24,11 +32,6 @@ log = logging.getLogger("scheduler_core.plugins.gang")
 #: PodGroup condition reasons (Volcano's ``v1beta1`` constants).
 NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
-NOT_ENOUGH_RESOURCES = "NotEnoughResources"
-
-#: Volcano's ``PodGroupNotReady`` and the reason of a pending pod no one has placed.
-POD_GROUP_NOT_READY = "pod group is not ready"
-POD_REASON_UNSCHEDULABLE = "Unschedulable"
 
 
 def job_valid(job: JobInfo) -> ValidateResult | None:
@@ -56,11 +59,17 @@ def job_ready(job: JobInfo) -> bool:
     return job.check_task_ready() and job.is_ready()
 
 
-def job_pipelined(job: JobInfo) -> int:
+def job_pipelined(job: JobInfo) -> Vote:
     """A vote, not an abstention: a gang that cannot even be pipelined must be rolled back."""
     if job.check_task_pipelined() and job.is_pipelined():
-        return PERMIT
-    return REJECT
+        return PERMITTED
+    placed = job.waiting_task_num() + job.ready_task_num() + job.pending_best_effort_task_num()
+    return Vote(
+        REJECT,
+        f"gang {job.uid}: {placed} of minMember {job.min_available} tasks placed or pipelined"
+        if placed < job.min_available
+        else f"gang {job.uid}: a task role is below its minimum",
+    )
 
 
 def job_starving(job: JobInfo) -> bool:
@@ -130,60 +139,6 @@ def gang_victims(jobs: Mapping[str, JobInfo], preemptees: list[TaskInfo]) -> lis
     return victims
 
 
-def should_skip_unschedulable_for_releasing(job: JobInfo) -> bool:
-    """A gang that only waits for its own releasing pods to go is not "unschedulable"."""
-    if job.releasing_scheduled_task_num() == 0:
-        return False
-    if job.status_index.get(TaskStatus.PENDING) or job.status_index.get(TaskStatus.PIPELINED):
-        return False
-    return job.scheduled_task_num() + job.releasing_scheduled_task_num() >= job.min_available
-
-
-def is_unschedulable(job: JobInfo) -> bool:
-    """Whether Volcano would mark the PodGroup ``Unschedulable`` when the session closes."""
-    return (
-        bool(job.tasks) and not job.is_ready() and not should_skip_unschedulable_for_releasing(job)
-    )
-
-
-def _histogram(reasons: Mapping[str, int]) -> str:
-    return ", ".join(sorted(f"{count} {reason}" for reason, count in reasons.items()))
-
-
-def fit_error_summary(job: JobInfo, pending_reasons: Mapping[str, str] | None = None) -> str:
-    """Volcano's ``JobInfo.FitError``: task counts per status, then why pending tasks wait.
-
-    ``pending_reasons`` maps a pending task's uid to its reason (e.g. ``Schedulable`` when an
-    action found it a node this cycle); a pending task without one is ``Unschedulable``.
-    """
-    by_status: dict[str, int] = {}
-    for status, bucket in job.status_index.items():
-        if bucket:
-            by_status[str(status)] = by_status.get(str(status), 0) + len(bucket)
-    by_status["minAvailable"] = job.min_available
-    message = f"{POD_GROUP_NOT_READY}, {_histogram(by_status)}"
-    pending: dict[str, int] = {}
-    for uid in job.status_index.get(TaskStatus.PENDING, {}):
-        reason = (pending_reasons or {}).get(uid, POD_REASON_UNSCHEDULABLE)
-        pending[reason] = pending.get(reason, 0) + 1
-    if pending:
-        message += f"; {TaskStatus.PENDING}: {_histogram(pending)}"
-    return message
-
-
-def unschedulable_message(job: JobInfo, pending_reasons: Mapping[str, str] | None = None) -> str:
-    """The PodGroup condition message: ``"%d/%d tasks in gang unschedulable: %s"``.
-
-    The first number is how many more tasks the gang needs (minAvailable - ready), the
-    second how many tasks the job has.
-    """
-    missing = job.min_available - job.ready_task_num()
-    return (
-        f"{missing}/{len(job.tasks)} tasks in gang unschedulable: "
-        f"{fit_error_summary(job, pending_reasons)}"
-    )
-
-
 @register_plugin
 class GangPlugin(Plugin):
     name = "gang"
@@ -195,10 +150,10 @@ class GangPlugin(Plugin):
             # Permit even when empty: an empty answer vetoes the whole tier, as in Volcano.
             return gang_victims(jobs, evictees), PERMIT
 
-        ssn.job_valid_fns[self.name] = job_valid
-        ssn.preemptable_fns[self.name] = victims
-        ssn.reclaimable_fns[self.name] = victims
-        ssn.job_order_fns[self.name] = job_order
-        ssn.job_ready_fns[self.name] = job_ready
-        ssn.job_pipelined_fns[self.name] = job_pipelined
-        ssn.job_starving_fns[self.name] = job_starving
+        ssn.add_hook(JOB_VALID, self.name, job_valid)
+        ssn.add_hook(PREEMPTABLE, self.name, victims)
+        ssn.add_hook(RECLAIMABLE, self.name, victims)
+        ssn.add_hook(JOB_ORDER, self.name, job_order)
+        ssn.add_hook(JOB_READY, self.name, job_ready)
+        ssn.add_hook(JOB_PIPELINED, self.name, job_pipelined)
+        ssn.add_hook(JOB_STARVING, self.name, job_starving)

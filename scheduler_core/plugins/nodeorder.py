@@ -34,6 +34,7 @@ import numpy.typing as npt
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
@@ -614,7 +615,7 @@ class NodeOrderPlugin(Plugin):
             )
         self._verbose = log.isEnabledFor(v(4))
         self._table = NodeTable.of(ssn)
-        ssn.batch_node_order_fns[self.name] = self.batch_node_score
+        ssn.add_hook(BATCH_NODE_ORDER, self.name, self.batch_node_score)
 
     def _pod(self, task: TaskInfo) -> tuple[PodRequests, tuple[PreferredTerm, ...]]:
         """The pod's requests and terms, remembered for the task being scored: the session

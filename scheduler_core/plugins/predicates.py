@@ -21,6 +21,7 @@ from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo, Toleration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.framework.hooks import PREDICATE
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -178,7 +179,7 @@ class PredicatesPlugin(Plugin):
             _unevaluated_logged = True
             log.log(v(4), "predicates: %s are not evaluated by this scheduler", _UNEVALUATED)
         self._cache = {}
-        ssn.predicate_fns[self.name] = self.predicate
+        ssn.add_hook(PREDICATE, self.name, self.predicate)
 
     def on_session_close(self, ssn: Session) -> None:
         self._cache = {}

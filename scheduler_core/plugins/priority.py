@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
+from scheduler_core.framework.hooks import JOB_ORDER, JOB_STARVING, PREEMPTABLE, TASK_ORDER
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -119,7 +120,7 @@ class PriorityPlugin(Plugin):
         ) -> tuple[list[TaskInfo], int]:
             return priority_victims(jobs, preemptor, preemptees), PERMIT
 
-        ssn.task_order_fns[self.name] = task_order
-        ssn.job_order_fns[self.name] = job_order
-        ssn.preemptable_fns[self.name] = preemptable
-        ssn.job_starving_fns[self.name] = job_starving
+        ssn.add_hook(TASK_ORDER, self.name, task_order)
+        ssn.add_hook(JOB_ORDER, self.name, job_order)
+        ssn.add_hook(PREEMPTABLE, self.name, preemptable)
+        ssn.add_hook(JOB_STARVING, self.name, job_starving)

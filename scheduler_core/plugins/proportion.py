@@ -20,23 +20,44 @@ from scheduler_core.api.resource import INFINITY, ZERO, Resource, exceeded_part,
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.usage import deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import PERMIT, REJECT
+from scheduler_core.framework.fit import PERMIT, PERMITTED, Vote
+from scheduler_core.framework.hooks import (
+    ALLOCATABLE,
+    JOB_ENQUEUEABLE,
+    JOB_ENQUEUED,
+    OVERUSED,
+    PREEMPTIVE,
+    QUEUE_ORDER,
+    QUEUE_SHARE,
+    RECLAIMABLE,
+    SIMULATE_ALLOCATABLE,
+)
 from scheduler_core.framework.registry import Plugin, register_plugin
-from scheduler_core.framework.session import CycleState, EventHandler, Session
+from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.queue_attr import (
+from scheduler_core.plugins.fairshare import charging
+from scheduler_core.plugins.fairshare.attrs import (
     FillRound,
     FillStep,
     QueueAttr,
-    QueueCharging,
     changed_dimensions,
+    proportion_share,
+    trace,
+)
+from scheduler_core.plugins.fairshare.charging import QueueCharging
+from scheduler_core.plugins.fairshare.refusals import (
+    cannot_take_more,
+    not_open,
+    over_limit,
+    over_real_capability,
+    queue_not_open,
+)
+from scheduler_core.plugins.fairshare.spec import (
     flat_capability,
     flat_real_capability,
     format_resource_names,
-    proportion_share,
     spec_guarantee,
     total_guarantee,
-    trace,
 )
 
 log = logging.getLogger("scheduler_core.plugins.proportion")
@@ -260,13 +281,6 @@ class ProportionPlugin(QueueCharging, Plugin):
         self.unschedulable_reasons: dict[str, str] = {}
         self._ssn: Session | None = None
 
-    # --- reporting ------------------------------------------------------------------------
-
-    def overused(self, queue_name: str) -> bool:
-        """Deserved within allocated on every dimension (epsilon 0.1), as the hook decides."""
-        attr = self.queue_opts.get(queue_name)
-        return attr is not None and attr.deserved.less_equal(attr.allocated, ZERO)
-
     # --- session --------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
@@ -308,21 +322,16 @@ class ProportionPlugin(QueueCharging, Plugin):
 
         self.derivation = deserved_shares(self.queue_opts, self.total_resource)
 
-        ssn.queue_order_fns[self.name] = self._queue_order
-        ssn.reclaimable_fns[self.name] = self._reclaimable
-        ssn.overused_fns[self.name] = self._overused
-        ssn.queue_share_fns[self.name] = self._queue_share
-        ssn.allocatable_fns[self.name] = self._allocatable
-        ssn.preemptive_fns[self.name] = self._queue_allocatable
-        ssn.simulate_allocatable_fns[self.name] = self._simulate_allocatable
-        ssn.cycle_state_fns[self.name] = self._cycle_state
-        ssn.simulate_add_task_fns[self.name] = self._simulate_add_task
-        ssn.simulate_remove_task_fns[self.name] = self._simulate_remove_task
-        ssn.job_enqueueable_fns[self.name] = self._job_enqueueable
-        ssn.job_enqueued_fns[self.name] = self._job_enqueued
-        ssn.add_event_handler(
-            EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
-        )
+        ssn.add_hook(QUEUE_ORDER, self.name, self._queue_order)
+        ssn.add_hook(RECLAIMABLE, self.name, self._reclaimable)
+        ssn.add_hook(OVERUSED, self.name, self._overused)
+        ssn.add_hook(QUEUE_SHARE, self.name, self._queue_share)
+        ssn.add_hook(ALLOCATABLE, self.name, self._allocatable)
+        ssn.add_hook(PREEMPTIVE, self.name, self._queue_allocatable)
+        ssn.add_hook(SIMULATE_ALLOCATABLE, self.name, self._simulate_allocatable)
+        ssn.add_hook(JOB_ENQUEUEABLE, self.name, self._job_enqueueable)
+        ssn.add_hook(JOB_ENQUEUED, self.name, self._job_enqueued)
+        charging.register(ssn, self)
 
     def on_session_close(self, ssn: Session) -> None:
         self._ssn = None
@@ -403,8 +412,15 @@ class ProportionPlugin(QueueCharging, Plugin):
             return False
         return _fits_deserved(queue.name, attr, candidates)
 
-    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return self._queue_allocatable(queue, [task])
+    def _allocatable(self, queue: QueueInfo, task: TaskInfo) -> Vote:
+        if self._queue_allocatable(queue, [task]):
+            return PERMITTED
+        if not queue.is_open():
+            return not_open(queue.name, str(queue.state))
+        attr = self.queue_opts.get(queue.name)
+        if attr is None:
+            return cannot_take_more(queue.name)
+        return over_limit(queue.name, attr, task.resreq, "deserved share")
 
     def _reclaimable(
         self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]
@@ -432,7 +448,7 @@ class ProportionPlugin(QueueCharging, Plugin):
 
     # --- job hooks ------------------------------------------------------------------------
 
-    def _job_enqueueable(self, job: JobInfo) -> int:
+    def _job_enqueueable(self, job: JobInfo) -> Vote:
         """Admit a job only if its minResources, on top of what the queue holds and has
         already admitted (less what it could give back), fits the real capability."""
         queue = self._ssn.queues.get(job.queue) if self._ssn is not None else None
@@ -445,15 +461,15 @@ class ProportionPlugin(QueueCharging, Plugin):
                 queue.state if queue is not None else "missing",
                 job.uid,
             )
-            return REJECT
+            return queue_not_open(job, str(queue.state) if queue is not None else "missing")
         attr = self.queue_opts.get(job.queue)
         if attr is None or job.min_resources is None:
-            return PERMIT
+            return PERMITTED
         min_req = job.get_min_resources()
         r = min_req.clone().add(attr.allocated).add(attr.inqueue).sub_without_assert(attr.elastic)
         fits, names = r.less_equal_with_dimension_and_resources_name(attr.real_capability, min_req)
         if fits:
-            return PERMIT
+            return PERMITTED
         message = format_resource_names("queue resource quota insufficient", "insufficient", names)
         self.unschedulable_reasons[job.uid] = message
         trace(
@@ -464,7 +480,7 @@ class ProportionPlugin(QueueCharging, Plugin):
             job.queue,
             message,
         )
-        return REJECT
+        return over_real_capability(job, attr, names)
 
     def _job_enqueued(self, job: JobInfo) -> None:
         """The admitted job's minResources are reserved in its queue for this session."""
@@ -473,8 +489,6 @@ class ProportionPlugin(QueueCharging, Plugin):
         attr = self.queue_opts.get(job.queue)
         if attr is not None:
             attr.inqueue.add(deduct_sch_gated_resources(job, job.get_min_resources()))
-
-    # --- events ---------------------------------------------------------------------------
 
     # --- simulation -----------------------------------------------------------------------
 

@@ -285,7 +285,7 @@ def check_session(
             stmt = Statement(replay)
             for victim in victims:
                 stmt.evict(victim, "replay", preemptor)
-            stmt.pipeline(preemptor, op.node, bool(victims))
+            stmt.pipeline(preemptor, op.node)
             stmt.operations = []  # applied; nothing to commit in the replay
             committed += [e.uid for e in group]
             preemptors.append(op.uid)

@@ -10,6 +10,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import SchedulerConfiguration, load_configuration
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.hooks import NODE_ORDER
 from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -42,7 +43,7 @@ class LabelScorePlugin(Plugin):
         def score(_task: TaskInfo, node_info: NodeInfo) -> float:
             return float(node_info.labels.get("score", "0"))
 
-        ssn.node_order_fns[self.name] = score
+        ssn.add_hook(NODE_ORDER, self.name, score)
 
 
 @pytest.fixture

@@ -1,10 +1,10 @@
-"""The behaviour spec's own scenarios (seeds 000, 001, 003), table-driven.
+"""The canonical preempt/reclaim scenarios, table-driven.
 
-* seed 000 §1.1: preempt works inside a queue, reclaim across queues, never the other way;
-* seed 001: reclaim's four-condition reclaimee filter (Task-A..E on Node-1);
-* seed 000 §9.1: why Job-A (priority 100) did or did not preempt Job-B (priority 1) in
-  Queue-1, one row per exit of the debugging flowchart;
-* seed 003: topology-aware candidate choice, one row per scoring level, end to end.
+* scope: preempt works inside a queue, reclaim across queues, never the other way;
+* reclaim's four-condition reclaimee filter (Task-A..E on Node-1);
+* why Job-A (priority 100) did or did not preempt Job-B (priority 1) in Queue-1, one row
+  per exit of the debugging flowchart (queue overused, no victim, gang, ...);
+* topology-aware candidate choice, one row per scoring level, end to end.
 
 The candidate-count formula and the reprieve rule are tabled in ``test_topology.py``.
 """
@@ -40,7 +40,7 @@ from tests.builders import (
 PREEMPT = configuration(HELM_CONF, "preempt")
 RECLAIM = configuration(GANG_CONF, "reclaim")
 
-# --- seed 000 §1.1: scope -----------------------------------------------------------------
+# --- scope: preempt within a queue, reclaim across queues ----------------------------------------
 
 
 def _one_node_two_queues(b_queue: str) -> list[Obj]:
@@ -96,7 +96,7 @@ def test_reclaim_ignores_a_lower_priority_task_of_its_own_queue() -> None:
     assert pipelined(ssn) == {"ns/x-0": "n2"}
 
 
-# --- seed 001: Task-A..E ------------------------------------------------------------------
+# --- reclaim's reclaimee filter: Task-A..E -------------------------------------------------------
 
 
 @dataclass
@@ -170,7 +170,7 @@ def test_reclaimee_conditions_end_to_end(
     assert on_node_1 == evicted, condition
 
 
-# --- seed 000 §9.1: Job-A / Job-B ---------------------------------------------------------
+# --- why Job-A did or did not preempt Job-B ------------------------------------------------------
 
 
 def job_a_b(
@@ -286,7 +286,7 @@ def test_the_discarded_statement_had_evicted_before_it_was_undone() -> None:
     assert evicted_keys(ssn) == []
 
 
-# --- seed 003: the four levels, end to end ------------------------------------------------
+# --- topology-aware candidates: the four levels, end to end --------------------------------------
 
 LOWEST = -(2**31)
 

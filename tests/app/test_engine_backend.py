@@ -12,17 +12,16 @@ from app.cli import build_parser
 from app.engine_backend import backend_from_args
 from app.ports import BadPodError
 from app.server import create_app
+from tests.builders import pod
 
 from .live import serve
 
 
-def pod(
+def pod_in(
     namespace: str, scheduler: str = "queue-scheduler", annotations: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "p", "namespace": namespace, "annotations": annotations or {}},
-        "spec": {"schedulerName": scheduler, "containers": []},
-    }
+    """A pod for the scheduler ``scheduler`` (the shared builder's pod, named p)."""
+    return pod("p", namespace=namespace, scheduler=scheduler, annotations=annotations)
 
 
 def backend(*flags: str, source: tuple[str, ...] = ("--demo",)) -> Any:
@@ -31,21 +30,21 @@ def backend(*flags: str, source: tuple[str, ...] = ("--demo",)) -> Any:
 
 def test_pods_of_the_configured_scheduler_names_are_managed() -> None:
     engine = backend("--scheduler-names", "queue-scheduler,batch")
-    assert engine.is_managed(pod("a"))
-    assert engine.is_managed(pod("a", scheduler="batch"))
-    assert not engine.is_managed(pod("a", scheduler="default-scheduler"))
+    assert engine.is_managed(pod_in("a"))
+    assert engine.is_managed(pod_in("a", scheduler="batch"))
+    assert not engine.is_managed(pod_in("a", scheduler="default-scheduler"))
 
 
 def test_manage_annotated_adds_pods_naming_a_queue_or_podgroup() -> None:
-    annotated = pod("a", "default-scheduler", {"scheduling.volcano.sh/queue-name": "q"})
+    annotated = pod_in("a", "default-scheduler", {"scheduling.volcano.sh/queue-name": "q"})
     assert not backend().is_managed(annotated)
     assert backend("--manage-annotated").is_managed(annotated)
 
 
 def test_namespaces_restrict_pending_demand_to_those_namespaces() -> None:
     engine = backend("--namespaces", "team-a,team-b")
-    assert engine.is_managed(pod("team-b"))
-    assert not engine.is_managed(pod("team-c"))
+    assert engine.is_managed(pod_in("team-b"))
+    assert not engine.is_managed(pod_in("team-c"))
     # pods elsewhere still count: the demo cluster's state holds every namespace
     assert engine.state.counts()["pods"] > 0
 
@@ -74,7 +73,7 @@ def test_a_pod_that_cannot_be_read_gets_neutral_answers_not_an_engine_error(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     engine = backend()
-    bad = pod("team")
+    bad = pod_in("team")
     bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]
     assert engine.prioritize(bad, ["cpu-node-1"]) == [("cpu-node-1", 0)]
     assert engine.preempt(bad, {"cpu-node-1": ["u"]}) == {}
@@ -85,7 +84,7 @@ def test_a_pod_that_cannot_be_read_gets_neutral_answers_not_an_engine_error(
 
 def test_explain_of_a_pod_that_cannot_be_read_is_a_bad_request_with_one_line() -> None:
     engine = backend()
-    bad = pod("team")
+    bad = pod_in("team")
     bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "abc"}}}]
     with pytest.raises(BadPodError, match='invalid quantity "abc"'):
         engine.explain(bad)
@@ -118,7 +117,7 @@ def test_strict_conf_refuses_a_configuration_warning(tmp_path: Path) -> None:
 def test_debug_state_lists_several_assumed_pods_in_pod_order() -> None:
     engine = backend()
     for name in ("second", "first"):
-        asked = pod("default", annotations={"scheduling.volcano.sh/queue-name": "production"})
+        asked = pod_in("default", annotations={"scheduling.volcano.sh/queue-name": "production"})
         asked["metadata"].update(name=name, uid=f"uid-{name}")
         asked["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]
         assert engine.filter(asked, ["cpu-node-1"]).node_names == ["cpu-node-1"]

@@ -17,6 +17,7 @@ from app.cli import build_parser
 from app.engine_backend import EngineBackend, backend_from_args
 from app.server import ServerSettings, create_app
 from tests.app.live import serve
+from tests.builders import node, pod
 from tests.fakeapi.kubeconfig import write_kubeconfig
 from tests.fakeapi.server import FakeApiServer
 
@@ -32,32 +33,17 @@ def eventually(check: Callable[[], bool], what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def node(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
-    }
-
-
-def pod(name: str, cpu: str, node_name: str = "") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "team",
-            "uid": f"uid-{name}",
-            "annotations": {"scheduling.volcano.sh/queue-name": "a"},
-        },
-        "spec": {
-            "schedulerName": "queue-scheduler",
-            "nodeName": node_name,
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-        },
-        "status": {"phase": "Running" if node_name else "Pending"},
-    }
+def waiting_pod(name: str, cpu: str, node_name: str = "") -> dict[str, Any]:
+    """A pod of queue ``a`` in namespace ``team`` that the extender decides for."""
+    return pod(
+        name,
+        namespace="team",
+        cpu=cpu,
+        memory=None,
+        node_name=node_name,
+        queue="a",
+        scheduler="queue-scheduler",
+    )
 
 
 @pytest.fixture
@@ -74,7 +60,7 @@ def api() -> Iterator[FakeApiServer]:
                 "spec": {"weight": 1, "capability": {"cpu": "4"}},
             },
         )
-        server.add("Pod", pod("waiting", "2"))
+        server.add("Pod", waiting_pod("waiting", "2"))
         yield server
 
 
@@ -104,14 +90,14 @@ def test_answers_follow_the_cluster_as_events_stream_in(
         eventually(lambda: client.get("/readyz").status_code == 200, "initial sync")
         allocated = 'volcano_queue_allocated_milli_cpu{queue_name="a"}'
         assert metric(client, allocated) == 0.0
-        explain = client.post("/debug/explain", json=pod("waiting", "2")).json()
+        explain = client.post("/debug/explain", json=waiting_pod("waiting", "2")).json()
         assert explain["verdict"] == "pass"
 
         # another scheduler binds a 3-CPU pod of queue a: the stream alone must carry it
-        api.add("Pod", pod("elsewhere", "3", node_name="n1"))
+        api.add("Pod", waiting_pod("elsewhere", "3", node_name="n1"))
         eventually(lambda: metric(client, allocated) == 3000.0, "allocated to follow the bind")
         answer = client.post(
-            "/filter", json={"Pod": pod("waiting", "2"), "NodeNames": ["n1", "n2"]}
+            "/filter", json={"Pod": waiting_pod("waiting", "2"), "NodeNames": ["n1", "n2"]}
         ).json()
         assert answer["NodeNames"] == []
         assert set(answer["FailedNodes"]) == {"n1", "n2"}  # 3 + 2 > capability 4
@@ -121,7 +107,7 @@ def test_answers_follow_the_cluster_as_events_stream_in(
         api.delete("Pod", "team/elsewhere")
         eventually(lambda: metric(client, allocated) == 0.0, "allocated to follow the delete")
         answer = client.post(
-            "/filter", json={"Pod": pod("waiting", "2"), "NodeNames": ["n1", "n2"]}
+            "/filter", json={"Pod": waiting_pod("waiting", "2"), "NodeNames": ["n1", "n2"]}
         ).json()
         assert answer["NodeNames"] == ["n1", "n2"]
         deletes = metric(client, 'queue_extender_informer_events_total{kind="Pod",type="deleted"}')

@@ -57,8 +57,8 @@ def test_table_output_is_for_people() -> None:
 
 
 def worked_example() -> list[dict[str, Any]]:
-    """Seed 002 §15: 100 CPU; A/B/C weight 2/3/5, capability 50/-/-, guarantee 10/-/20,
-    requests 80/60/30."""
+    """Proportion's worked example: 100 CPU; A/B/C weight 2/3/5, capability 50/-/-,
+    guarantee 10/-/20, requests 80/60/30."""
     docs: list[dict[str, Any]] = [
         {
             "apiVersion": "v1",

@@ -17,24 +17,18 @@ from scheduler_core.cache.convert import (
     queue_to_info,
 )
 from scheduler_core.cache.objects import collect
-
-
-def pod(name: str = "p", **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
-    body.update(spec)
-    return {
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
-        "spec": body,
-    }
+from tests.builders import pod
 
 
 def test_pod_request_sums_containers_and_adds_one_pod() -> None:
     p = pod(
-        containers=[
-            {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
-            {"resources": {"requests": {"cpu": "250m", "nvidia.com/gpu": "1"}}},
-        ]
+        "p",
+        spec={
+            "containers": [
+                {"resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+                {"resources": {"requests": {"cpu": "250m", "nvidia.com/gpu": "1"}}},
+            ]
+        },
     )
     t = pod_to_task(p)
     assert t.resreq.milli_cpu == 750
@@ -45,25 +39,28 @@ def test_pod_request_sums_containers_and_adds_one_pod() -> None:
 
 def test_init_containers_take_the_max_and_sidecars_add_up() -> None:
     p = pod(
-        containers=[{"resources": {"requests": {"cpu": "1"}}}],
-        initContainers=[
-            {"resources": {"requests": {"cpu": "3"}}},
-            {"restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
-            {"resources": {"requests": {"cpu": "2"}}},
-        ],
-        overhead={"cpu": "100m"},
+        "p",
+        spec={
+            "containers": [{"resources": {"requests": {"cpu": "1"}}}],
+            "initContainers": [
+                {"resources": {"requests": {"cpu": "3"}}},
+                {"restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
+                {"resources": {"requests": {"cpu": "2"}}},
+            ],
+            "overhead": {"cpu": "100m"},
+        },
     )
     # regular init max(3, 2 + 0.5 sidecar) = 3; containers 1 + sidecar 0.5 = 1.5; + overhead
     assert pod_to_task(p).resreq.milli_cpu == 3100
 
 
 def test_pod_level_resources_take_precedence() -> None:
-    p = pod(resources={"requests": {"cpu": "4"}})
+    p = pod("p", spec={"resources": {"requests": {"cpu": "4"}}})
     assert pod_to_task(p).resreq.milli_cpu == 4000
 
 
 def test_a_pod_that_requests_nothing_is_best_effort() -> None:
-    assert pod_to_task(pod(containers=[{"name": "c"}])).best_effort
+    assert pod_to_task(pod("p", spec={"containers": [{"name": "c"}]})).best_effort
 
 
 @pytest.mark.parametrize(
@@ -79,23 +76,23 @@ def test_a_pod_that_requests_nothing_is_best_effort() -> None:
 def test_preemptable_annotation_then_label_default_true(
     annotations: dict[str, str], labels: dict[str, str], expected: bool
 ) -> None:
-    p = pod()
+    p = pod("p")
     p["metadata"]["annotations"] = annotations
     p["metadata"]["labels"] = labels
     assert pod_to_task(p).preemptable is expected
 
 
 def test_task_priority_defaults_to_one_and_the_annotation_overrides() -> None:
-    assert pod_to_task(pod()).priority == 1
-    assert pod_to_task(pod(priority=100)).priority == 100
-    p = pod(priority=100)
+    assert pod_to_task(pod("p")).priority == 1
+    assert pod_to_task(pod("p", priority=100)).priority == 100
+    p = pod("p", priority=100)
     p["metadata"]["annotations"] = {"volcano.sh/task-priority": "7"}
     t = pod_to_task(p)
     assert t.priority == 7 and t.pod_priority == 100
 
 
 def test_pod_status_fields() -> None:
-    p = pod(nodeName="n1", preemptionPolicy="Never")
+    p = pod("p", node_name="n1", preemption_policy="Never")
     p["status"] = {
         "phase": "Running",
         "nominatedNodeName": "n2",
@@ -110,7 +107,7 @@ def test_pod_status_fields() -> None:
 
 
 def test_invalid_quantity_names_the_pod_and_the_field() -> None:
-    p = pod(containers=[{"resources": {"requests": {"cpu": "1.2.3"}}}])
+    p = pod("p", spec={"containers": [{"resources": {"requests": {"cpu": "1.2.3"}}}]})
     with pytest.raises(ConversionError) as err:
         pod_to_task(p)
     assert "Pod ns/p" in str(err.value)
@@ -218,18 +215,18 @@ def test_snapshot_groups_pods_into_jobs_and_nodes() -> None:
         },
         {"kind": "PriorityClass", "metadata": {"name": "high"}, "value": 1000},
     ]
-    a = pod("a", nodeName="n1")
+    a = pod("a", node_name="n1")
     a["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "g"}
     a["status"] = {"phase": "Running"}
     b = pod("b")
     b["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "q"}
-    c = pod("c", nodeName="n1")
+    c = pod("c", node_name="n1")
     c["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": "lost"}
     c["status"] = {"phase": "Running"}
     snap = build_snapshot(collect([*objs, a, b, c]))
-    assert set(snap.jobs) == {"ns/g", "ns/podgroup-uid-b"}  # "lost" has no queue
+    assert set(snap.jobs) == {"ns/g", "ns/podgroup-ns-b"}  # "lost" has no queue
     assert snap.jobs["ns/g"].priority == 1000 and snap.jobs["ns/g"].min_available == 2
-    lone = snap.jobs["ns/podgroup-uid-b"]
+    lone = snap.jobs["ns/podgroup-ns-b"]
     assert lone.queue == "q" and lone.min_available == 1 and lone.synthesized
     assert lone.min_resources is not None and lone.min_resources.milli_cpu == 1000
     assert snap.nodes["n1"].used.milli_cpu == 2000  # a and c both use the node
@@ -238,6 +235,7 @@ def test_snapshot_groups_pods_into_jobs_and_nodes() -> None:
 
 def test_preferred_node_affinity_terms_are_kept_for_scoring() -> None:
     p = pod(
+        "p",
         affinity={
             "nodeAffinity": {
                 "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -249,7 +247,7 @@ def test_preferred_node_affinity_terms_are_kept_for_scoring() -> None:
                     }
                 ]
             }
-        }
+        },
     )
     terms = pod_to_task(p).preferred_affinity
     assert len(terms) == 1 and terms[0][0] == 20

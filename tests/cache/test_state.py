@@ -18,45 +18,9 @@ from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import load_configuration
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.statement import Statement
+from tests.builders import node, pod, podgroup, queue
 
 PROPORTION = load_configuration("tiers:\n- plugins: [{name: proportion}]\n")
-
-
-def node(name: str, cpu: str = "4") -> dict[str, Any]:
-    return {
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}},
-    }
-
-
-def queue(name: str, weight: int = 1) -> dict[str, Any]:
-    return {"kind": "Queue", "metadata": {"name": name}, "spec": {"weight": weight}}
-
-
-def podgroup(name: str, queue_name: str, min_member: int = 1) -> dict[str, Any]:
-    return {
-        "kind": "PodGroup",
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": {"minMember": min_member, "queue": queue_name},
-    }
-
-
-def pod(
-    name: str, group: str | None = None, node_name: str = "", cpu: str = "1", phase: str = "Running"
-) -> dict[str, Any]:
-    annotations = {"scheduling.k8s.io/group-name": group} if group else {}
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": f"uid-{name}",
-            "annotations": annotations,
-        },
-        "spec": {"nodeName": node_name, "containers": [{"resources": {"requests": {"cpu": cpu}}}]},
-        "status": {"phase": phase if node_name else "Pending"},
-    }
 
 
 def key_of(obj: dict[str, Any]) -> str:
@@ -88,24 +52,24 @@ def test_pods_before_their_node_and_podgroup_are_placed_when_those_arrive() -> N
     state.upsert("Pod", pod("a", group="g", node_name="n1"))
     assert summary(state.snapshot())["jobs"] == {}  # no PodGroup yet: not a job
     state.upsert("Queue", queue("q"))
-    state.upsert("PodGroup", podgroup("g", "q"))
+    state.upsert("PodGroup", podgroup("g", queue="q"))
     state.upsert("Node", node("n1"))
     snap = state.snapshot()
-    assert list(snap.jobs["ns/g"].tasks) == ["uid-a"]
+    assert list(snap.jobs["ns/g"].tasks) == ["ns-a"]
     assert snap.nodes["n1"].used.milli_cpu == 1000
 
 
 def test_update_and_delete_touch_only_the_pod() -> None:
     state = ClusterState()
-    for obj in (node("n1"), queue("q"), podgroup("g", "q", 2)):
+    for obj in (node("n1"), queue("q"), podgroup("g", 2, queue="q")):
         state.upsert(obj["kind"], obj)
     state.upsert("Pod", pod("a", group="g"))
-    assert state.snapshot().jobs["ns/g"].tasks["uid-a"].status == TaskStatus.PENDING
+    assert state.snapshot().jobs["ns/g"].tasks["ns-a"].status == TaskStatus.PENDING
     v = state.version
     state.upsert("Pod", pod("a", group="g", node_name="n1"))  # bound and running
     assert state.version == v + 1
     snap = state.snapshot()
-    assert snap.jobs["ns/g"].tasks["uid-a"].status == TaskStatus.RUNNING
+    assert snap.jobs["ns/g"].tasks["ns-a"].status == TaskStatus.RUNNING
     assert snap.nodes["n1"].idle.milli_cpu == 3000
     state.delete("Pod", "ns/a")
     snap = state.snapshot()
@@ -114,13 +78,18 @@ def test_update_and_delete_touch_only_the_pod() -> None:
 
 def test_deleting_a_podgroup_keeps_its_pods_on_their_nodes() -> None:
     state = ClusterState()
-    for obj in (node("n1"), queue("q"), podgroup("g", "q"), pod("a", "g", "n1")):
+    for obj in (
+        node("n1"),
+        queue("q"),
+        podgroup("g", queue="q"),
+        pod("a", group="g", node_name="n1"),
+    ):
         state.upsert(obj["kind"], obj)
     state.delete("PodGroup", "ns/g")
     snap = state.snapshot()
     assert "ns/g" not in snap.jobs and snap.nodes["n1"].used.milli_cpu == 1000
-    state.upsert("PodGroup", podgroup("g", "q"))
-    assert list(state.snapshot().jobs["ns/g"].tasks) == ["uid-a"]
+    state.upsert("PodGroup", podgroup("g", queue="q"))
+    assert list(state.snapshot().jobs["ns/g"].tasks) == ["ns-a"]
 
 
 def test_node_replaced_keeps_its_tasks_and_a_deleted_node_gives_them_back_later() -> None:
@@ -137,7 +106,7 @@ def test_node_replaced_keeps_its_tasks_and_a_deleted_node_gives_them_back_later(
 
 def test_priority_class_sets_the_job_priority_whenever_it_arrives() -> None:
     state = ClusterState()
-    pg = podgroup("g", "default")
+    pg = podgroup("g", queue="default")
     pg["spec"]["priorityClassName"] = "high"
     state.upsert("PodGroup", pg)
     assert state.snapshot().jobs["ns/g"].priority == 0
@@ -163,8 +132,8 @@ def test_snapshot_is_private_to_the_session() -> None:
     for obj in (node("n1"), pod("a", node_name="n1")):
         state.upsert(obj["kind"], obj)
     snap = state.snapshot()
-    snap.nodes["n1"].tasks["uid-a"].status = TaskStatus.RELEASING
-    assert state.snapshot().nodes["n1"].tasks["uid-a"].status == TaskStatus.RUNNING
+    snap.nodes["n1"].tasks["ns-a"].status = TaskStatus.RELEASING
+    assert state.snapshot().nodes["n1"].tasks["ns-a"].status == TaskStatus.RUNNING
 
 
 def test_whatif_session_decisions_never_reach_the_cache() -> None:
@@ -173,9 +142,9 @@ def test_whatif_session_decisions_never_reach_the_cache() -> None:
         node("n1"),
         node("n2"),
         queue("q"),
-        podgroup("g", "q"),
-        pod("a", "g", "n1"),
-        pod("b", "g", "n2"),
+        podgroup("g", queue="q"),
+        pod("a", group="g", node_name="n1"),
+        pod("b", group="g", node_name="n2"),
     ):
         state.upsert(obj["kind"], obj)
     before = summary(state.snapshot())
@@ -183,7 +152,7 @@ def test_whatif_session_decisions_never_reach_the_cache() -> None:
     assert snap.nodes["n1"] is not state.snapshot().nodes["n1"]
     ssn = open_session(snap, load_configuration(""), clone=False)
     stmt = Statement(ssn)
-    victim = ssn.jobs["ns/g"].tasks["uid-a"]
+    victim = ssn.jobs["ns/g"].tasks["ns-a"]
     stmt.evict(victim, "preempt")
     stmt.commit()
     assert ssn.nodes["n1"].releasing.milli_cpu == 1000
@@ -192,13 +161,18 @@ def test_whatif_session_decisions_never_reach_the_cache() -> None:
 
 def test_a_fork_shares_pods_and_its_sessions_change_only_their_own_copies() -> None:
     state = ClusterState()
-    for obj in (node("n1"), queue("q"), podgroup("g", "q"), pod("a", "g", "n1")):
+    for obj in (
+        node("n1"),
+        queue("q"),
+        podgroup("g", queue="q"),
+        pod("a", group="g", node_name="n1"),
+    ):
         state.upsert(obj["kind"], obj)
     before = summary(state.snapshot())
     live = state.task("ns/a")
     fork = state.fork()
     assert fork.task("ns/a") is live  # shared, not cloned
-    fork.upsert("Pod", pod("b", "g", "n1"))
+    fork.upsert("Pod", pod("b", group="g", node_name="n1"))
     fork.delete("Pod", "ns/a")
     assert summary(state.snapshot()) == before
 
@@ -207,10 +181,10 @@ def test_a_fork_shares_pods_and_its_sessions_change_only_their_own_copies() -> N
         fork.shared_snapshot(), load_configuration(""), clone=False, shared_tasks=True
     )
     stmt = Statement(ssn)
-    stmt.evict(ssn.nodes["n1"].tasks["uid-a"], "preempt")
-    mine = ssn.jobs["ns/g"].tasks["uid-a"]
+    stmt.evict(ssn.nodes["n1"].tasks["ns-a"], "preempt")
+    mine = ssn.jobs["ns/g"].tasks["ns-a"]
     assert mine is not live and mine.status == TaskStatus.RELEASING
-    assert ssn.nodes["n1"].tasks["uid-a"] is mine
+    assert ssn.nodes["n1"].tasks["ns-a"] is mine
     stmt.discard()
     assert mine.status == TaskStatus.RUNNING
     assert live is not None and live.status == TaskStatus.RUNNING
@@ -255,11 +229,11 @@ def test_incremental_state_equals_a_fresh_build_of_the_final_objects(
     for event in events:
         op = event[0]
         if op == "pod":
-            obj = pod(event[1], event[2], event[3], event[4])
+            obj = pod(event[1], group=event[2], node_name=event[3], cpu=event[4])
         elif op == "node":
             obj = node(event[1], event[2])
         elif op == "pg":
-            obj = podgroup(event[1], event[2], event[3])
+            obj = podgroup(event[1], event[3], queue=event[2])
             obj["status"] = {"phase": event[4]}  # admitted / running jobs reserve (inqueue)
             if event[5] is not None:
                 obj["spec"]["minResources"] = {"cpu": event[5]}

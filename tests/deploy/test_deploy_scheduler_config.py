@@ -172,7 +172,7 @@ def test_tls_files_are_mounted_in_kube_scheduler(documents: list[Manifest]) -> N
         assert len(mounts) == 1, path
         assert "secret" in volumes[mounts[0]["name"]]
     if extender.get("enableHTTPS"):
-        # Without a CA the client silently turns verification off (reference §1).
+        # Without a CA kube-scheduler's extender client silently turns verification off.
         assert "caFile" in tls_config
     args = containers(documents)["queue-extender"]["args"]
     client_auth = option_value(args, "--client-ca") is not None

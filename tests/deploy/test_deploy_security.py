@@ -1,4 +1,6 @@
-"""Pod and container hardening: DESIGN §5 and the "restricted" Pod Security Standard."""
+"""Pod and container hardening: non-root, read-only root filesystem, no privilege escalation,
+every capability dropped, a seccomp profile: the "restricted" Pod Security Standard
+(https://kubernetes.io/docs/concepts/security/pod-security-standards/)."""
 
 from __future__ import annotations
 

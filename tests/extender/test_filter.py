@@ -71,7 +71,10 @@ def test_queue_capability_rejects_a_job_whose_min_resources_cannot_be_admitted()
     acct, _ = accounting([*base(), q, pg, p])
     rejection = filter_pod(acct, p, NODES).failed["n1"]
     assert rejection.code == "queue-capability"
-    assert "minResources" in rejection.reason
+    # the refusing plugin's own reason: its numbers and the dimension that does not fit
+    assert rejection.reason.startswith("queue capped cannot admit job ns/big now")
+    assert "minResources (cpu 3, memory 0Gi)" in rejection.reason
+    assert "real capability (cpu 2, memory 16Gi); insufficient cpu;" in rejection.reason
 
 
 def test_a_gang_is_held_back_until_the_cluster_can_hold_all_its_missing_members() -> None:

@@ -12,21 +12,36 @@ from typing import Any, ClassVar
 import pytest
 
 from scheduler_core.api.job import JobInfo
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import load_configuration
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import REJECT, ValidateResult
+from scheduler_core.framework.fit import PERMIT, REJECT, ValidateResult, Vote
 from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.hooks import (
+    ALLOCATABLE,
+    JOB_ENQUEUEABLE,
+    JOB_PIPELINED,
+    JOB_STARVING,
+    JOB_VALID,
+    OVERUSED,
+    PREEMPTABLE,
+    RECLAIMABLE,
+    SIMULATE_ADD_TASK,
+    TASK_ORDER,
+    CycleState,
+    Hook,
+)
 from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.session import Session
+from tests.builders import task
 from tests.conftest import RegisterPlugin
 
-#: per test: plugin name -> {hook attribute name: function}
-BEHAVIOUR: dict[str, dict[str, Any]] = {}
+#: per test: plugin name -> {hook: function}
+BEHAVIOUR: dict[str, dict[Hook[Any], Any]] = {}
 
 
 def _make_plugin(plugin_name: str) -> type[Plugin]:
@@ -35,7 +50,7 @@ def _make_plugin(plugin_name: str) -> type[Plugin]:
 
         def on_session_open(self, ssn: Session) -> None:
             for hook, fn in BEHAVIOUR.get(self.name, {}).items():
-                getattr(ssn, hook)[self.name] = fn
+                ssn.add_hook(hook, self.name, fn)
 
     return Scripted
 
@@ -45,20 +60,6 @@ def _scripted_plugins(register_plugin: RegisterPlugin) -> None:
     BEHAVIOUR.clear()
     for name in ("t-a", "t-b", "t-c", "t-d"):
         register_plugin(_make_plugin(name))
-
-
-def task(uid: str, job: str = "ns/j", priority: int = 1) -> TaskInfo:
-    req = Resource(1000, 0)
-    return TaskInfo(
-        uid=uid,
-        name=uid,
-        namespace="ns",
-        job=job,
-        resreq=req,
-        init_resreq=req,
-        status=TaskStatus.RUNNING,
-        priority=priority,
-    )
 
 
 def session(tiers: str) -> Session:
@@ -79,44 +80,44 @@ def victims_fn(keep: list[TaskInfo], vote: int = 1) -> Callable[..., Any]:
 
 
 def test_preemptable_is_the_intersection_within_a_tier_in_first_list_order() -> None:
-    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V3, V1, V2])}
-    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([V1, V3])}
+    BEHAVIOUR["t-a"] = {PREEMPTABLE: victims_fn([V3, V1, V2])}
+    BEHAVIOUR["t-b"] = {PREEMPTABLE: victims_fn([V1, V3])}
     ssn = session(TWO_TIERS)
     assert [v.uid for v in ssn.preemptable(task("p"), [V1, V2, V3])] == ["v3", "v1"]
 
 
 def test_a_veto_in_tier_one_falls_through_to_tier_two() -> None:
-    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1, V2])}
-    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([])}
-    BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([V2])}
+    BEHAVIOUR["t-a"] = {PREEMPTABLE: victims_fn([V1, V2])}
+    BEHAVIOUR["t-b"] = {PREEMPTABLE: victims_fn([])}
+    BEHAVIOUR["t-c"] = {PREEMPTABLE: victims_fn([V2])}
     ssn = session(TWO_TIERS)
     assert [v.uid for v in ssn.preemptable(task("p"), [V1, V2])] == ["v2"]
 
 
 def test_an_abstaining_plugin_is_ignored() -> None:
-    BEHAVIOUR["t-a"] = {"reclaimable_fns": victims_fn([], vote=0)}
-    BEHAVIOUR["t-b"] = {"reclaimable_fns": victims_fn([V1])}
+    BEHAVIOUR["t-a"] = {RECLAIMABLE: victims_fn([], vote=0)}
+    BEHAVIOUR["t-b"] = {RECLAIMABLE: victims_fn([V1])}
     ssn = session(TWO_TIERS)
     assert [v.uid for v in ssn.reclaimable(task("p"), [V1])] == ["v1"]
 
 
 def test_a_tier_one_verdict_hides_tier_two() -> None:
-    BEHAVIOUR["t-a"] = {"reclaimable_fns": victims_fn([V1, V2])}
-    BEHAVIOUR["t-c"] = {"reclaimable_fns": victims_fn([V2])}
+    BEHAVIOUR["t-a"] = {RECLAIMABLE: victims_fn([V1, V2])}
+    BEHAVIOUR["t-c"] = {RECLAIMABLE: victims_fn([V2])}
     ssn = session(TWO_TIERS)
     assert [v.uid for v in ssn.reclaimable(task("p"), [V1, V2])] == ["v1", "v2"]
 
 
 def test_disabled_flag_removes_a_plugin_from_the_intersection() -> None:
-    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1, V2])}
-    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([])}
+    BEHAVIOUR["t-a"] = {PREEMPTABLE: victims_fn([V1, V2])}
+    BEHAVIOUR["t-b"] = {PREEMPTABLE: victims_fn([])}
     ssn = session("tiers:\n- plugins: [{name: t-a}, {name: t-b, enablePreemptable: false}]\n")
     assert [v.uid for v in ssn.preemptable(task("p"), [V1, V2])] == ["v1", "v2"]
 
 
 def test_no_victims_when_every_tier_vetoes() -> None:
-    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([])}
-    BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([])}
+    BEHAVIOUR["t-a"] = {PREEMPTABLE: victims_fn([])}
+    BEHAVIOUR["t-c"] = {PREEMPTABLE: victims_fn([])}
     assert session(TWO_TIERS).preemptable(task("p"), [V1]) == []
 
 
@@ -136,7 +137,7 @@ QUEUE = QueueInfo(name="q")
 )
 def test_job_pipelined_votes(votes: dict[str, int], expected: bool) -> None:
     for name, vote in votes.items():
-        BEHAVIOUR[name] = {"job_pipelined_fns": lambda _j, vote=vote: vote}
+        BEHAVIOUR[name] = {JOB_PIPELINED: lambda _j, vote=vote: Vote(vote)}
     assert session(TWO_TIERS).job_pipelined(JOB) is expected
 
 
@@ -153,13 +154,13 @@ def test_job_starving_is_answered_by_the_first_tier_with_a_hook(
     answers: dict[str, bool], expected: bool
 ) -> None:
     for name, answer in answers.items():
-        BEHAVIOUR[name] = {"job_starving_fns": lambda _j, a=answer: a}
+        BEHAVIOUR[name] = {JOB_STARVING: lambda _j, a=answer: a}
     assert session(TWO_TIERS).job_starving(JOB) is expected
 
 
 def test_overused_if_any_plugin_says_so_allocatable_only_if_all_do() -> None:
-    BEHAVIOUR["t-a"] = {"overused_fns": lambda _q: False, "allocatable_fns": lambda _q, _t: True}
-    BEHAVIOUR["t-d"] = {"overused_fns": lambda _q: True, "allocatable_fns": lambda _q, _t: False}
+    BEHAVIOUR["t-a"] = {OVERUSED: lambda _q: False, ALLOCATABLE: lambda _q, _t: Vote(PERMIT)}
+    BEHAVIOUR["t-d"] = {OVERUSED: lambda _q: True, ALLOCATABLE: lambda _q, _t: Vote(REJECT)}
     ssn = session(TWO_TIERS)
     assert ssn.overused(QUEUE) is True
     assert ssn.allocatable(QUEUE, task("p")) is False
@@ -167,15 +168,15 @@ def test_overused_if_any_plugin_says_so_allocatable_only_if_all_do() -> None:
 
 
 def test_job_valid_returns_the_first_failure_and_ignores_flags() -> None:
-    BEHAVIOUR["t-a"] = {"job_valid_fns": lambda _j: ValidateResult(True)}
-    BEHAVIOUR["t-c"] = {"job_valid_fns": lambda _j: ValidateResult(False, "NotEnoughTasks", "m")}
+    BEHAVIOUR["t-a"] = {JOB_VALID: lambda _j: ValidateResult(True)}
+    BEHAVIOUR["t-c"] = {JOB_VALID: lambda _j: ValidateResult(False, "NotEnoughTasks", "m")}
     result = session(TWO_TIERS).job_valid(JOB)
     assert result is not None and result.reason == "NotEnoughTasks"
 
 
 def test_orders_use_the_first_nonzero_comparator_then_age_then_uid() -> None:
-    BEHAVIOUR["t-a"] = {"task_order_fns": lambda _l, _r: 0}
-    BEHAVIOUR["t-b"] = {"task_order_fns": lambda l, r: r.priority - l.priority}
+    BEHAVIOUR["t-a"] = {TASK_ORDER: lambda _l, _r: 0}
+    BEHAVIOUR["t-b"] = {TASK_ORDER: lambda l, r: r.pod_priority - l.pod_priority}
     ssn = session(TWO_TIERS)
     assert ssn.task_order_fn(task("x", priority=5), task("y", priority=1)) is True
     old = JobInfo(uid="ns/b", name="b", namespace="ns", queue="q", creation_timestamp="2026-01-01")
@@ -194,7 +195,7 @@ def test_task_fallback_order_uses_the_job_controllers_index() -> None:
 
 
 def test_victims_queue_pops_lowest_priority_of_the_same_job_first() -> None:
-    BEHAVIOUR["t-a"] = {"task_order_fns": lambda l, r: r.priority - l.priority}
+    BEHAVIOUR["t-a"] = {TASK_ORDER: lambda l, r: r.pod_priority - l.pod_priority}
     ssn = session(TWO_TIERS)
     queue = ssn.build_victims_priority_queue(
         [task("hi", priority=9), task("lo", priority=1), task("mid", priority=5)], task("p")
@@ -215,15 +216,49 @@ def test_arguments_follow_volcanos_accessor_rules() -> None:
 
 def test_an_empty_intersection_is_a_veto_for_the_rest_of_the_tier() -> None:
     """A=[v1], B=[v2] leave no common victim: C's [v1, v2] must not resurrect them."""
-    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1])}
-    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([V2])}
-    BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([V1, V2])}
+    BEHAVIOUR["t-a"] = {PREEMPTABLE: victims_fn([V1])}
+    BEHAVIOUR["t-b"] = {PREEMPTABLE: victims_fn([V2])}
+    BEHAVIOUR["t-c"] = {PREEMPTABLE: victims_fn([V1, V2])}
     ssn = session("tiers:\n- plugins: [{name: t-a}, {name: t-b}, {name: t-c}]\n")
     assert ssn.preemptable(task("p"), [V1, V2]) == []
 
 
 def test_after_a_tier_vetoes_by_intersection_the_next_tier_decides() -> None:
-    BEHAVIOUR["t-a"] = {"preemptable_fns": victims_fn([V1])}
-    BEHAVIOUR["t-b"] = {"preemptable_fns": victims_fn([V2])}
-    BEHAVIOUR["t-c"] = {"preemptable_fns": victims_fn([V2])}
+    BEHAVIOUR["t-a"] = {PREEMPTABLE: victims_fn([V1])}
+    BEHAVIOUR["t-b"] = {PREEMPTABLE: victims_fn([V2])}
+    BEHAVIOUR["t-c"] = {PREEMPTABLE: victims_fn([V2])}
     assert [v.uid for v in session(TWO_TIERS).preemptable(task("p"), [V1, V2])] == ["v2"]
+
+
+def test_the_rejecting_plugins_reason_is_the_enqueue_answer() -> None:
+    BEHAVIOUR["t-a"] = {JOB_ENQUEUEABLE: lambda _j: Vote(PERMIT)}
+    BEHAVIOUR["t-b"] = {JOB_ENQUEUEABLE: lambda _j: Vote(REJECT, "queue q is full")}
+    ssn = session(TWO_TIERS)
+    assert ssn.job_enqueue_vote(JOB) == Vote(REJECT, "queue q is full")
+    assert ssn.job_enqueueable(JOB) is False
+
+
+def test_a_hook_with_an_unknown_tier_flag_fails_where_it_is_declared() -> None:
+    with pytest.raises(ValueError, match="unknown tier flag 'enablePreemptible'"):
+        Hook("preemptable", "enablePreemptible")
+
+
+def test_a_hook_filled_after_the_first_dispatch_takes_part_from_then_on() -> None:
+    ssn = session(TWO_TIERS)
+    assert ssn.overused(QUEUE) is False
+    ssn.add_hook(OVERUSED, "t-c", lambda _q: True)
+    assert ssn.overused(QUEUE) is True
+
+
+def test_only_plugins_that_may_pick_victims_or_judge_allocatable_simulate() -> None:
+    added: list[str] = []
+    for name in ("t-a", "t-b", "t-c"):
+        BEHAVIOUR[name] = {SIMULATE_ADD_TASK: lambda *_a, n=name: added.append(n)}
+    ssn = session(
+        "tiers:\n- plugins: [{name: t-a, enablePreemptable: false, enabledAllocatable: false},"
+        " {name: t-b, enablePreemptable: false}, {name: t-c, enabledAllocatable: false}]\n"
+    )
+    assert ssn.simulating == {"t-b", "t-c"}
+    node = NodeInfo(name="n1", allocatable=Resource(1000, 0), capacity=Resource(1000, 0))
+    ssn.simulate_add_task(CycleState(), task("p"), V1, node)
+    assert added == ["t-b", "t-c"]

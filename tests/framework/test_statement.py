@@ -17,7 +17,7 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import load_configuration
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.session import EventHandler, Session
-from scheduler_core.framework.statement import Statement
+from scheduler_core.framework.statement import Op, Statement
 
 
 def make_session(running: int = 2, pending: int = 2) -> Session:
@@ -110,7 +110,7 @@ def test_discarded_statement_evicts_nothing() -> None:
     before = state(ssn)
     stmt = Statement(ssn)
     stmt.evict(ssn.jobs["ns/j"].tasks["t0"], "preempt")
-    stmt.pipeline(ssn.jobs["ns/j"].tasks["t2"], "n1", True)
+    stmt.pipeline(ssn.jobs["ns/j"].tasks["t2"], "n1")
     stmt.discard()
     assert ssn.evictions == []
     assert state(ssn) == before
@@ -121,7 +121,7 @@ def test_merge_moves_operations_into_the_receiver() -> None:
     outer, inner = Statement(ssn), Statement(ssn)
     inner.evict(ssn.jobs["ns/j"].tasks["t0"], "preempt")
     outer.merge(inner)
-    assert inner.operations == [] and outer.has_evictions()
+    assert inner.operations == [] and [o.op for o in outer.operations] == [Op.EVICT]
 
 
 OPS = st.lists(

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from scheduler_core.framework.hooks import BATCH_NODE_ORDER, NODE_ORDER
 from tests.builders import node, pod, session, task_of, tiers
 
 GPU = "nvidia.com/gpu"
@@ -84,14 +85,14 @@ def test_resources_the_pod_does_not_request_are_not_scored() -> None:
 def test_binpack_scores_through_a_batch_hook_only() -> None:
     # one vectorised call for all nodes; a per-node hook as well would count it twice
     ssn = session(cluster(pod("p")), conf())
-    assert "binpack" in ssn.batch_node_order_fns
-    assert "binpack" not in ssn.node_order_fns
+    assert "binpack" in ssn.hook_fns(BATCH_NODE_ORDER)
+    assert "binpack" not in ssn.hook_fns(NODE_ORDER)
 
 
 def test_zero_weight_registers_no_node_order() -> None:
     ssn = session(cluster(pod("p")), conf("binpack.weight: 0"))
-    assert "binpack" not in ssn.node_order_fns
-    assert "binpack" not in ssn.batch_node_order_fns
+    assert "binpack" not in ssn.hook_fns(NODE_ORDER)
+    assert "binpack" not in ssn.hook_fns(BATCH_NODE_ORDER)
     got = ssn.node_scores(task_of(ssn, "ns/p"), list(ssn.nodes.values()))
     assert set(got.values()) == {0.0}
 

@@ -12,11 +12,12 @@ from scheduler_core.conf import load_configuration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT, REJECT
 from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.hooks import JOB_ENQUEUEABLE, RECLAIMABLE, VICTIM_QUEUE_ORDER
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
 from scheduler_core.plugins.capacity import CapacityPlugin
-from scheduler_core.plugins.queue_attr import QueueAttr, QueueAttrs
+from scheduler_core.plugins.fairshare.attrs import QueueAttr, QueueAttrs
 from tests.builders import (
     Obj,
     node,
@@ -227,7 +228,7 @@ def test_flat_reclaimable(victim_queue: Obj, victims: list[str]) -> None:
     reclaimer = task_of(ssn, "ns/r-0")
     reclaimees = [task_of(ssn, f"ns/{n}") for n in ("m-0", "v-0", "v-1", "v-2")]
 
-    chosen, vote = ssn.reclaimable_fns["capacity"](reclaimer, reclaimees)
+    chosen, vote = ssn.hook_fns(RECLAIMABLE)["capacity"](reclaimer, reclaimees)
 
     # m-0 shares no dimension but pods with the cpu-only reclaimer: never a victim. The rest
     # come in eviction order (one job: reverse task order).
@@ -282,7 +283,7 @@ def test_flat_job_enqueueable(running_min: str, vote: int) -> None:
         FLAT,
     )
 
-    assert ssn.job_enqueueable_fns["capacity"](ssn.jobs["ns/new"]) == vote
+    assert ssn.hook_fns(JOB_ENQUEUEABLE)["capacity"](ssn.jobs["ns/new"]).code == vote
 
 
 def test_closed_queue_refuses_allocate_preempt_and_enqueue() -> None:
@@ -354,7 +355,6 @@ def test_hierarchy_usage_is_added_to_every_ancestor() -> None:
     assert [cores(opts[q], "allocated") for q in ("prod", "eng", "root")] == [8, 8, 8]
     assert [cores(opts[q], "request") for q in ("dev", "eng", "root", "ops")] == [7, 15, 16, 1]
     assert opts["prod"].share == 2.0
-    assert plugin(session(tree(), hierarchical())).overused("prod") is True
 
 
 @pytest.mark.parametrize(
@@ -376,6 +376,28 @@ def test_hierarchy_allocatable_checks_from_leaf_to_root(
     assert failed == ([f"Queue <{failing_level}"] if failing_level else [])
 
 
+def test_hierarchy_refusal_names_the_ancestor_that_would_overflow() -> None:
+    ssn = session(tree(), hierarchical())
+
+    vote = ssn.allocatable_vote(ssn.queues["dev"], task_of(ssn, "ns/d5-0"))
+
+    assert vote.rejected
+    assert vote.reason.startswith("queue dev would exceed its ancestor queue eng's capability:")
+    assert "allocated (cpu 8" in vote.reason and "this pod (cpu 5" in vote.reason
+
+
+def test_hierarchy_admission_refusal_names_the_ancestor_that_is_full() -> None:
+    ssn = session(tree(dev_min="5", prod_min="8"), hierarchical())
+
+    vote = ssn.job_enqueue_vote(ssn.jobs["ns/d5"])
+
+    assert vote.rejected
+    assert "on top of what its ancestor queue eng holds (cpu 8" in vote.reason
+    assert vote.reason.endswith(
+        "; insufficient cpu; waiting for capacity to free up or for preemption"
+    )
+
+
 def test_hierarchy_inner_queue_cannot_allocate() -> None:
     ssn = session(tree(), hierarchical())
 
@@ -394,7 +416,7 @@ def test_hierarchy_job_enqueueable_checks_every_level(dev_min: str, vote: int) -
     # prod's job has minResources 8 = what it holds: nothing elastic to give back in eng.
     ssn = session(tree(dev_min=dev_min, prod_min="8"), hierarchical())
 
-    assert ssn.job_enqueueable_fns["capacity"](ssn.jobs["ns/d5"]) == vote
+    assert ssn.hook_fns(JOB_ENQUEUEABLE)["capacity"](ssn.jobs["ns/d5"]).code == vote
     reasons = plugin(ssn).unschedulable_reasons
     assert reasons.get("ns/d5") == (
         "queue resource quota insufficient: insufficient cpu" if vote == REJECT else None
@@ -445,7 +467,7 @@ def test_hierarchy_victim_queue_order_evicts_closest_relatives_first() -> None:
     dev, prod, ops = ssn.queues["dev"], ssn.queues["prod"], ssn.queues["ops"]
 
     # prod shares eng with dev (level 1), ops only the root (level 0).
-    assert ssn.victim_queue_order_fns["capacity"](prod, ops, dev) == -1
+    assert ssn.hook_fns(VICTIM_QUEUE_ORDER)["capacity"](prod, ops, dev) == -1
     assert ssn.victim_queue_order_fn(prod, ops, dev) is True
     assert ssn.victim_queue_order_fn(ops, prod, dev) is False
 
@@ -521,8 +543,8 @@ def test_unusable_hierarchy_refuses_everything(
     ]
     assert ssn.allocatable(dev, task) is False
     assert ssn.preemptive(dev, [task]) is False
-    assert ssn.job_enqueueable_fns["capacity"](ssn.jobs["ns/d2"]) == REJECT
-    assert ssn.reclaimable_fns["capacity"](task, [task_of(ssn, "ns/rp-0")]) == ([], REJECT)
+    assert ssn.hook_fns(JOB_ENQUEUEABLE)["capacity"](ssn.jobs["ns/d2"]).code == REJECT
+    assert ssn.hook_fns(RECLAIMABLE)["capacity"](task, [task_of(ssn, "ns/rp-0")]) == ([], REJECT)
     assert ssn.simulate_allocatable(ssn.new_cycle_state(task), dev, task) is False
 
 
@@ -569,7 +591,7 @@ def test_ancestor_reclaim_level_gates_victims_by_their_ancestors(
     ssn = session(ancestor_tree(t2_deserved), hierarchical(level))
     reclaimees = [task_of(ssn, f"ns/rc-{i}") for i in range(3)]
 
-    chosen, vote = ssn.reclaimable_fns["capacity"](task_of(ssn, "ns/ra-0"), reclaimees)
+    chosen, vote = ssn.hook_fns(RECLAIMABLE)["capacity"](task_of(ssn, "ns/ra-0"), reclaimees)
 
     assert len(chosen) == victims
     assert vote == PERMIT
@@ -614,6 +636,6 @@ def test_immediate_victims_under_a_shared_ancestor_need_a_relevant_reclaimer_des
     )
     reclaimees = [task_of(ssn, "ns/rb-0"), task_of(ssn, "ns/rb-1")]
 
-    chosen, _ = ssn.reclaimable_fns["capacity"](task_of(ssn, "ns/ra-0"), reclaimees)
+    chosen, _ = ssn.hook_fns(RECLAIMABLE)["capacity"](task_of(ssn, "ns/ra-0"), reclaimees)
 
     assert len(chosen) == victims

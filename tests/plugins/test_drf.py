@@ -13,6 +13,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import load_configuration
 from scheduler_core.engine import open_session
+from scheduler_core.framework.hooks import QUEUE_ORDER, RECLAIMABLE
 from scheduler_core.framework.statement import Statement
 from scheduler_core.plugins.drf import DrfPlugin, calculate_share
 from tests.builders import (
@@ -140,7 +141,7 @@ def test_enable_hierarchy_warns_and_behaves_flat(caplog: pytest.LogCaptureFixtur
     with caplog.at_level(logging.WARNING, logger="scheduler_core.plugins.drf"):
         ssn = session(cluster(job("p", [], pending=["1"]), job("v", ["1", "1"])), conf)
     assert any("not supported" in r.getMessage() for r in caplog.records)
-    assert "drf" not in ssn.queue_order_fns and "drf" not in ssn.reclaimable_fns
+    assert "drf" not in ssn.hook_fns(QUEUE_ORDER) and "drf" not in ssn.hook_fns(RECLAIMABLE)
     victims = ssn.preemptable(task_of(ssn, "ns/p-p0"), [task_of(ssn, "ns/v-0")])
     assert keys(victims) == ["ns/v-0"]
 

@@ -10,8 +10,6 @@ from scheduler_core.framework.statement import Statement
 from scheduler_core.plugins.gang import (
     NOT_ENOUGH_PODS_OF_TASK,
     NOT_ENOUGH_TASKS,
-    is_unschedulable,
-    unschedulable_message,
 )
 from tests.builders import keys, node, pod, podgroup, session, task_of, tiers
 
@@ -209,34 +207,3 @@ def test_job_pipelined_counts_pipelined_tasks_and_rejects_otherwise() -> None:
 def test_job_starving(job: list[dict[str, Any]], starving: bool) -> None:
     ssn = session(cluster(job), GANG)
     assert ssn.job_starving(ssn.jobs["ns/j"]) is starving
-
-
-# --- unschedulable message ------------------------------------------------------------------
-
-
-def test_unschedulable_message_text() -> None:
-    ssn = session(cluster(gang_job("j", 3, running=1, pending=2)), GANG)
-    job = ssn.jobs["ns/j"]
-    assert unschedulable_message(job) == (
-        "2/3 tasks in gang unschedulable: pod group is not ready, "
-        "1 Running, 2 Pending, 3 minAvailable; Pending: 2 Unschedulable"
-    )
-    first_pending = task_of(ssn, "ns/j-1").uid
-    assert unschedulable_message(job, {first_pending: "Schedulable"}).endswith(
-        "Pending: 1 Schedulable, 1 Unschedulable"
-    )
-
-
-@pytest.mark.parametrize(
-    ("job", "unschedulable"),
-    [
-        (gang_job("j", 2, running=1, pending=1), True),
-        (gang_job("j", 2, running=2), False),
-        # waiting only for its own releasing pods to go: not reported
-        (gang_job("j", 3, running=2, releasing=1), False),
-        (gang_job("j", 3, running=1, releasing=1, pending=1), True),
-    ],
-)
-def test_is_unschedulable(job: list[dict[str, Any]], unschedulable: bool) -> None:
-    ssn = session(cluster(job), GANG)
-    assert is_unschedulable(ssn.jobs["ns/j"]) is unschedulable

@@ -32,6 +32,7 @@ from scheduler_core.extender.prioritize import (
     extender_scores,
 )
 from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
@@ -196,7 +197,7 @@ def plugins(ssn: Session) -> tuple[NodeOrderPlugin, BinpackPlugin | None]:
     nodeorder = ssn.plugins["nodeorder"]
     binpack = ssn.plugins.get("binpack")
     assert isinstance(nodeorder, NodeOrderPlugin)
-    if binpack is None or "binpack" not in ssn.batch_node_order_fns:
+    if binpack is None or "binpack" not in ssn.hook_fns(BATCH_NODE_ORDER):
         return nodeorder, None  # absent, or weight 0: no hook
     assert isinstance(binpack, BinpackPlugin)
     return nodeorder, binpack

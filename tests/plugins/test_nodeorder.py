@@ -10,6 +10,7 @@ import pytest
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.extender.prioritize import extender_scores
+from scheduler_core.framework.hooks import BATCH_NODE_ORDER, NODE_ORDER
 from scheduler_core.plugins.nodeorder import (
     balanced_score,
     least_requested_score,
@@ -55,8 +56,8 @@ def test_nodeorder_scores_through_a_batch_hook_only() -> None:
     # per-node scores and taint toleration in one vectorised call; registering the per-node
     # hook as well would count them twice
     ssn = session(cluster(pod("p")), conf())
-    assert "nodeorder" in ssn.batch_node_order_fns
-    assert "nodeorder" not in ssn.node_order_fns
+    assert "nodeorder" in ssn.hook_fns(BATCH_NODE_ORDER)
+    assert "nodeorder" not in ssn.hook_fns(NODE_ORDER)
 
 
 def test_three_balanced_resources_for_a_gpu_pod() -> None:
@@ -171,11 +172,10 @@ def test_extender_scores_rescale_linearly_from_zero() -> None:
     ssn = session([node(f"n{i}") for i in range(1, 6)] + [pod("p")], tiers("nodeorder"))
     raw = {"n1": 50.0, "n2": 25.0, "n3": -5.0, "n4": 0.0, "n5": 33.3}
 
-    def fixed(_task: TaskInfo, n: NodeInfo) -> float:
-        return raw[n.name]
+    def fixed(_task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+        return {n.name: raw[n.name] for n in nodes}
 
-    ssn.batch_node_order_fns.clear()
-    ssn.node_order_fns["nodeorder"] = fixed
+    ssn.add_hook(BATCH_NODE_ORDER, "nodeorder", fixed)  # in place of the plugin's own
     got = extender_scores(ssn, task_of(ssn, "ns/p"), list(ssn.nodes.values()))
     assert got == {"n1": 10, "n2": 5, "n3": 0, "n4": 0, "n5": 6}
 

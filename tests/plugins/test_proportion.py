@@ -6,13 +6,20 @@ import sys
 
 import pytest
 
+from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.framework.fit import PERMIT, REJECT
+from scheduler_core.framework.hooks import (
+    JOB_ENQUEUEABLE,
+    QUEUE_ORDER,
+    RECLAIMABLE,
+    SIMULATE_ALLOCATABLE,
+)
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
+from scheduler_core.plugins.fairshare.attrs import QueueAttr, QueueAttrs
 from scheduler_core.plugins.proportion import ProportionPlugin
-from scheduler_core.plugins.queue_attr import QueueAttr, QueueAttrs
 from tests.builders import (
     Obj,
     node,
@@ -211,7 +218,7 @@ def test_equal_shares_fall_back_to_the_session_default_order() -> None:
     )
 
     # share 0 both: the plugin abstains, the session orders by creation time then name.
-    assert ssn.queue_order_fns["proportion"](ssn.queues["A"], ssn.queues["B"]) == 0
+    assert ssn.hook_fns(QUEUE_ORDER)["proportion"](ssn.queues["A"], ssn.queues["B"]) == 0
     assert ssn.queue_order_fn(ssn.queues["A"], ssn.queues["B"]) is True
 
 
@@ -250,12 +257,13 @@ def test_overused_when_deserved_within_allocated_on_every_dimension(
 
     with caplog.at_level(v(3), logger="scheduler_core.plugins.proportion"):
         assert ssn.overused(ssn.queues["A"]) is overused
-    assert plugin(ssn).overused("A") is overused
     assert any(m.startswith("Queue <A> is overused") for m in caplog.messages) is overused
 
 
-def test_overused_convenience_is_false_for_queue_without_attributes() -> None:
-    assert plugin(one_queue_session()).overused("idle") is False
+def test_a_queue_without_attributes_is_never_overused() -> None:
+    ssn = one_queue_session()
+    assert "idle" not in plugin(ssn).queue_opts
+    assert ssn.overused(QueueInfo(name="idle")) is False
 
 
 # --- allocatable / preemptive ---------------------------------------------------------------
@@ -311,7 +319,7 @@ def test_queue_not_open_refuses_allocate_preempt_and_enqueue(state: str) -> None
 
     assert ssn.allocatable(queue, task) is False
     assert ssn.preemptive(queue, [task]) is False
-    assert ssn.job_enqueueable_fns["proportion"](ssn.jobs["ns/pa"]) == REJECT
+    assert ssn.hook_fns(JOB_ENQUEUEABLE)["proportion"](ssn.jobs["ns/pa"]).code == REJECT
     # Simulation has no open-state check (as in Volcano): the deserved check alone decides.
     state_copy = ssn.new_cycle_state(task)
     assert ssn.simulate_allocatable(state_copy, queue, task) is True
@@ -336,7 +344,7 @@ def test_reclaimable_takes_victims_until_the_queue_is_back_within_deserved() -> 
     reclaimer = task_of(ssn, "ns/pb-0")
     reclaimees = [task_of(ssn, f"ns/ra-{i}") for i in range(4)]
 
-    victims, vote = ssn.reclaimable_fns["proportion"](reclaimer, reclaimees)
+    victims, vote = ssn.hook_fns(RECLAIMABLE)["proportion"](reclaimer, reclaimees)
 
     # 60 > 40 -> victim (45 left); 45 > 40 -> victim (30 left); 30 <= 40 -> stop taking.
     assert [t.name for t in victims] == ["ra-0", "ra-1"]
@@ -358,7 +366,7 @@ def test_reclaimable_works_on_a_per_call_copy_of_allocated() -> None:
 
 def test_reclaimable_spares_queues_within_deserved() -> None:
     ssn = reclaim_session()
-    victims, _ = ssn.reclaimable_fns["proportion"](
+    victims, _ = ssn.hook_fns(RECLAIMABLE)["proportion"](
         task_of(ssn, "ns/ra-0"), [task_of(ssn, "ns/pb-0")]
     )
 
@@ -407,7 +415,7 @@ def test_job_enqueueable_counts_allocated_inqueue_and_elastic(
 ) -> None:
     ssn = enqueue_session(elastic_job_min)
 
-    assert ssn.job_enqueueable_fns["proportion"](ssn.jobs[job]) == vote
+    assert ssn.hook_fns(JOB_ENQUEUEABLE)["proportion"](ssn.jobs[job]).code == vote
     assert ssn.job_enqueueable(ssn.jobs[job]) is (vote == PERMIT)
 
 
@@ -497,7 +505,7 @@ def test_simulate_allocatable_without_state_refuses() -> None:
     state = ssn.new_cycle_state(task)
     del state["proportion"]
 
-    assert ssn.simulate_allocatable_fns["proportion"](state, ssn.queues["B"], task) is False
+    assert ssn.hook_fns(SIMULATE_ALLOCATABLE)["proportion"](state, ssn.queues["B"], task) is False
 
 
 def test_cycle_state_copies_only_the_queues_a_simulation_reads() -> None:

@@ -1,5 +1,5 @@
-"""The seed's worked example (002 §15) and every exit of proportion's deserved loop, each run
-through a real session built from Kubernetes objects."""
+"""Proportion's worked example (100 CPU over A/B/C, weights 2/3/5) and every exit of its
+deserved loop, each run through a real session built from Kubernetes objects."""
 
 from __future__ import annotations
 

@@ -1,32 +1,19 @@
-"""The per-queue attribute record that proportion and capacity both keep, and the job-derived
-quantities they both add into it.
+"""The per-queue record that proportion and capacity both keep during a session.
 
 Both plugins answer every queue question (order, overuse, allocatable, reclaim, enqueue) from
 the same few vectors per queue: what it deserves, what it holds, what it asks for, what its
 admitted jobs have reserved (``inqueue``) and what it holds beyond its jobs' minimum
-(``elastic``). Keeping the record and the arithmetic that fills it in one place means the
-two plugins cannot drift apart where Volcano's do not. Volcano's helpers named here are
-``GetInqueueResource``, ``CalculateAllocatedTaskNum`` and ``JobInfo.DeductSchGatedResources``.
+(``elastic``). Keeping the record and its share arithmetic in one place means the two
+plugins cannot drift apart where Volcano's do not.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar
 
-from scheduler_core.api.queue import QueueInfo
-from scheduler_core.api.resource import INFINITY, MIN_RESOURCE, Resource, exceeded_part, share
-from scheduler_core.api.task import TaskInfo
-from scheduler_core.conf import SchedulerConfiguration
-from scheduler_core.framework.session import QueueShare
-from scheduler_core.logutil import v
-
-log = logging.getLogger("scheduler_core.plugins.queue_attr")
-
-MAX_FLOAT = sys.float_info.max
+from scheduler_core.api.resource import MIN_RESOURCE, Resource, share
 
 
 @dataclass(slots=True, eq=False)
@@ -118,6 +105,18 @@ def changed_dimensions(before: Resource, after: Resource) -> list[str]:
     return [n for n in names if n != "pods" and before.get(n) != after.get(n)]
 
 
+def start_derivation(
+    derivation: dict[str, list[DerivationStep]], attr: QueueAttr, label: str, value: Resource
+) -> list[DerivationStep]:
+    """Begin the queue's derivation record afresh, its first step ``value`` as read."""
+    steps = derivation[attr.name] = [DerivationStep(label, value.clone(), [])]
+    return steps
+
+
+def record_step(steps: list[DerivationStep], label: str, value: Resource, before: Resource) -> None:
+    steps.append(DerivationStep(label, value.clone(), changed_dimensions(before, value)))
+
+
 class QueueAttrs(dict[str, QueueAttr]):
     """Queue name -> attributes; the plugins' entry in a preemptor's cycle state.
 
@@ -168,94 +167,6 @@ def trace(logger: logging.Logger, level: int, msg: str, *args: object) -> None:
         logger.log(level, msg, *(repr(a) if isinstance(a, Resource) else a for a in args))
 
 
-class QueueCharging:
-    """The half of proportion and capacity that moves a task's request in and out of its
-    queue: the session's event handlers (allocate / evict) and the same on a preemptor's
-    what-if copy (simulated add / remove). Each plugin says how to find a task's queue
-    attribute, which ancestors also carry it, and how share is computed; Volcano recomputes
-    share for the queue itself only, not for its ancestors.
-    """
-
-    name: ClassVar[str]
-    log_label: ClassVar[str] = ""
-    queue_opts: dict[str, QueueAttr]
-
-    def _attr_of_task(self, task: TaskInfo, opts: Mapping[str, QueueAttr]) -> QueueAttr | None:
-        raise NotImplementedError
-
-    def _lineage(self, attr: QueueAttr, opts: Mapping[str, QueueAttr]) -> list[QueueAttr]:
-        del attr, opts
-        return []
-
-    def _share(self, attr: QueueAttr) -> float:
-        raise NotImplementedError
-
-    def _charge(self, opts: Mapping[str, QueueAttr], task: TaskInfo, add: bool) -> None:
-        attr = self._attr_of_task(task, opts)
-        if attr is None:
-            return
-        for charged in (attr, *self._lineage(attr, opts)):
-            if add:
-                charged.allocated.add(task.resreq)
-            else:
-                charged.allocated.sub_without_assert(task.resreq)
-        attr.share = self._share(attr)
-        if opts is self.queue_opts:
-            trace(
-                log,
-                v(4),
-                "%s %s: task <%s/%s>, resreq <%s>, share <%s>",
-                self.log_label,
-                "AllocateFunc" if add else "DeallocateFunc",
-                task.namespace,
-                task.name,
-                task.resreq,
-                attr.share,
-            )
-
-    def _queue_share(self, queue: QueueInfo) -> QueueShare | None:
-        """Copies, so a caller may do arithmetic on them without touching the plugin."""
-        attr = self.queue_opts.get(queue.name)
-        if attr is None:
-            return None
-        return QueueShare(allocated=attr.allocated.clone(), deserved=attr.deserved.clone())
-
-    # session events
-    def _on_allocate(self, task: TaskInfo) -> None:
-        self._charge(self.queue_opts, task, add=True)
-
-    def _on_deallocate(self, task: TaskInfo) -> None:
-        self._charge(self.queue_opts, task, add=False)
-
-    # what-if (topology-aware preemption, the extender's victim selection)
-    def _cycle_state(self, task: TaskInfo) -> QueueAttrs:
-        del task
-        return QueueAttrs(source=self.queue_opts)
-
-    def _state(self, state: Mapping[str, object]) -> QueueAttrs | None:
-        attrs = state.get(self.name)
-        return attrs if isinstance(attrs, QueueAttrs) else None
-
-    def _simulate_add_task(
-        self, state: Mapping[str, object], preemptor: TaskInfo, task: TaskInfo, node: object
-    ) -> None:
-        del preemptor, node
-        attrs = self._state(state)
-        if attrs is not None:
-            self._charge(attrs, task, add=True)
-
-    def _simulate_remove_task(
-        self, state: Mapping[str, object], preemptor: TaskInfo, task: TaskInfo, node: object
-    ) -> None:
-        del preemptor, node
-        attrs = self._state(state)
-        if attrs is not None:
-            self._charge(attrs, task, add=False)
-
-
-# --- share -------------------------------------------------------------------------------
-
-
 def proportion_share(attr: QueueAttr) -> float:
     """``max`` over the deserved dimensions (>= epsilon) of allocated / deserved; 0 with none.
 
@@ -282,62 +193,3 @@ def capacity_share(attr: QueueAttr) -> float:
     if attr.deserved.is_empty():
         return 1.0
     return proportion_share(attr)
-
-
-# --- queue spec ----------------------------------------------------------------------------
-
-
-def total_guarantee(queues: Iterable[QueueInfo]) -> Resource:
-    """What every queue together is guaranteed: nobody else may count on it."""
-    total = Resource.empty()
-    for queue in queues:
-        if queue.guarantee is not None:
-            total.add(queue.guarantee)
-    return total
-
-
-def spec_guarantee(queue: QueueInfo) -> Resource:
-    return queue.guarantee.clone() if queue.guarantee is not None else Resource.empty()
-
-
-def flat_capability(queue: QueueInfo) -> Resource | None:
-    """``spec.capability`` with a missing (or non-positive) cpu or memory read as unlimited;
-    ``None`` when the spec sets no capability at all."""
-    if queue.capability is None:
-        return None
-    capability = queue.capability.clone()
-    if capability.milli_cpu <= 0:
-        capability.milli_cpu = MAX_FLOAT
-    if capability.memory <= 0:
-        capability.memory = MAX_FLOAT
-    return capability
-
-
-def flat_real_capability(
-    total: Resource, guarantees: Resource, guarantee: Resource, capability: Resource | None
-) -> Resource:
-    """What the queue could ever get: the cluster minus every guarantee, plus its own
-    guarantee, capped by its capability."""
-    real = exceeded_part(total, guarantees).clone().add(guarantee)
-    if capability is not None:
-        real.min_dimension_resource(capability, INFINITY)
-    return real
-
-
-def hierarchy_enabled(conf: SchedulerConfiguration, plugin: str) -> bool:
-    """``ssn.HierarchyEnabled``: the first option naming the plugin decides."""
-    for tier in conf.tiers:
-        for option in tier.plugins:
-            if option.name == plugin:
-                return option.enabled("enableHierarchy")
-    return False
-
-
-def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
-    """``util.FormatResourceNames``: ``"prefix: verb a, verb b"``."""
-    if not names:
-        return prefix
-    return f"{prefix}: " + ", ".join(f"{verb} {name}" for name in names)
-
-
-# --- job contributions -----------------------------------------------------------------------
