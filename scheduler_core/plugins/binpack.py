@@ -24,7 +24,7 @@ from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.nodeorder import EXACT_LIMIT, FloatArray, NodeTable, RowArray
+from scheduler_core.plugins.util.node_table import EXACT_LIMIT, FloatArray, NodeTable, RowArray
 
 log = logging.getLogger("scheduler_core.plugins.binpack")
 
