@@ -14,6 +14,7 @@ from typing import Any
 
 import uvicorn
 
+from app.http_protocol import OneWriteHttpToolsProtocol
 from app.tls_reload import ReloadingServerContext
 
 
@@ -46,7 +47,7 @@ def uvicorn_config(
         host=host,
         port=port,
         loop="uvloop",
-        http="httptools",
+        http=OneWriteHttpToolsProtocol,
         workers=1,
         access_log=False,
         log_config=None,

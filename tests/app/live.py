@@ -1,4 +1,4 @@
-"""Run an ASGI app under a real uvicorn (uvloop + httptools) on a free loopback port."""
+"""Run an ASGI app under a real uvicorn (uvloop, httptools, as `serve` runs it) on loopback."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
+
+from app.http_protocol import OneWriteHttpToolsProtocol
 
 START_TIMEOUT = 10.0
 
@@ -25,15 +27,14 @@ def serve(app: Any, *, wait_stop: bool = True, **config: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    cfg = uvicorn.Config(
-        app,
-        loop="uvloop",
-        http="httptools",
-        log_config=None,
-        access_log=False,
-        lifespan="off",
-        **config,
-    )
+    settings: dict[str, Any] = {
+        "loop": "uvloop",
+        "http": OneWriteHttpToolsProtocol,
+        "log_config": None,
+        "access_log": False,
+        "lifespan": "off",
+    }
+    cfg = uvicorn.Config(app, **(settings | config))
     server = uvicorn.Server(cfg)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
