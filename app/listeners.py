@@ -14,7 +14,6 @@ from typing import Any
 
 import uvicorn
 
-from app.http_protocol import OneWriteHttpToolsProtocol
 from app.tls_reload import ReloadingServerContext
 
 
@@ -47,7 +46,7 @@ def uvicorn_config(
         host=host,
         port=port,
         loop="uvloop",
-        http=OneWriteHttpToolsProtocol,
+        http="httptools",
         workers=1,
         access_log=False,
         log_config=None,

@@ -1,4 +1,4 @@
-"""Run an ASGI app under a real uvicorn (uvloop, httptools, as `serve` runs it) on loopback."""
+"""Run an ASGI app under a real uvicorn (uvloop + httptools) on a free loopback port."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import uvicorn
-
-from app.http_protocol import OneWriteHttpToolsProtocol
 
 START_TIMEOUT = 10.0
 
@@ -29,7 +27,7 @@ def serve(app: Any, *, wait_stop: bool = True, **config: Any) -> Iterator[str]:
     port = sock.getsockname()[1]
     settings: dict[str, Any] = {
         "loop": "uvloop",
-        "http": OneWriteHttpToolsProtocol,
+        "http": "httptools",
         "log_config": None,
         "access_log": False,
         "lifespan": "off",
