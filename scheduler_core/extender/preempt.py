@@ -293,10 +293,17 @@ def _choose_on_node(
     check_allocatable = mode == "preempt"
     chosen: list[TaskInfo] | None = None
     if proposed_uids:
-        try:
-            sim = NodeSimulation.open(ssn, preemptor, queue, node, check_allocatable)
-        except NodeError:
-            return None
+        # The node's own accounting copied, its task objects shared: the check only takes
+        # tasks off and puts them back (neither changes a task), and re-adding 20-odd
+        # cloned tasks per candidate was a quarter of the verb.
+        sim = NodeSimulation(
+            ssn,
+            ssn.new_cycle_state(preemptor),
+            preemptor,
+            queue,
+            node.copy_sharing_tasks(),
+            check_allocatable,
+        )
         if is_minimal_valid_set(sim, proposed_uids, accept, hook):
             chosen = [node.tasks[uid] for uid in dict.fromkeys(proposed_uids)]
     if chosen is None:
