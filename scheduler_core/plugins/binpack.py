@@ -194,6 +194,11 @@ class BinpackPlugin(Plugin):
         self._table = NodeTable.of(ssn)
         ssn.batch_node_order_fns[self.name] = self.batch_node_score
 
+    def on_session_close(self, ssn: Session) -> None:
+        if self._table is not None:
+            self._table.release_nodes()  # its arrays stay for the next session's table
+            self._table = None
+
     def _requests(self, task: TaskInfo) -> list[tuple[str, float, int]]:
         cached = self._last
         if cached is None or cached[0] is not task:

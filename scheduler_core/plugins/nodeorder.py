@@ -357,6 +357,11 @@ class NodeOrderPlugin(Plugin):
         self._table = NodeTable.of(ssn)
         ssn.batch_node_order_fns[self.name] = self.batch_node_score
 
+    def on_session_close(self, ssn: Session) -> None:
+        if self._table is not None:
+            self._table.release_nodes()  # its arrays stay for the next session's table
+            self._table = None
+
     def _pod(self, task: TaskInfo) -> tuple[PodRequests, tuple[PreferredTerm, ...]]:
         """The pod's requests and terms, remembered for the task being scored: the session
         scores one task on every node in a row."""

@@ -63,6 +63,12 @@ _TAINTS = attrgetter("taints")
 _PREFER_EFFECTS = frozenset({PREFER_NO_SCHEDULE})
 
 
+def _forget(uid: int) -> None:
+    table = _TABLES.pop(uid, None)
+    if table is not None:
+        table.release_nodes()
+
+
 def intolerable_prefer_no_schedule(task: TaskInfo, node: NodeInfo) -> int:
     """Number of ``PreferNoSchedule`` taints no toleration (with effect "" or
     ``PreferNoSchedule``) tolerates."""
@@ -145,6 +151,7 @@ class NodeTable:
 
     def __init__(self, nodes: Mapping[str, NodeInfo]) -> None:
         self._source = nodes
+        self._released = False
         self._nodes: list[NodeInfo] | None = None
         self._names: list[str] = []
         self._stamps: IntArray = np.zeros(0, dtype=np.int64)
@@ -175,8 +182,21 @@ class NodeTable:
             ssn.add_event_handler(
                 EventHandler(allocate=table.on_allocate, deallocate=table.on_deallocate)
             )
-            weakref.finalize(ssn, _TABLES.pop, ssn.uid, None)
+            weakref.finalize(ssn, _forget, ssn.uid)
         return table
+
+    def release_nodes(self) -> None:
+        """Let go of the session's nodes once the session is over: the arrays stay, for a
+        later table to start from, but a donor must not keep a simulation's copied nodes
+        (and their tasks) alive. Scoring through the table afterwards takes the scalar
+        path (no node is found in it)."""
+        self._released = True
+        self._source = {}
+        if self._nodes is not None:
+            self._nodes = []
+        self._last_rows = None
+        self._placed.clear()
+        self._dirty.clear()
 
     # --- staying current with the session ------------------------------------------------
 
@@ -297,6 +317,8 @@ class NodeTable:
         nodeorder and to binpack in a row. The list is re-checked element by element (by
         identity) before the answer is reused, in case its owner changed it in place.
         """
+        if self._released:
+            return None
         self._current()
         last = self._last_rows
         if (

@@ -9,12 +9,15 @@ both plugins' vector scores still equal their scalar reference to the float.
 
 from __future__ import annotations
 
+import gc
+import types
+
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import load_configuration
-from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.framework import close_session, open_session
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.util.node_table import NodeTable, intolerable_prefer_no_schedule
 from tests.builders import node, pod
@@ -171,3 +174,24 @@ def test_a_node_gets_a_new_stamp_whenever_its_tasks_change() -> None:
     stamps.append(n.stamp)
     stamps.append(n.copy_sharing_tasks().stamp)
     assert len(set(stamps)) == len(stamps)
+
+
+def test_a_closed_sessions_table_keeps_no_node_alive_and_still_seeds_the_next() -> None:
+    state = cluster()
+    tasks = probe_tasks(state)
+    conf = load_configuration(DEFAULT_TIERS)
+    snapshot = state.shared_snapshot()
+    snapshot.nodes = {name: n.copy_sharing_tasks() for name, n in state.nodes_view().items()}
+    copy = snapshot.nodes["n1"]
+    what_if = open_session(snapshot, conf, clone=False, read_only=True)
+    table = read_everything(what_if, tasks)
+    candidates = list(what_if.nodes.values())
+    close_session(what_if)
+    assert table.rows(candidates) is None  # a closed session's table answers nothing
+    del what_if, snapshot, candidates
+    gc.collect()
+    holders = [r for r in gc.get_referrers(copy) if not isinstance(r, types.FrameType)]
+    assert holders == []
+
+    ssn = live_session(state)
+    assert_holds_the_nodes(ssn, NodeTable.of(ssn), tasks)
