@@ -233,7 +233,7 @@ class NodeTable:
         stamps = np.fromiter(map(_STAMP, nodes), np.int64, len(nodes))
         donor: NodeTable | None = None
         best = 0
-        for candidate in _DONORS:
+        for candidate in list(_DONORS):  # a copy: another thread may append meanwhile
             if len(candidate._stamps) != len(stamps):
                 continue
             same = int(np.count_nonzero(candidate._stamps == stamps))
