@@ -37,6 +37,18 @@ VERB = "prioritize"
 def clamp_scores(inputs: list[str], scores: list[tuple[str, int]]) -> dict[str, int]:
     """The backend's scores for input nodes only, as ints within 0..10 (last one wins)."""
     wanted = set(inputs)
+    fast = dict(scores)
+    values = fast.values()
+    # The usual answer (every score an int within range) is checked in C over thousands of
+    # nodes; anything else takes the per-node path below.
+    if not values or (
+        set(map(type, values)) == {int}
+        and min(values) >= MIN_EXTENDER_PRIORITY
+        and max(values) <= MAX_EXTENDER_PRIORITY
+    ):
+        if fast.keys() <= wanted:
+            return fast
+        return {host: score for host, score in fast.items() if host in wanted}
     out: dict[str, int] = {}
     for host, score in scores:
         if host in wanted:

@@ -142,7 +142,8 @@ def parse_extender_args(body: bytes) -> DecodedArgs:
     raw_names = fields.get("NodeNames")
     names: list[str] = []
     if raw_names is not None:
-        if not isinstance(raw_names, list) or not all(isinstance(n, str) for n in raw_names):
+        # orjson decodes strings as exactly ``str``: one C-level pass over the types.
+        if not isinstance(raw_names, list) or not set(map(type, raw_names)) <= {str}:
             raise WireError("NodeNames must be an array of strings or null")
         names = raw_names
     items: list[dict[str, Any]] | None = None

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import count
 
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
+
+#: One counter for every node of the process, so that equal stamps mean the same node object
+#: in the same state (see ``NodeInfo.stamp``).
+_stamps = count(1)
 
 
 class NodeError(RuntimeError):
@@ -46,6 +51,10 @@ class NodeInfo:
     unschedulable: bool = False
     ready: bool = True
     recorded_status: dict[str, TaskStatus] = field(default_factory=dict)
+    #: Fresh whenever the node is created or a task is added or removed: what a table read
+    #: from the node (its amounts, labels, taints) is still right while the stamp is the same,
+    #: so a later session's node scores re-read only the nodes that changed.
+    stamp: int = field(default_factory=_stamps.__next__, compare=False, repr=False)
 
     @classmethod
     def new(
@@ -96,6 +105,7 @@ class NodeInfo:
             self.used.add(req)
         self.tasks[task.uid] = task
         self.recorded_status[task.uid] = status
+        self.stamp = next(_stamps)
 
     def remove_task(self, task: TaskInfo) -> None:
         existing = self.tasks.pop(task.uid, None)
@@ -103,6 +113,7 @@ class NodeInfo:
             return
         req = existing.resreq
         status = self.recorded_status.pop(task.uid)
+        self.stamp = next(_stamps)
         if status == TaskStatus.RELEASING:
             self.idle.add(req)
             self.releasing.sub_without_assert(req)

@@ -53,10 +53,16 @@ class PodContext:
             snapshot.jobs[own.uid] = own
             if snapshot.queue_usage is not None:
                 # The cache's per-queue sums, with this job as it is here instead of as the
-                # cache has it: no walk over every job of the cluster for one pod.
-                if cached is not None and own.queue in snapshot.queue_usage:
-                    job_usage(cached).take_from(snapshot.queue_usage[own.queue])
-                job_usage(own).add_to(snapshot.queue_usage.setdefault(own.queue, JobUsage.empty()))
+                # cache has it: no walk over every job of the cluster for one pod. The
+                # snapshot holds the cache's own sums: the one changed here is a copy.
+                usage = snapshot.queue_usage
+                shared = usage.get(own.queue)
+                usage[own.queue] = total = (
+                    shared.clone() if shared is not None else JobUsage.empty()
+                )
+                if cached is not None and shared is not None:
+                    job_usage(cached).take_from(total)
+                job_usage(own).add_to(total)
             self.acct.add_unseen_jobs(snapshot)
             ssn = open_session(snapshot, self.acct.conf, clone=False, read_only=True)
             self.acct.replay_assumptions(ssn)

@@ -9,6 +9,7 @@ become a preemption candidate.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from scheduler_core.api.display import dims
@@ -90,11 +91,11 @@ def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
     wanted = Resource.empty()
     for t in pending:
         wanted.add(t.resreq)
+    offered: Iterable[NodeInfo]
     if node_names is None:
-        offered = [n for n in ctx.ssn.nodes.values() if not n.unschedulable]
+        offered = (n for n in ctx.ssn.nodes.values() if not n.unschedulable)
     else:
-        nodes = ctx.ssn.nodes
-        offered = [nodes[n] for n in dict.fromkeys(node_names) if n in nodes]
+        offered = _known_nodes(ctx.ssn.nodes, node_names)
     free = room_for(wanted, offered)
     fits, names = wanted.less_equal_with_resources_name(free, ZERO)
     if fits:
@@ -106,7 +107,17 @@ def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
     )
 
 
-def room_for(wanted: Resource, nodes: list[NodeInfo]) -> Resource:
+def _known_nodes(nodes: Mapping[str, NodeInfo], names: Iterable[str]) -> Iterator[NodeInfo]:
+    """The named nodes the session knows, each once, in order; lazily, as ``room_for``
+    usually stops after a handful of the 5,000."""
+    seen: set[str] = set()
+    for name in names:
+        if name not in seen and name in nodes:
+            seen.add(name)
+            yield nodes[name]
+
+
+def room_for(wanted: Resource, nodes: Iterable[NodeInfo]) -> Resource:
     """Future idle summed over ``nodes`` on the dimensions ``wanted`` names, stopping as soon
     as it covers ``wanted``: in a cluster with room that is a handful of nodes, not 5,000."""
     names = [n for n in wanted.resource_names() if n != "pods"]
@@ -138,7 +149,7 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
     acct.parked.unpark(ctx.task.key)
     assert ctx.job is not None
     known = acct.state.nodes_view()  # the live mapping: no per-request copy of 5,000 names
-    passed = [n for n in node_names if n in known]
+    passed = list(filter(known.__contains__, node_names))
     unknown = Rejection("node-unknown", "node is not in the extender's cache yet", True)
     failed = (
         {n: unknown for n in node_names if n not in known} if len(passed) != len(node_names) else {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -32,9 +33,9 @@ def prioritize_pod(
     task = pod_to_task(pod, acct.state.priority_values())
     task.status, task.node_name = TaskStatus.PENDING, ""
     known = ssn.nodes
-    nodes = [known[n] for n in node_names if n in known]
+    nodes = list(filter(None, map(known.get, node_names)))  # NodeInfo is always truthy
     scores = extender_scores(ssn, task, nodes) if nodes else {}
-    return [(name, scores.get(name, 0)) for name in node_names]
+    return list(zip(node_names, map(scores.get, node_names, repeat(0)), strict=True))
 
 
 def extender_scores(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:

@@ -25,7 +25,7 @@ from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.nodeorder import EXACT_LIMIT, FloatArray, NodeTable, RowArray
+from scheduler_core.plugins.util.node_table import EXACT_LIMIT, FloatArray, NodeTable, RowArray
 
 log = logging.getLogger("scheduler_core.plugins.binpack")
 
@@ -194,6 +194,11 @@ class BinpackPlugin(Plugin):
         self._verbose = log.isEnabledFor(v(4))
         self._table = NodeTable.of(ssn)
         ssn.add_hook(BATCH_NODE_ORDER, self.name, self.batch_node_score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        if self._table is not None:
+            self._table.release_nodes()  # its arrays stay for the next session's table
+            self._table = None
 
     def _requests(self, task: TaskInfo) -> list[tuple[str, float, int]]:
         cached = self._last

@@ -23,26 +23,27 @@ from __future__ import annotations
 
 import logging
 import math
-import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from operator import attrgetter, is_, methodcaller
 
 import numpy as np
-import numpy.typing as npt
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.registry import Plugin, register_plugin
-from scheduler_core.framework.session import EventHandler, Session
+from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.predicates import (
-    PREFER_NO_SCHEDULE,
-    requirement_matches,
-    term_matches,
-    untolerated_taint,
+from scheduler_core.plugins.predicates import term_matches
+from scheduler_core.plugins.util.node_table import (
+    EXACT_LIMIT,
+    BoolArray,
+    FloatArray,
+    IntArray,
+    NodeTable,
+    RowArray,
+    intolerable_prefer_no_schedule,
 )
 
 log = logging.getLogger("scheduler_core.plugins.nodeorder")
@@ -69,7 +70,6 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 PreferredTerm = tuple[int, tuple[NodeSelectorRequirement, ...]]
 
 _unbuilt_logged = False
-_NAME = attrgetter("name")
 
 
 # --- kube-scheduler resource scorers (integer arithmetic, as in Go) -----------------------
@@ -202,271 +202,12 @@ def node_affinity_score(terms: Iterable[PreferredTerm], labels: Mapping[str, str
 # --- taint toleration (batch) -------------------------------------------------------------
 
 
-_PREFER_EFFECTS = frozenset({PREFER_NO_SCHEDULE})
-
-
-def intolerable_prefer_no_schedule(task: TaskInfo, node: NodeInfo) -> int:
-    """Number of ``PreferNoSchedule`` taints no toleration (with effect "" or
-    ``PreferNoSchedule``) tolerates."""
-    tolerations = [t for t in task.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)]
-    count = 0
-    for taint in node.taints:
-        if taint.effect == PREFER_NO_SCHEDULE and untolerated_taint(
-            (taint,), tolerations, _PREFER_EFFECTS
-        ):
-            count += 1
-    return count
-
-
 def normalize_reverse(raw: Mapping[str, int]) -> dict[str, int]:
     """kube-scheduler's ``DefaultNormalizeScore(MaxNodeScore, reverse=true)``."""
     top = max(raw.values(), default=0)
     if top == 0:
         return {name: MAX_NODE_SCORE for name in raw}
     return {name: MAX_NODE_SCORE - MAX_NODE_SCORE * score // top for name, score in raw.items()}
-
-
-# --- node arrays: the session's nodes as numpy columns (shared with binpack) --------------
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
-RowArray = npt.NDArray[np.intp]
-
-#: Magnitude below which the vectorised scorers are exact: ``(requested) * 100`` stays in
-#: int64 and every integer score sum stays exact in float64. Larger inputs (never seen on a
-#: real node) take the scalar path instead of risking a different integer result.
-EXACT_LIMIT = 2**50
-
-RequirementKey = tuple[str, str, tuple[str, ...]]
-TolerationsKey = tuple[tuple[str, str, str, str], ...]
-
-#: Per-pod caches (taint counts, affinity masks) are dropped past this many entries, so a
-#: long-lived accounting session cannot grow without bound.
-_CACHE_LIMIT = 1024
-
-_TABLES: dict[int, NodeTable] = {}
-
-
-def _requirement_key(req: NodeSelectorRequirement) -> RequirementKey:
-    return (req.key, req.operator, req.values)
-
-
-@dataclass(slots=True)
-class ResourceColumn:
-    """One resource over the session's nodes, row order fixed by the table."""
-
-    allocatable: FloatArray
-    used: FloatArray
-    pipelined: FloatArray
-    #: every value below ``EXACT_LIMIT`` (integer arithmetic on it is exact in int64)
-    exact: bool
-
-
-@dataclass(slots=True)
-class _LabelColumn:
-    """One label key: a code per node (-1: no such label) into the distinct values."""
-
-    codes: IntArray
-    code_of: dict[str, int]
-    values: list[str]
-
-
-def _amounts(nodes: list[NodeInfo], side: str, name: str) -> FloatArray:
-    if name in ("cpu", "memory"):
-        attr = attrgetter(f"{side}.{'milli_cpu' if name == 'cpu' else 'memory'}")
-        return np.fromiter(map(attr, nodes), np.float64, len(nodes))
-    get = methodcaller("get", name)
-    return np.fromiter(map(get, map(attrgetter(side), nodes)), np.float64, len(nodes))
-
-
-def _below_limit(*arrays: FloatArray) -> bool:
-    return all(a.size == 0 or float(np.abs(a).max()) < EXACT_LIMIT for a in arrays)
-
-
-class NodeTable:
-    """The session's nodes as numpy columns, built lazily, one table per session.
-
-    Scoring one pod on 5,000 nodes through per-node Python costs ~30 ms; with the nodes'
-    amounts in arrays it is a few dozen vector operations. Columns are built on first use
-    (a cluster without GPU pods never reads GPUs) and kept for the session: its node set is
-    fixed, and the session's own node changes (statements allocating, pipelining, evicting,
-    discarding) reach the table through the session's allocate/deallocate events, which mark
-    the node's row for re-reading. Nodes changed behind the session's back (the live cache
-    between two accounting rebuilds) are seen at the next session, as every other share is.
-
-    A node the table does not hold (a simulation's clone, a node not in the session) makes
-    ``rows`` answer ``None``: callers then score on the scalar path.
-    """
-
-    def __init__(self, nodes: Mapping[str, NodeInfo]) -> None:
-        self._source = nodes
-        self._nodes: list[NodeInfo] | None = None
-        self._row_of_id: dict[int, int] = {}
-        self._row_of_name: dict[str, int] = {}
-        self._columns: dict[str, ResourceColumn] = {}
-        self._labels: dict[str, _LabelColumn] = {}
-        self._requirement_masks: dict[RequirementKey, BoolArray] = {}
-        self._prefer_tainted: list[int] | None = None
-        self._taint_counts: dict[TolerationsKey, IntArray] = {}
-        self._placed: dict[str, str] = {}  # task uid -> node, from allocate events
-        self._dirty: set[str] = set()
-        self._last_rows: tuple[Sequence[NodeInfo], list[NodeInfo], RowArray, list[str]] | None = (
-            None
-        )
-
-    @classmethod
-    def of(cls, ssn: Session) -> NodeTable:
-        """The session's table, created (and subscribed to its events) on first request;
-        forgotten when the session is garbage-collected."""
-        table = _TABLES.get(ssn.uid)
-        if table is None:
-            table = _TABLES[ssn.uid] = cls(ssn.nodes)
-            ssn.add_event_handler(
-                EventHandler(allocate=table.on_allocate, deallocate=table.on_deallocate)
-            )
-            weakref.finalize(ssn, _TABLES.pop, ssn.uid, None)
-        return table
-
-    # --- staying current with the session ------------------------------------------------
-
-    def on_allocate(self, task: TaskInfo) -> None:
-        if task.node_name:
-            self._placed[task.uid] = task.node_name
-            self._dirty.add(task.node_name)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        # A discarded allocation has lost its node name by the time the event fires.
-        name = task.node_name or self._placed.get(task.uid)
-        if name:
-            self._dirty.add(name)
-
-    def _current(self) -> list[NodeInfo]:
-        nodes = self._nodes
-        if nodes is None:
-            nodes = self._nodes = list(self._source.values())
-            self._row_of_id = {id(node): row for row, node in enumerate(nodes)}
-            self._row_of_name = {node.name: row for row, node in enumerate(nodes)}
-            self._dirty.clear()
-        elif self._dirty:
-            for name in self._dirty:
-                row = self._row_of_name.get(name)
-                if row is not None:
-                    self._reread(nodes[row], row)
-            self._dirty.clear()
-        return nodes
-
-    def _reread(self, node: NodeInfo, row: int) -> None:
-        for name, col in self._columns.items():
-            col.allocatable[row] = node.allocatable.get(name)
-            col.used[row] = node.used.get(name)
-            col.pipelined[row] = node.pipelined.get(name)
-            col.exact = col.exact and _below_limit(
-                col.allocatable[row : row + 1],
-                col.used[row : row + 1],
-                col.pipelined[row : row + 1],
-            )
-
-    # --- what scorers read ---------------------------------------------------------------
-
-    def rows(self, nodes: Sequence[NodeInfo]) -> tuple[RowArray, list[str]] | None:
-        """The rows and names of ``nodes`` (one dict lookup each, by identity), or ``None``
-        if one of them is not a node of this session.
-
-        Remembered for the last list asked about: the session hands the same list to
-        nodeorder and to binpack in a row. The list is re-checked element by element (by
-        identity) before the answer is reused, in case its owner changed it in place.
-        """
-        self._current()
-        last = self._last_rows
-        if (
-            last is not None
-            and last[0] is nodes
-            and len(nodes) == len(last[1])
-            and all(map(is_, nodes, last[1]))
-        ):
-            return last[2], last[3]
-        try:
-            rows = np.fromiter(map(self._row_of_id.get, map(id, nodes)), np.intp, len(nodes))
-        except TypeError:  # a None: the node is not this session's
-            return None
-        names = list(map(_NAME, nodes))
-        self._last_rows = (nodes, list(nodes), rows, names)
-        return rows, names
-
-    def column(self, name: str) -> ResourceColumn:
-        """Allocatable, used and pipelined amounts of one resource (Kubernetes name)."""
-        nodes = self._current()
-        col = self._columns.get(name)
-        if col is None:
-            allocatable = _amounts(nodes, "allocatable", name)
-            used = _amounts(nodes, "used", name)
-            pipelined = _amounts(nodes, "pipelined", name)
-            col = self._columns[name] = ResourceColumn(
-                allocatable, used, pipelined, _below_limit(allocatable, used, pipelined)
-            )
-        return col
-
-    def _label(self, key: str) -> _LabelColumn:
-        column = self._labels.get(key)
-        if column is None:
-            code_of: dict[str, int] = {}
-            raw = [node.labels.get(key) for node in self._current()]
-            codes = [
-                -1 if value is None else code_of.setdefault(value, len(code_of)) for value in raw
-            ]
-            column = self._labels[key] = _LabelColumn(
-                np.array(codes, dtype=np.int64), code_of, list(code_of)
-            )
-        return column
-
-    def requirement_mask(self, req: NodeSelectorRequirement) -> BoolArray:
-        """Which nodes satisfy one requirement, with ``requirement_matches``'s semantics
-        (set operators by value codes; the others asked once per distinct label value)."""
-        key = _requirement_key(req)
-        mask = self._requirement_masks.get(key)
-        if mask is not None:
-            return mask
-        label = self._label(req.key)
-        op = req.operator
-        if op in ("In", "NotIn"):
-            wanted = [label.code_of[v] for v in req.values if v in label.code_of]
-            mask = np.isin(label.codes, wanted) if wanted else np.zeros(len(label.codes), bool)
-            if op == "NotIn":
-                mask = ~mask
-        elif op == "Exists":
-            mask = label.codes >= 0
-        elif op == "DoesNotExist":
-            mask = label.codes < 0
-        else:
-            verdicts = [requirement_matches(req, {})]
-            verdicts.extend(requirement_matches(req, {req.key: value}) for value in label.values)
-            mask = np.array(verdicts, dtype=bool)[label.codes + 1]
-        if len(self._requirement_masks) >= _CACHE_LIMIT:
-            self._requirement_masks.clear()
-        self._requirement_masks[key] = mask
-        return mask
-
-    def prefer_no_schedule_counts(self, task: TaskInfo) -> IntArray:
-        """``intolerable_prefer_no_schedule`` for every node, computed only on the nodes
-        that carry a ``PreferNoSchedule`` taint (usually few) and kept per toleration set."""
-        nodes = self._current()
-        if self._prefer_tainted is None:
-            self._prefer_tainted = [
-                row
-                for row, node in enumerate(nodes)
-                if any(t.effect == PREFER_NO_SCHEDULE for t in node.taints)
-            ]
-        key = tuple((t.key, t.operator, t.value, t.effect) for t in task.tolerations)
-        counts = self._taint_counts.get(key)
-        if counts is None:
-            counts = np.zeros(len(nodes), dtype=np.int64)
-            for row in self._prefer_tainted:
-                counts[row] = intolerable_prefer_no_schedule(task, nodes[row])
-            if len(self._taint_counts) >= _CACHE_LIMIT:
-                self._taint_counts.clear()
-            self._taint_counts[key] = counts
-        return counts
 
 
 # --- the vectorised scorers: the scalar ones above, integer truncations included ----------
@@ -616,6 +357,11 @@ class NodeOrderPlugin(Plugin):
         self._verbose = log.isEnabledFor(v(4))
         self._table = NodeTable.of(ssn)
         ssn.add_hook(BATCH_NODE_ORDER, self.name, self.batch_node_score)
+
+    def on_session_close(self, ssn: Session) -> None:
+        if self._table is not None:
+            self._table.release_nodes()  # its arrays stay for the next session's table
+            self._table = None
 
     def _pod(self, task: TaskInfo) -> tuple[PodRequests, tuple[PreferredTerm, ...]]:
         """The pod's requests and terms, remembered for the task being scored: the session

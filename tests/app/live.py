@@ -25,15 +25,14 @@ def serve(app: Any, *, wait_stop: bool = True, **config: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    cfg = uvicorn.Config(
-        app,
-        loop="uvloop",
-        http="httptools",
-        log_config=None,
-        access_log=False,
-        lifespan="off",
-        **config,
-    )
+    settings: dict[str, Any] = {
+        "loop": "uvloop",
+        "http": "httptools",
+        "log_config": None,
+        "access_log": False,
+        "lifespan": "off",
+    }
+    cfg = uvicorn.Config(app, **(settings | config))
     server = uvicorn.Server(cfg)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -48,3 +48,16 @@ def test_one_off_session_sums_equal_a_walk_over_every_job(newcomer: dict[str, An
         other = fast_attrs[name]
         for field in ("deserved", "allocated", "request", "inqueue", "elastic"):
             assert amounts(getattr(attr, field)) == amounts(getattr(other, field)), (name, field)
+
+
+def test_a_one_off_session_leaves_the_cache_sums_as_they_were() -> None:
+    """The snapshot shares the cache's per-queue sums; the one adjusted for the newcomer's
+    job is a copy, so the next session (and the cache) see the cluster as it is."""
+    acct, _ = accounting(cluster())
+    before = {q: amounts(u.request) for q, u in acct.state.shared_snapshot().queue_usage.items()}
+    ctx = PodContext(acct, pod("g2", group="gang", cpu="3"))
+    assert ctx.ssn is not acct.session()
+    assert ctx.ssn.snapshot.queue_usage is not None
+    assert amounts(ctx.ssn.snapshot.queue_usage["a"].request) != before["a"]
+    after = {q: amounts(u.request) for q, u in acct.state.shared_snapshot().queue_usage.items()}
+    assert after == before

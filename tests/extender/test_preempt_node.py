@@ -129,8 +129,10 @@ def test_victims_come_most_important_first_with_their_pdb_violations() -> None:
 
 def test_a_valid_minimal_proposal_is_kept() -> None:
     ssn = session(same_queue_cluster(), PREEMPT)
+    before = _state(ssn)
     choice = choose(ssn, ["ns-l2"])
     assert choice is not None and keys(ssn, choice) == ["ns/l2"]
+    assert _state(ssn) == before  # checked on a copy of the node sharing its tasks
 
 
 @pytest.mark.parametrize(
@@ -143,8 +145,10 @@ def test_a_valid_minimal_proposal_is_kept() -> None:
 )
 def test_other_proposals_are_replaced_by_the_engines_set(proposal: list[str]) -> None:
     ssn = session(same_queue_cluster(), PREEMPT)
+    before = _state(ssn)
     choice = choose(ssn, proposal)
     assert choice is not None and keys(ssn, choice) == ["ns/l1"]
+    assert _state(ssn) == before
 
 
 def test_a_proposal_the_rules_forbid_is_replaced() -> None:

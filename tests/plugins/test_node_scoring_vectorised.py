@@ -37,10 +37,8 @@ from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
 from scheduler_core.plugins.binpack import BinpackPlugin
-from scheduler_core.plugins.nodeorder import (
-    NodeOrderPlugin,
-    NodeTable,
-)
+from scheduler_core.plugins.nodeorder import NodeOrderPlugin
+from scheduler_core.plugins.util.node_table import NodeTable
 from tests.builders import node, pod, session, task_of, tiers
 
 GPU = "nvidia.com/gpu"

@@ -1,0 +1,1 @@
+"""What several plugins share (as Volcano's ``pkg/scheduler/plugins/util``)."""
