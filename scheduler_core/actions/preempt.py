@@ -27,6 +27,7 @@ import logging
 import random
 
 from scheduler_core.actions.topology import find_candidates, select_candidate
+from scheduler_core.actions.util.idle_room import IdleRoom
 from scheduler_core.actions.util.predicate_helper import PREDICATE_ERROR_CACHE_KEY, PredicateHelper
 from scheduler_core.actions.util.reclaim_rules import ReclaimGuard, ReclaimRules
 from scheduler_core.actions.util.victims import (
@@ -134,7 +135,8 @@ class PreemptAction(Action):
         self._guard: ReclaimGuard | None = None
         #: queue -> node name -> the Bound/Running tasks of the queue there, as the pass began
         self._by_queue: dict[str, dict[str, list[TaskInfo]]] | None = None
-        self._idle: list[tuple[Resource, NodeInfo]] | None = None
+        #: set when a pass begins: which waiting tasks fit idle room as it began
+        self._room: IdleRoom
         #: starving jobs whose every pending task fits idle room: nothing to do for them
         self._hopeless: set[str] = set()
 
@@ -176,7 +178,8 @@ class PreemptAction(Action):
         under_request_by_queue: dict[str, list[JobInfo]] = {}
 
         self._guard = ReclaimGuard(ssn, self.rules)
-        self._by_queue = self._idle = None
+        self._by_queue = None
+        self._room = IdleRoom(ssn)
         self._hopeless = set()
         for job in ssn.schedulable_jobs():
             # Starving first: both are pure checks, and most jobs are not starving while
@@ -208,7 +211,7 @@ class PreemptAction(Action):
                 preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
             preemptors_map[job.queue].push(job)
             under_request_by_queue.setdefault(job.queue, []).append(job)
-            if self.rules.equal_priority_only and self._all_fit_idle(ssn, job):
+            if self.rules.equal_priority_only and self._room.job_fits(job):
                 # Each of its tasks would fail at once and change nothing (idle room is
                 # judged as the pass began): neither phase can do anything for the job. It
                 # keeps its place in the queues, so every other job is taken in the same order.
@@ -308,27 +311,6 @@ class PreemptAction(Action):
             self._guard = ReclaimGuard(ssn, self.rules)
         return self._guard
 
-    def _fits_idle(self, ssn: Session, task: TaskInfo) -> bool:
-        """Room for ``task`` on some node as the pass began (largest idle cpu first, so a full
-        cluster answers at once)."""
-        if self._idle is None:
-            self._idle = sorted(
-                ((n.future_idle(), n) for n in ssn.nodes.values()),
-                key=lambda pair: -pair[0].milli_cpu,
-            )
-        need = task.init_resreq
-        for idle, node in self._idle:
-            if idle.milli_cpu < need.milli_cpu:
-                return False
-            if need.less_equal(idle, ZERO) and ssn.predicate(task, node) is None:
-                return True
-        return False
-
-    def _all_fit_idle(self, ssn: Session, job: JobInfo) -> bool:
-        return all(
-            self._fits_idle(ssn, t) for t in job.tasks_with(TaskStatus.PENDING) if not t.gated
-        )
-
     def _nodes_with_room(
         self, ssn: Session, preemptor: TaskInfo, accept: TaskFilter
     ) -> list[NodeInfo]:
@@ -414,7 +396,7 @@ class PreemptAction(Action):
         if guard.check_runtime:
             accept = _old_enough_only(accept, guard)
         if self.rules.equal_priority_only:
-            if self._fits_idle(ssn, preemptor):
+            if self._room.fits(preemptor):
                 return False, "fits idle capacity: kube-scheduler will place it"
             accept = _not_lower_priority(accept, preemptor)
             all_nodes = self._nodes_with_room(ssn, preemptor, accept)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from scheduler_core.actions.util.idle_room import IdleRoom
 from scheduler_core.actions.util.predicate_helper import (
     PREDICATE_ERROR_CACHE_KEY,
     HardVerdicts,
@@ -60,7 +61,8 @@ class ReclaimAction(Action):
         self._verdicts: HardVerdicts | None = None
         self._guard: ReclaimGuard | None = None
         self._node_queues: dict[str, set[str]] = {}
-        self._idle: list[tuple[Resource, NodeInfo]] | None = None
+        #: set when a pass begins: which waiting tasks fit idle room as it began
+        self._room: IdleRoom
         #: starving jobs whose every pending task fits idle room: nothing to do for them
         self._hopeless: set[str] = set()
 
@@ -78,6 +80,7 @@ class ReclaimAction(Action):
             log.log(v(5), "Leaving Reclaim ...")
 
     def _execute(self, ssn: Session) -> None:
+        self._room = IdleRoom(ssn)
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         queue_map: dict[str, QueueInfo] = {}
         preemptors_map: dict[str, PriorityQueue[JobInfo]] = {}
@@ -120,7 +123,7 @@ class ReclaimAction(Action):
                 if job.queue not in preemptors_map:
                     preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
                 preemptors_map[job.queue].push(job)
-                if self.rules.minimal_victims and self._all_fit_idle(ssn, job):
+                if self.rules.minimal_victims and self._room.job_fits(job):
                     # Each of its tasks would stop at the idle-room check and change
                     # nothing (idle room is judged once, before any eviction): no task
                     # order is needed. It keeps its place so that the others' order holds.
@@ -230,7 +233,7 @@ class ReclaimAction(Action):
             log.log(v(3), "Task <%s> would take its queue above its deserved share", task.key)
             return False
         nodes = self._verdicts.walk(helper, task)
-        if self.rules.minimal_victims and self._fits_idle(ssn, task):
+        if self.rules.minimal_victims and self._room.fits(task):
             log.log(v(3), "Task <%s> fits idle capacity: nothing to evict for it", task.key)
             return False
         accept = reclaimee_filter(ssn, job)
@@ -326,28 +329,6 @@ class ReclaimAction(Action):
                 return True
             node_stmt.discard()
         return False
-
-    def _fits_idle(self, ssn: Session, task: TaskInfo) -> bool:
-        """Does a node have room for ``task`` as the session opened? Then kube-scheduler will
-        place it and no eviction is needed. Nodes are kept by idle cpu, largest first, so a
-        task looks only at the nodes with enough cpu (none, in a full cluster)."""
-        if self._idle is None:
-            self._idle = sorted(
-                ((n.future_idle(), n) for n in ssn.nodes.values()),
-                key=lambda pair: -pair[0].milli_cpu,
-            )
-        need = task.init_resreq
-        for idle, node in self._idle:
-            if idle.milli_cpu < need.milli_cpu:
-                return False
-            if need.less_equal(idle, ZERO) and ssn.predicate(task, node) is None:
-                return True
-        return False
-
-    def _all_fit_idle(self, ssn: Session, job: JobInfo) -> bool:
-        return all(
-            self._fits_idle(ssn, t) for t in job.tasks_with(TaskStatus.PENDING) if not t.gated
-        )
 
     def _queues_on(self, ssn: Session, node: NodeInfo) -> set[str]:
         """Queues with a Running task on ``node`` as the session opened: a session only

@@ -108,14 +108,31 @@ def two_nodes(kube: Kube, tag: str) -> None:
         kube.node(f"{tag}-n{i}", cpu="2", memory="8Gi")
 
 
-def test_the_starving_queue_gets_its_share_back_and_the_loop_then_stays_quiet(
-    kube: Kube, reclaimer: Any
-) -> None:
+def first_queue_fills_two_nodes(kube: Kube) -> tuple[str, str, str, str, list[str]]:
+    """A fresh namespace, two 2-cpu nodes and two queues of equal weight, the first holding all
+    four cpus with four running pods: (namespace, tag, q1, q2, q1's pod names)."""
     ns = kube.namespace("reclaim")
     tag = "r" + ns.replace("reclaim-", "")
     two_nodes(kube, tag)
     q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
-    fill(kube, ns, q1, 4, "a")
+    return ns, tag, q1, q2, fill(kube, ns, q1, 4, "a")
+
+
+def two_replicas_one_leading(reclaimer: Any, lease: str, name: str) -> list[Extender]:
+    """Two reclaimers on one lease, returned once exactly one of them leads."""
+    replicas = [reclaimer(lease=lease, name=name), reclaimer(lease=lease, name=name)]
+    wait_for(
+        lambda: sorted(metric(r, "queue_extender_leader") for r in replicas) == [0.0, 1.0],
+        30,
+        "one leader",
+    )
+    return replicas
+
+
+def test_the_starving_queue_gets_its_share_back_and_the_loop_then_stays_quiet(
+    kube: Kube, reclaimer: Any
+) -> None:
+    ns, _tag, q1, q2, _ = first_queue_fills_two_nodes(kube)
     # q1 waits for more too: the freed capacity must go to q2's pods, not to these.
     extra = [kube.pod(ns, f"a-wait{i}", queue=q1) for i in range(2)]
     loop = reclaimer()
@@ -226,18 +243,9 @@ def test_a_gang_is_never_left_below_min_member(kube: Kube, reclaimer: Any) -> No
 
 
 def test_with_two_replicas_only_the_leader_evicts(kube: Kube, reclaimer: Any) -> None:
-    ns = kube.namespace("reclaim")
-    tag = "r" + ns.replace("reclaim-", "")
-    two_nodes(kube, tag)
-    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
-    fill(kube, ns, q1, 4, "a")
+    ns, tag, _q1, q2, _ = first_queue_fills_two_nodes(kube)
     lease = f"e2e-reclaim-ha-{tag}"
-    replicas = [reclaimer(lease=lease, name="ha"), reclaimer(lease=lease, name="ha")]
-    wait_for(
-        lambda: sorted(metric(r, "queue_extender_leader") for r in replicas) == [0.0, 1.0],
-        30,
-        "one leader",
-    )
+    replicas = two_replicas_one_leading(reclaimer, lease, "ha")
     for i in range(2):
         kube.pod(ns, f"b{i}", queue=q2)
     wait_for(lambda: running_by_queue(kube, ns).get(q2, 0) >= 2, 60, "q2 to reach its share")
@@ -261,11 +269,7 @@ def test_with_two_replicas_only_the_leader_evicts(kube: Kube, reclaimer: Any) ->
 
 
 def test_dry_run_evicts_nothing_but_records_events(kube: Kube, reclaimer: Any) -> None:
-    ns = kube.namespace("reclaim")
-    tag = "r" + ns.replace("reclaim-", "")
-    two_nodes(kube, tag)
-    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
-    names = fill(kube, ns, q1, 4, "a")
+    ns, _tag, _q1, q2, names = first_queue_fills_two_nodes(kube)
     loop = reclaimer("--reclaim-dry-run")
     kube.pod(ns, "b0", queue=q2)
     wait_for(
@@ -284,18 +288,9 @@ def test_dry_run_evicts_nothing_but_records_events(kube: Kube, reclaimer: Any) -
 def test_when_the_leader_is_killed_the_other_replica_takes_over_and_reclaims(
     kube: Kube, reclaimer: Any, api: Any
 ) -> None:
-    ns = kube.namespace("reclaim")
-    tag = "r" + ns.replace("reclaim-", "")
-    two_nodes(kube, tag)
-    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
-    fill(kube, ns, q1, 4, "a")
+    ns, tag, q1, q2, _ = first_queue_fills_two_nodes(kube)
     lease = f"e2e-reclaim-failover-{tag}"
-    replicas = [reclaimer(lease=lease, name="fo"), reclaimer(lease=lease, name="fo")]
-    wait_for(
-        lambda: sorted(metric(r, "queue_extender_leader") for r in replicas) == [0.0, 1.0],
-        30,
-        "one leader",
-    )
+    replicas = two_replicas_one_leading(reclaimer, lease, "fo")
     leader, follower = sorted(replicas, key=lambda r: -metric(r, "queue_extender_leader"))
     leases = client.CoordinationV1Api(api)
     leader.process.kill()  # SIGKILL: the lease is not released, the follower waits it out
@@ -319,11 +314,7 @@ def test_when_the_leader_is_killed_the_other_replica_takes_over_and_reclaims(
 def test_the_freed_room_goes_to_the_starving_queue_not_to_the_overused_queues_waiting_pods(
     kube: Kube, reclaimer: Any
 ) -> None:
-    ns = kube.namespace("reclaim")
-    tag = "r" + ns.replace("reclaim-", "")
-    two_nodes(kube, tag)
-    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
-    fill(kube, ns, q1, 4, "a")
+    ns, _tag, q1, q2, _ = first_queue_fills_two_nodes(kube)
     loop = reclaimer()
     # Both queues ask at once, same priority, q1's waiting pods first in line: when the loop
     # frees room, kube-scheduler has q1's pods to place as well as q2's.
