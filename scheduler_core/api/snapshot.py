@@ -38,6 +38,11 @@ class ClusterSnapshot:
         for job in jobs.values():
             tasks.update(job.tasks)
         nodes = {name: node.clone(tasks) for name, node in self.nodes.items()}
+        return self.around(jobs, nodes)
+
+    def around(self, jobs: dict[str, JobInfo], nodes: dict[str, NodeInfo]) -> ClusterSnapshot:
+        """A snapshot of ``jobs`` and ``nodes`` with this one's queues, budgets and priority
+        classes, and its own copy of the usage sums (a session changes those in place)."""
         return ClusterSnapshot(
             jobs=jobs,
             nodes=nodes,

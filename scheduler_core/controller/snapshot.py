@@ -17,18 +17,9 @@ from scheduler_core.cache.state import ClusterState
 def sharing_tasks(shared: ClusterSnapshot) -> ClusterSnapshot:
     """``shared`` with its own jobs and nodes around the same task objects: decide on it
     only in a session opened with ``shared_tasks=True``."""
-    return ClusterSnapshot(
-        jobs={uid: job.copy_sharing_tasks() for uid, job in shared.jobs.items()},
-        nodes={name: node.copy_sharing_tasks() for name, node in shared.nodes.items()},
-        queues=dict(shared.queues),
-        pdbs=list(shared.pdbs),
-        priority_classes=dict(shared.priority_classes),
-        total_allocatable=shared.total_allocatable,
-        queue_usage=(
-            {q: u.clone() for q, u in shared.queue_usage.items()}
-            if shared.queue_usage is not None
-            else None
-        ),
+    return shared.around(
+        {uid: job.copy_sharing_tasks() for uid, job in shared.jobs.items()},
+        {name: node.copy_sharing_tasks() for name, node in shared.nodes.items()},
     )
 
 
