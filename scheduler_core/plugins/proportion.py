@@ -18,7 +18,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import INFINITY, ZERO, Resource, exceeded_part, res_max
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.usage import deduct_sch_gated_resources, job_usage
+from scheduler_core.api.usage import JobUsage, deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT, PERMITTED, Vote
 from scheduler_core.framework.hooks import (
@@ -205,21 +205,38 @@ class _Fill:
 _last_fill: _Fill | None = None
 
 
-def deserved_shares(queue_opts: Mapping[str, QueueAttr], total: Resource) -> list[FillRound]:
+def _spec_key(attr: QueueAttr) -> tuple[object, ...]:
+    """What the deserved loop reads of a queue that comes from its spec and the cluster
+    totals, not from its jobs."""
+    return (
+        attr.name,
+        attr.weight,
+        _resource_key(attr.real_capability),
+        _resource_key(attr.guarantee),
+    )
+
+
+def deserved_shares(
+    queue_opts: Mapping[str, QueueAttr],
+    total: Resource,
+    spec_keys: Mapping[str, tuple[object, ...]] | None = None,
+) -> list[FillRound]:
     """``water_fill`` on ``queue_opts``, or the last run's result when every input is the
     same (total resource; each queue's name, weight, real capability, request, guarantee and
     starting deserved, in order); returns the loop's rounds either way. The loop's V(4)
-    lines are wanted whenever they are enabled, so then it always runs."""
+    lines are wanted whenever they are enabled, so then it always runs.
+
+    ``spec_keys`` (queue name -> ``_spec_key`` of its attributes, when the caller already
+    has it) saves building the spec part of the comparison for every queue on every
+    session: only the requests change from one session to the next in a steady cluster."""
     global _last_fill
+    known = spec_keys or {}
     key = (
         _resource_key(total),
         tuple(
             (
-                a.name,
-                a.weight,
-                _resource_key(a.real_capability),
+                known.get(a.name) or _spec_key(a),
                 _resource_key(a.request),
-                _resource_key(a.guarantee),
                 _resource_key(a.deserved),
             )
             for a in queue_opts.values()
@@ -236,6 +253,36 @@ def deserved_shares(queue_opts: Mapping[str, QueueAttr], total: Resource) -> lis
     deserved = {name: attr.deserved.clone() for name, attr in queue_opts.items()}
     _last_fill = _Fill(key, deserved, rounds)
     return rounds
+
+
+@dataclass(frozen=True, slots=True)
+class _QueueSpec:
+    """A queue's attributes as its spec and the cluster totals make them (no job counted).
+
+    ``queue`` is the spec object they were derived from, held so that ``is`` tells whether
+    the cache still has it: the cache replaces a queue's object on every Queue event and
+    never changes one in place."""
+
+    queue: QueueInfo
+    attr: QueueAttr
+    key: tuple[object, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _SpecMemo:
+    """Queue name -> spec-derived attributes, valid for one total resource and one total
+    guarantee (real capabilities depend on both)."""
+
+    totals: tuple[object, ...]
+    specs: dict[str, _QueueSpec]
+
+
+#: Shared by the sessions that follow each other: between two cluster changes the queue
+#: specs and the cluster's total are nearly always what they were, so each session would
+#: derive the same ~200 real capabilities again. Replaced whole when the totals change; an
+#: entry is replaced when its queue's object is not the one it was derived from. Threads may
+#: share it: an entry is always correct for the object it names, whoever wrote it.
+_spec_memo: _SpecMemo | None = None
 
 
 def _trace_pass(attr: QueueAttr, met: str) -> None:
@@ -291,17 +338,23 @@ class ProportionPlugin(QueueCharging, Plugin):
         trace(log, v(4), "The total guarantee resource is <%s>", self.total_guarantee)
 
         usage = ssn.snapshot.queue_usage
+        spec_keys: dict[str, tuple[object, ...]] | None = None
         if usage is not None and not log.isEnabledFor(v(4)):
             # The live cache keeps each queue's job sums current: no need to walk the jobs.
             # Queues are still taken in the order their jobs come, as the loop below would.
+            specs = self._spec_memo(len(ssn.queues))
+            spec_keys = {}
             for queue_name in dict.fromkeys(job.queue for job in ssn.jobs.values()):
                 queue = ssn.queues.get(queue_name)
                 total = usage.get(queue_name)
                 if queue is None or total is None:
                     continue
-                fresh = self._new_attr(queue)
-                total.add_to(fresh)
-                self.queue_opts[queue.name] = fresh
+                spec = specs.get(queue_name)
+                if spec is None or spec.queue is not queue:
+                    derived = self._new_attr(queue)
+                    spec = specs[queue_name] = _QueueSpec(queue, derived, _spec_key(derived))
+                self.queue_opts[queue.name] = _attr_from_spec(spec.attr, total)
+                spec_keys[queue_name] = spec.key
         else:
             for job in ssn.jobs.values():
                 trace(log, v(4), "Considering Job <%s/%s>.", job.namespace, job.name)
@@ -320,7 +373,7 @@ class ProportionPlugin(QueueCharging, Plugin):
                     trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
                 job_usage(job).add_to(attr)
 
-        self.derivation = deserved_shares(self.queue_opts, self.total_resource)
+        self.derivation = deserved_shares(self.queue_opts, self.total_resource, spec_keys)
 
         ssn.add_hook(QUEUE_ORDER, self.name, self._queue_order)
         ssn.add_hook(RECLAIMABLE, self.name, self._reclaimable)
@@ -335,6 +388,16 @@ class ProportionPlugin(QueueCharging, Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         self._ssn = None
+
+    def _spec_memo(self, queues: int) -> dict[str, _QueueSpec]:
+        """The shared spec memo for this session's totals (a fresh one if they changed, or
+        if deleted queues have left it twice the size of the cluster's queue list)."""
+        global _spec_memo
+        totals = (_resource_key(self.total_resource), _resource_key(self.total_guarantee))
+        memo = _spec_memo
+        if memo is None or memo.totals != totals or len(memo.specs) > 2 * queues:
+            memo = _spec_memo = _SpecMemo(totals, {})
+        return memo.specs
 
     def _new_attr(self, queue: QueueInfo) -> QueueAttr:
         capability = flat_capability(queue)
@@ -499,6 +562,37 @@ class ProportionPlugin(QueueCharging, Plugin):
         if attr is None:
             return False
         return _fits_deserved(queue.name, attr, [task])
+
+
+def _attr_from_spec(spec: QueueAttr, usage: JobUsage) -> QueueAttr:
+    """A session's own record for a queue: its spec-derived attributes and its jobs' sums,
+    the same as ``usage.add_to`` on a fresh record, without building the zeros first.
+
+    Capability, real capability and guarantee are shared with the memo, not copied: in flat
+    mode nothing changes them in place after they are derived (the deserved loop and the
+    hooks only read them, and a what-if clones the record first). The sums are copied: the
+    session's allocate and evict events change them."""
+    return QueueAttr(
+        name=spec.name,
+        weight=spec.weight,
+        allocated=_added_to_zero(usage.allocated),
+        request=_added_to_zero(usage.request),
+        inqueue=_added_to_zero(usage.inqueue),
+        elastic=_added_to_zero(usage.elastic),
+        capability=spec.capability,
+        real_capability=spec.real_capability,
+        guarantee=spec.guarantee,
+    )
+
+
+def _added_to_zero(amount: Resource) -> Resource:
+    """``Resource.empty().add(amount)``: a copy without the pod count (``add`` leaves it),
+    and without an empty scalar map (``add`` creates none)."""
+    copy = amount.clone()
+    copy.max_task_num = 0
+    if not copy.scalars:
+        copy.scalars = None
+    return copy
 
 
 def _fits_deserved(queue_name: str, attr: QueueAttr, candidates: list[TaskInfo]) -> bool:
