@@ -66,6 +66,11 @@ def prioritize_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[
     ssn = acct.session()
     task = pod_to_task(pod, acct.state.priority_values())
     task.status, task.node_name = TaskStatus.PENDING, ""
+    return host_scores(ssn, task, node_names)
+
+
+def host_scores(ssn: Session, task: TaskInfo, node_names: list[str]) -> HostScores:
+    """``task``'s extender scores for ``node_names`` in input order, unknown nodes 0."""
     known = ssn.nodes
     found = list(map(known.get, node_names))
     nodes = list(filter(None, found))  # NodeInfo is always truthy
