@@ -228,7 +228,7 @@ class EngineBackend:
             codes[node] = rejection.code
         return FilterDecision(result.passed, failed, unresolvable, reason_codes=codes)
 
-    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> list[tuple[str, int]]:
+    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> Sequence[tuple[str, int]]:
         if self._not_synced():
             return [(name, 0) for name in node_names]
         with self.state.locked():

@@ -11,7 +11,7 @@ A backend method must therefore never block on I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -98,7 +98,7 @@ class ExtenderBackend(Protocol):
 
     def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision: ...
 
-    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> list[tuple[str, int]]:
+    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> Sequence[tuple[str, int]]:
         """(node, score) pairs, score in 0..10 (`MaxExtenderPriority`)."""
         ...
 

@@ -7,7 +7,7 @@ order, scores clamped to 0..MaxExtenderPriority, nodes the backend did not score
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter
 
 from starlette.requests import Request
@@ -26,15 +26,20 @@ from app.wire import (
     WireError,
     encode_error,
     encode_host_priorities,
+    encode_host_score_array,
     encode_zero_priorities,
     parse_extender_args,
 )
-from scheduler_core.extender.prioritize import MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY
+from scheduler_core.extender.prioritize import (
+    MAX_EXTENDER_PRIORITY,
+    MIN_EXTENDER_PRIORITY,
+    HostScores,
+)
 
 VERB = "prioritize"
 
 
-def clamp_scores(inputs: list[str], scores: list[tuple[str, int]]) -> dict[str, int]:
+def clamp_scores(inputs: list[str], scores: Sequence[tuple[str, int]]) -> dict[str, int]:
     """The backend's scores for input nodes only, as ints within 0..10 (last one wins)."""
     wanted = set(inputs)
     fast = dict(scores)
@@ -65,9 +70,12 @@ def answer_prioritize(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> tu
         if not ctx.backend.is_managed(args.pod):
             m.outcome("unmanaged")
             return 200, encode_zero_priorities(args.node_names)
-        scores = clamp_scores(
-            args.node_names, ctx.backend.prioritize(args.pod, list(args.node_names))
-        )
+        answer = ctx.backend.prioritize(args.pod, list(args.node_names))
+        if isinstance(answer, HostScores) and answer.names == args.node_names:
+            # Already one in-range int per input node, in input order: encode the array.
+            m.outcome("scored")
+            return 200, encode_host_score_array(answer.names, answer.scores.tolist())
+        scores = clamp_scores(args.node_names, answer)
     except Exception as exc:
         m.error()
         m.outcome("error")

@@ -2,27 +2,61 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.convert import pod_to_task
 from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.framework.node_scores import FloatArray
 from scheduler_core.framework.session import Session
+
+IntArray = npt.NDArray[np.int64]
 
 #: kube-scheduler's ``MaxExtenderPriority``: an extender's scores run from 0 to this.
 MAX_EXTENDER_PRIORITY = 10
 MIN_EXTENDER_PRIORITY = 0
 
 
-def prioritize_pod(
-    acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
-) -> list[tuple[str, int]]:
+class HostScores(Sequence[tuple[str, int]]):
+    """(node, score) pairs kept as the input names beside one int array already on 0..10.
+
+    The HTTP layer encodes the answer straight from the array when the names are the
+    request's (no per-node dict, no per-node range check: the array was clipped here);
+    read as a sequence it is the list of pairs the backend port promises.
+    """
+
+    __slots__ = ("names", "scores")
+
+    def __init__(self, names: list[str], scores: IntArray) -> None:
+        if len(names) != len(scores):
+            raise ValueError(f"{len(names)} node names but {len(scores)} scores")
+        self.names = names
+        self.scores: IntArray = np.clip(scores, MIN_EXTENDER_PRIORITY, MAX_EXTENDER_PRIORITY)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[str, int]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[tuple[str, int]]: ...
+    def __getitem__(self, i: int | slice) -> tuple[str, int] | list[tuple[str, int]]:
+        if isinstance(i, slice):
+            return list(zip(self.names[i], self.scores[i].tolist(), strict=True))
+        return self.names[i], int(self.scores[i])
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return zip(self.names, self.scores.tolist(), strict=True)
+
+
+def prioritize_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]) -> HostScores:
     """Scores in input order; a node the cache does not know yet scores 0 (neutral).
 
     Node order needs only the pod and the nodes, never the pod's job, so the shared
@@ -32,10 +66,29 @@ def prioritize_pod(
     ssn = acct.session()
     task = pod_to_task(pod, acct.state.priority_values())
     task.status, task.node_name = TaskStatus.PENDING, ""
+    return host_scores(ssn, task, node_names)
+
+
+def host_scores(ssn: Session, task: TaskInfo, node_names: list[str]) -> HostScores:
+    """``task``'s extender scores for ``node_names`` in input order, unknown nodes 0."""
     known = ssn.nodes
-    nodes = list(filter(None, map(known.get, node_names)))  # NodeInfo is always truthy
-    scores = extender_scores(ssn, task, nodes) if nodes else {}
-    return list(zip(node_names, map(scores.get, node_names, repeat(0)), strict=True))
+    found = list(map(known.get, node_names))
+    nodes = list(filter(None, found))  # NodeInfo is always truthy
+    raw = ssn.node_score_array(task, nodes) if nodes else None
+    if raw is None:  # no node known, or a name listed twice: the per-name dict path
+        scores = extender_scores(ssn, task, nodes) if nodes else {}
+        ints = np.fromiter(map(scores.get, node_names, repeat(0)), np.int64, len(node_names))
+        return HostScores(node_names, ints)
+    scaled = extender_scale_array(raw)
+    if len(nodes) == len(node_names):
+        return HostScores(node_names, scaled)
+    ints = np.zeros(len(node_names), dtype=np.int64)
+    ints[np.fromiter(map(_is_known, found), np.bool_, len(found))] = scaled
+    return HostScores(node_names, ints)
+
+
+def _is_known(node: NodeInfo | None) -> bool:
+    return node is not None
 
 
 def extender_scores(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, int]:
@@ -44,6 +97,12 @@ def extender_scores(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> dict
 
 
 def extender_scale(raw: Mapping[str, float]) -> dict[str, int]:
+    """``extender_scale_array`` by node name."""
+    scores = np.fromiter(raw.values(), np.float64, len(raw))
+    return dict(zip(raw, extender_scale_array(scores).tolist(), strict=True))
+
+
+def extender_scale_array(scores: FloatArray) -> IntArray:
     """Linear in the score, anchored at 0: the best node gets 10, a node scoring 0 (or less)
     gets 0, others ``floor(10 * score / best)``. Anchoring at 0 rather than at the worst
     node keeps the ratio between nodes, so a nearly-as-good node is not pushed to 0 when
@@ -52,11 +111,10 @@ def extender_scale(raw: Mapping[str, float]) -> dict[str, int]:
     On arrays (thousands of nodes a request), the same float operations as
     ``math.floor(10 * score / best + 1e-9)`` per node.
     """
-    scores = np.fromiter(raw.values(), np.float64, len(raw))
     best = float(scores.max()) if len(scores) else 0.0
     if best <= 0:
-        return dict.fromkeys(raw, 0)
+        return np.zeros(len(scores), dtype=np.int64)
     scaled = np.floor(MAX_EXTENDER_PRIORITY * scores / best + 1e-9)
     scaled = np.where(scores >= best, MAX_EXTENDER_PRIORITY, scaled)
     scaled = np.where(scores <= 0, 0, scaled)
-    return dict(zip(raw, scaled.astype(np.int64).tolist(), strict=True))
+    return scaled.astype(np.int64)

@@ -11,7 +11,7 @@ against the hook's function type.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -82,7 +82,7 @@ TASK_ORDER: Hook[CompareFn] = Hook("taskOrder", "enableTaskOrder")
 PREDICATE: Hook[PredicateFn] = Hook("predicate", "enablePredicate")
 PRE_PREDICATE: Hook[Callable[[TaskInfo], str | None]] = Hook("prePredicate", "enablePredicate")
 NODE_ORDER: Hook[Callable[[TaskInfo, NodeInfo], float]] = Hook("nodeOrder", "enableNodeOrder")
-BATCH_NODE_ORDER: Hook[Callable[[TaskInfo, list[NodeInfo]], dict[str, float]]] = Hook(
+BATCH_NODE_ORDER: Hook[Callable[[TaskInfo, list[NodeInfo]], Mapping[str, float]]] = Hook(
     "batchNodeOrder", "enableNodeOrder"
 )
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
+
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
@@ -54,6 +56,7 @@ from scheduler_core.framework.hooks import (
 )
 from scheduler_core.framework.hooks import CycleState as CycleState
 from scheduler_core.framework.hooks import QueueShare as QueueShare
+from scheduler_core.framework.node_scores import FloatArray, NodeScoreArray
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Plugin
 
@@ -417,6 +420,37 @@ class Session:
                     if name in scores:
                         scores[name] += score
         return scores
+
+    def node_score_array(self, task: TaskInfo, nodes: list[NodeInfo]) -> FloatArray | None:
+        """``node_scores`` as one array in the order of ``nodes``: the same additions in the
+        same order, so the same floats, without a per-node dict when a batch hook answers
+        with an array for exactly these nodes (the usual case, thousands of nodes a call).
+
+        ``None`` when two nodes share a name: the dict path adds a scalar hook's score once
+        per listed node but a batch hook's once per name, which one array per node cannot
+        express; the caller then reads ``node_scores``.
+        """
+        names = [node.name for node in nodes]
+        if len(set(names)) != len(names):
+            return None
+        total = np.zeros(len(nodes), dtype=np.float64)
+        for fns in self._tiered(NODE_ORDER):
+            for fn in fns:
+                total += np.fromiter((fn(task, node) for node in nodes), np.float64, len(nodes))
+        index: dict[str, int] | None = None
+        for bfns in self._tiered(BATCH_NODE_ORDER):
+            for bfn in bfns:
+                answer = bfn(task, nodes)
+                if isinstance(answer, NodeScoreArray) and answer.names == names:
+                    total += answer.scores
+                    continue
+                if index is None:
+                    index = {name: i for i, name in enumerate(names)}
+                for name, score in answer.items():
+                    i = index.get(name)
+                    if i is not None:
+                        total[i] += score
+        return total
 
     # --- simulation (topology-aware preemption) -----------------------------------------
 

@@ -14,6 +14,7 @@ with nodeorder); ``binpacking_score`` stays the reference it reproduces to the f
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
+from scheduler_core.framework.node_scores import NodeScoreArray
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -223,7 +225,7 @@ class BinpackPlugin(Plugin):
     def scalar_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         return {node.name: self.node_score(task, node) for node in nodes}
 
-    def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+    def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> Mapping[str, float]:
         if not self._verbose and self._table is not None:
             scores = self.vector_node_scores(self._table, task, nodes)
             if scores is not None:
@@ -232,7 +234,7 @@ class BinpackPlugin(Plugin):
 
     def vector_node_scores(
         self, table: NodeTable, task: TaskInfo, nodes: list[NodeInfo]
-    ) -> dict[str, float] | None:
+    ) -> NodeScoreArray | None:
         """``scalar_node_scores`` on arrays, to the same float; ``None`` when a node is not
         in the table or a weight is too large to convert to float exactly."""
         found = table.rows(nodes)
@@ -243,5 +245,4 @@ class BinpackPlugin(Plugin):
         weight_sum = sum(weight for _, _, weight in requests)
         if not (_fits(self.weights.weight) and _fits(weight_sum)):
             return None
-        scores = binpacking_scores(table, rows, self.weights, requests)
-        return dict(zip(names, scores.tolist(), strict=True))
+        return NodeScoreArray(names, binpacking_scores(table, rows, self.weights, requests))

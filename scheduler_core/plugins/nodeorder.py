@@ -32,6 +32,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
+from scheduler_core.framework.node_scores import NodeScoreArray
 from scheduler_core.framework.registry import Plugin, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -412,7 +413,7 @@ class NodeOrderPlugin(Plugin):
 
     # --- vectorised path ----------------------------------------------------------------
 
-    def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
+    def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> Mapping[str, float]:
         if not self._verbose and self._table is not None:
             scores = self.vector_node_scores(self._table, task, nodes)
             if scores is not None:
@@ -421,7 +422,7 @@ class NodeOrderPlugin(Plugin):
 
     def vector_node_scores(
         self, table: NodeTable, task: TaskInfo, nodes: list[NodeInfo]
-    ) -> dict[str, float] | None:
+    ) -> NodeScoreArray | None:
         """``scalar_node_scores`` computed on arrays, to the same float; ``None`` when a
         node is not in the table or an amount is too large to be exact in int64."""
         found = table.rows(nodes)
@@ -459,4 +460,4 @@ class NodeOrderPlugin(Plugin):
             score += node_affinity_scores(table, rows, terms) * self.node_affinity_weight
         if self.taint_toleration_weight != 0:
             score += taint_toleration_scores(table, rows, task) * self.taint_toleration_weight
-        return dict(zip(names, score.tolist(), strict=True))
+        return NodeScoreArray(names, score)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -9,7 +10,9 @@ from app.ports import FilterDecision
 from app.routes_filter import NOT_EVALUATED, partition_filter_decision
 from app.routes_preempt import keep_valid_victims
 from app.routes_prioritize import clamp_scores
+from app.wire import encode_host_priorities, encode_host_score_array
 from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.prioritize import HostScores
 
 NODES = st.sampled_from([f"n{i}" for i in range(8)] + ["ghost-1", "ghost-2"])
 INPUTS = st.lists(st.sampled_from([f"n{i}" for i in range(8)]), unique=True, max_size=8)
@@ -96,3 +99,19 @@ def test_preempt_answer_has_only_candidate_nodes_with_victims(
         assert victims.uids == list(dict.fromkeys(result[node].uids))
     for node in set(candidates) & set(result):
         assert (node in out) == bool(result[node].uids)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    inputs=INPUTS,
+    scores=st.lists(st.integers(min_value=-100, max_value=100), min_size=8, max_size=8),
+)
+def test_an_engine_array_answer_encodes_as_the_clamped_pairs(
+    inputs: list[str], scores: list[int]
+) -> None:
+    answer = HostScores(inputs, np.array(scores[: len(inputs)], dtype=np.int64))
+    pairs = list(zip(inputs, scores[: len(inputs)], strict=True))
+    assert list(answer) == [(host, max(0, min(10, s))) for host, s in pairs]
+    assert encode_host_score_array(answer.names, answer.scores.tolist()) == (
+        encode_host_priorities(inputs, clamp_scores(inputs, pairs))
+    )
