@@ -23,6 +23,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter
 
 from scheduler_core.conf import SchedulerConfiguration, load_configuration
+from scheduler_core.controller.periodic import Periodic
 from scheduler_core.engine import check_configuration
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,9 @@ class ConfigurationWatcher:
         self._failed_key = ""
         self._failure = ""
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._worker = Periodic(
+            "conf-reload", interval, self.check, what=f"checking the configuration {path}"
+        )
 
     @property
     def failure(self) -> str:
@@ -86,22 +88,12 @@ class ConfigurationWatcher:
     # --- thread -------------------------------------------------------------------------
 
     def start(self) -> ConfigurationWatcher:
-        if self._thread is None and self.interval > 0:
-            self._thread = threading.Thread(target=self._run, name="conf-reload", daemon=True)
-            self._thread.start()
+        if self.interval > 0:
+            self._worker.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.check()
-            except Exception:  # a bad poll must not end the watch
-                log.exception("checking the configuration %s failed", self.path)
+        self._worker.stop(timeout)
 
     # --- one poll -----------------------------------------------------------------------
 

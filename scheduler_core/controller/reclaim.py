@@ -18,7 +18,6 @@ snapshot; deciding, evicting and recording happen outside it, on one daemon thre
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -35,6 +34,7 @@ from scheduler_core.conf import SchedulerConfiguration
 from .decision import CycleDecision, PlannedEviction, decide, live_configuration
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .eviction import EvictionResult, evict
+from .periodic import Periodic
 from .rest import RestClient
 
 #: How many of the last evictions the loop remembers for people to read.
@@ -152,8 +152,13 @@ class ReclaimLoop:
             maxlen=HISTORY_SIZE
         )
         self._wall_clock = time.time
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._worker = Periodic(
+            "reclaim-loop",
+            options.interval,
+            self.run_once,
+            what="reclaim cycle",
+            on_error=self.metrics.skipped.labels("error").inc,
+        )
 
     def live(self, conf: SchedulerConfiguration) -> SchedulerConfiguration:
         """``conf`` as this loop decides by it (the live rules and the loop's limits); raises
@@ -174,23 +179,11 @@ class ReclaimLoop:
     # --- thread -------------------------------------------------------------------------
 
     def start(self) -> ReclaimLoop:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="reclaim-loop", daemon=True)
-            self._thread.start()
+        self._worker.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.options.interval):
-            try:
-                self.run_once()
-            except Exception:  # a bad cycle must not end the loop
-                self.metrics.skipped.labels("error").inc()
-                log.exception("reclaim cycle failed")
+        self._worker.stop(timeout)
 
     # --- one cycle ----------------------------------------------------------------------
 

@@ -11,7 +11,6 @@ only kube-scheduler sees) is not updated in a loop.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from scheduler_core.controller.periodic import Periodic
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.filter import parked_pods_to_retry
 from scheduler_core.logutil import v
@@ -46,8 +46,9 @@ class ParkedPodRequeuer:
         self.ready = ready
         self.interval = interval
         self.min_interval = min_interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="parked-pod-requeuer", daemon=True)
+        self._worker = Periodic(
+            "parked-pod-requeuer", interval, self.run_once, what="parked-pod requeue pass"
+        )
         self._seen_version = -1
         self._last_pass = 0.0
         self.retried = Counter(
@@ -69,19 +70,11 @@ class ParkedPodRequeuer:
         self.parked.set_function(lambda: len(acct.parked))
 
     def start(self) -> ParkedPodRequeuer:
-        self._thread.start()
+        self._worker.start()
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.run_once()
-            except Exception:  # never let the thread die: the verbs keep serving regardless
-                log.exception("parked-pod requeue pass failed")
+        self._worker.stop()
 
     def run_once(self) -> list[str]:
         """One pass: the keys of the pods nudged."""

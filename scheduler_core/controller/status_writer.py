@@ -11,7 +11,6 @@ threads: a slow or failing API server delays the write-back, never a scheduling 
 from __future__ import annotations
 
 import logging
-import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -31,6 +30,7 @@ from scheduler_core.engine import close_session
 from scheduler_core.framework.session import Session
 
 from .events import NORMAL, WARNING, ObjectRef, TokenBucket
+from .periodic import Periodic
 from .podgroup_status import (
     NOT_ENOUGH_RESOURCES,
     NOT_ENOUGH_TASKS,
@@ -125,8 +125,9 @@ class StatusWriter:
         self._namespaces = frozenset(namespaces)
         self.interval = interval
         self._bucket = TokenBucket(qps, burst)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._worker = Periodic(
+            "status-writer", interval, self._leader_cycle, what="status write-back cycle"
+        )
         self._seen_version = -1
         self._dirty = True  # something was left unwritten last cycle
         # What the API server holds, as far as we know: PodGroup key -> (phase, facts), queue
@@ -157,15 +158,11 @@ class StatusWriter:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> StatusWriter:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="status-writer", daemon=True)
-            self._thread.start()
+        self._worker.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._worker.stop(timeout)
 
     def forget(self) -> None:
         """A new term: what another leader wrote in between is unknown, so read again."""
@@ -173,14 +170,9 @@ class StatusWriter:
         self._queue_known.clear()
         self._dirty = True
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            if not self._controller.is_leader():
-                continue
-            try:
-                self.cycle()
-            except Exception:  # the loop must outlive any one cycle's surprise
-                log.exception("status write-back cycle failed")
+    def _leader_cycle(self) -> None:
+        if self._controller.is_leader():
+            self.cycle()
 
     # ------------------------------------------------------------------ one cycle
 
