@@ -214,9 +214,8 @@ class JobInfo:
         self.tasks[task.uid] = task
         self.status_index[task.status][task.uid] = task
 
-    def copy_sharing_tasks(self) -> JobInfo:
-        """A copy with its own task maps and sums but the same task objects: cheap, for a
-        fork whose sessions copy a task before changing it (``Session.own``)."""
+    def _bare(self) -> JobInfo:
+        """This job's identity and spec with no tasks: what a copy starts from."""
         return JobInfo(
             uid=self.uid,
             name=self.name,
@@ -231,29 +230,21 @@ class JobInfo:
             creation_timestamp=self.creation_timestamp,
             synthesized=self.synthesized,
             min_runtime=self.min_runtime,
-            tasks=dict(self.tasks),
-            status_index={status: dict(bucket) for status, bucket in self.status_index.items()},
-            allocated=self.allocated.clone(),
-            total_request=self.total_request.clone(),
-            pending_request=self.pending_request.clone(),
         )
 
+    def copy_sharing_tasks(self) -> JobInfo:
+        """A copy with its own task maps and sums but the same task objects: cheap, for a
+        fork whose sessions copy a task before changing it (``Session.own``)."""
+        job = self._bare()
+        job.tasks = dict(self.tasks)
+        job.status_index = {status: dict(bucket) for status, bucket in self.status_index.items()}
+        job.allocated = self.allocated.clone()
+        job.total_request = self.total_request.clone()
+        job.pending_request = self.pending_request.clone()
+        return job
+
     def clone(self) -> JobInfo:
-        job = JobInfo(
-            uid=self.uid,
-            name=self.name,
-            namespace=self.namespace,
-            queue=self.queue,
-            priority=self.priority,
-            min_available=self.min_available,
-            task_min_available=self.task_min_available,
-            min_resources=self.min_resources,
-            phase=self.phase,
-            preemptable=self.preemptable,
-            creation_timestamp=self.creation_timestamp,
-            synthesized=self.synthesized,
-            min_runtime=self.min_runtime,
-        )
+        job = self._bare()
         for task in self.tasks.values():
             job.add_task_info(task.clone())
         return job
