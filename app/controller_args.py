@@ -11,6 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from app.flag_types import positive_seconds
 from scheduler_core.controller.leader import ElectionTimings, pod_namespace, validate_timings
 from scheduler_core.controller.runtime import DEFAULT_LEASE_NAME, Controller, ControllerOptions
 
@@ -27,16 +28,6 @@ def _boolean(value: str) -> bool:
     if lowered in _FALSE:
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
-
-
-def _seconds(value: str) -> float:
-    try:
-        n = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {value!r}") from None
-    if not n > 0:
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return n
 
 
 def add_controller_group(p: argparse.ArgumentParser) -> None:
@@ -76,19 +67,19 @@ def add_controller_group(p: argparse.ArgumentParser) -> None:
     )
     ctl.add_argument(
         "--leader-elect-lease-duration",
-        type=_seconds,
+        type=positive_seconds,
         default=15.0,
         help="seconds a follower waits before taking over an unrenewed lease (default 15)",
     )
     ctl.add_argument(
         "--leader-elect-renew-deadline",
-        type=_seconds,
+        type=positive_seconds,
         default=10.0,
         help="seconds the leader keeps retrying a renewal before it stops writing (default 10)",
     )
     ctl.add_argument(
         "--leader-elect-retry-period",
-        type=_seconds,
+        type=positive_seconds,
         default=2.0,
         help="seconds between election attempts and renewals (default 2)",
     )

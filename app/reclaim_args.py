@@ -7,6 +7,7 @@ import atexit
 from datetime import UTC, datetime
 from typing import Any
 
+from app.flag_types import count, positive_seconds
 from app.insight_port import RecentEviction
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
@@ -14,26 +15,6 @@ from scheduler_core.controller.eviction import EvictionResult
 from scheduler_core.controller.reclaim import ReclaimLoop, ReclaimOptions
 from scheduler_core.controller.runtime import Controller
 from scheduler_core.controller.snapshot import anything_waiting, loop_snapshot
-
-
-def _positive_seconds(value: str) -> float:
-    try:
-        n = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, not {value!r}") from None
-    if not n > 0:
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return n
-
-
-def _count(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, not {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError("must be 0 (no limit) or more")
-    return n
 
 
 def add_reclaim_group(p: argparse.ArgumentParser) -> None:
@@ -48,7 +29,7 @@ def add_reclaim_group(p: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--reclaim-interval",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=1.0,
         help="seconds between reclaim cycles (default 1, Volcano's schedule period)",
     )
@@ -59,14 +40,14 @@ def add_reclaim_group(p: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--reclaim-max-evictions",
-        type=_count,
+        type=count,
         default=0,
         metavar="N",
         help="at most N evictions per cycle (default 0: no limit)",
     )
     group.add_argument(
         "--reclaim-max-evictions-per-queue",
-        type=_count,
+        type=count,
         default=0,
         metavar="N",
         help="at most N evictions from one queue per cycle (default 0: no limit)",

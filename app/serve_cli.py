@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import shlex
 import socket
 import sys
@@ -22,6 +21,7 @@ import uvicorn
 from app.conf_reload import DEFAULT_INTERVAL as DEFAULT_RELOAD_INTERVAL
 from app.controller_args import add_controller_group
 from app.delegated_auth import DEFAULT_CACHE_TTL, KubernetesReviews
+from app.flag_types import integer, non_negative_seconds, positive_seconds
 from app.listeners import SideServer, serve_all, uvicorn_config
 from app.logs import setup_logging
 from app.ports import ExtenderBackend
@@ -53,53 +53,29 @@ def _names(value: str) -> list[str]:
 
 
 # argparse turns an ArgumentTypeError into `argument --flag: <message>` and exit 2; every
-# numeric flag is checked here so a bad value never reaches uvicorn or the engine (a port of
-# 70000 would otherwise wrap round to 4464).
-
-
-def _integer(value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-
-
-def _seconds(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not math.isfinite(seconds):
-        raise argparse.ArgumentTypeError(f"{value!r} is not a finite number of seconds")
-    return seconds
+# numeric flag is checked (here and in app/flag_types.py) so a bad value never reaches uvicorn
+# or the engine (a port of 70000 would otherwise wrap round to 4464).
 
 
 def _verbosity(value: str) -> int:
-    n = _integer(value)
+    n = integer(value)
     if not 0 <= n <= 10:
         raise argparse.ArgumentTypeError(f"verbosity must be between 0 and 10, not {n}")
     return n
 
 
 def _positive(value: str) -> int:
-    n = _integer(value)
+    n = integer(value)
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, not {n}")
     return n
 
 
 def _port(value: str) -> int:
-    n = _integer(value)
+    n = integer(value)
     if not 1 <= n <= 65535:
         raise argparse.ArgumentTypeError(f"port must be between 1 and 65535, not {n}")
     return n
-
-
-def _positive_seconds(value: str) -> float:
-    seconds = _seconds(value)
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {value}")
-    return seconds
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -111,13 +87,6 @@ def _host_port(value: str) -> tuple[str, int]:
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host or "0.0.0.0", _port(port)
-
-
-def _non_negative_seconds(value: str) -> float:
-    seconds = _seconds(value)
-    if seconds < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 seconds or more, not {value}")
-    return seconds
 
 
 def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
@@ -181,7 +150,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     eng.add_argument(
         "--conf-reload-interval",
-        type=_non_negative_seconds,
+        type=non_negative_seconds,
         default=DEFAULT_RELOAD_INTERVAL,
         metavar="SECONDS",
         help="seconds between two checks of the --conf file for a new version (a ConfigMap's "
@@ -210,7 +179,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     eng.add_argument(
         "--refresh-interval",
-        type=_non_negative_seconds,
+        type=non_negative_seconds,
         default=0.0,
         help="least seconds between two rebuilds of the queue accounting (default 0: every "
         "verb decides on the latest event, the accounting being rebuilt whenever the cluster "
@@ -226,7 +195,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     eng.add_argument(
         "--assume-ttl",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=30.0,
         help="seconds a filtered pod stays assumed before the informer shows it (default 30)",
     )
@@ -259,7 +228,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     auth.add_argument(
         "--delegated-auth-cache-ttl",
-        type=_non_negative_seconds,
+        type=non_negative_seconds,
         default=DEFAULT_CACHE_TTL,
         metavar="SECONDS",
         help="how long a review's answer is reused (default 10; 0 asks the API server on "
