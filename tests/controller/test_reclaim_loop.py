@@ -201,6 +201,16 @@ def test_an_unchanged_cluster_that_decided_nothing_is_not_decided_again() -> Non
     assert h.loop.run_once() is not None
 
 
+def test_a_new_configuration_decides_again_on_an_unchanged_cluster() -> None:
+    h = Harness()
+    h.objs = [o for o in h.objs if o["metadata"]["name"] != "a0"]
+    h.loop.version = lambda: 7
+    assert h.loop.run_once() is not None
+    assert h.loop.run_once() is None  # quiet and unchanged: skipped
+    h.loop.use_configuration(configuration(HELM_CONF, "enqueue, reclaim"))
+    assert h.loop.run_once() is not None
+
+
 def test_a_minimum_runtime_keeps_an_unchanged_cluster_under_review() -> None:
     # The pods are too young now; with time alone they become victims, so every cycle looks.
     h = Harness()
