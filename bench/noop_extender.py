@@ -9,7 +9,13 @@ node 0, preempt hands the candidates back unchanged.
 body write, and with Nagle's algorithm the second waits for the client's delayed ACK (~40 ms
 on Linux), which would make the yardstick measure the kernel instead of the exchange.
 
-Run: ``python -m bench.noop_extender --port 8899``.
+With ``--kubeconfig``, it also keeps the extender's own cache of the cluster (the same
+informers and ``ClusterState`` as ``queue-extender serve``) while still deciding nothing, and
+``/readyz`` answers 503 until that cache has synced: ``make bench-e2e``'s ``watch``
+configuration, which measures what watching the cluster alone costs kube-scheduler's
+throughput on the same machine, apart from any decision.
+
+Run: ``python -m bench.noop_extender --port 8899 [--kubeconfig FILE]``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import argparse
 import json
 import socket
 import sys
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -59,6 +66,8 @@ VERBS = {"/filter": filter_answer, "/prioritize": prioritize_answer, "/preempt":
 
 class NoopHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive: kube-scheduler reuses its connections
+    #: Whether the cache (if any) has synced; ``/readyz`` answers 503 until it is true.
+    ready: Callable[[], bool] = staticmethod(lambda: True)
 
     def do_POST(self) -> None:
         verb = VERBS.get(self.path.rstrip("/") or "/")
@@ -74,6 +83,9 @@ class NoopHandler(BaseHTTPRequestHandler):
         self._answer(200, verb(args))
 
     def do_GET(self) -> None:
+        if self.path.startswith("/readyz") and not self.ready():
+            self._answer(503, {"status": "cache not synced"})
+            return
         self._answer(200, {"status": "ok"})
 
     def _answer(self, status: int, payload: Any) -> None:
@@ -97,12 +109,34 @@ class NoopServer(ThreadingHTTPServer):
         return conn, address
 
 
+def handler_ready_when(ready: Callable[[], bool]) -> type[NoopHandler]:
+    """A handler class whose ``/readyz`` follows ``ready`` (the base class stays always ready)."""
+    return type("WatchingNoopHandler", (NoopHandler,), {"ready": staticmethod(ready)})
+
+
+def watch_cluster(kubeconfig: str) -> Callable[[], bool]:
+    """Starts the extender's informers into a ``ClusterState`` that nothing reads; returns
+    whether they have synced."""
+    from scheduler_core.cache.informers import InformerSet
+    from scheduler_core.cache.state import ClusterState
+
+    informers = InformerSet(ClusterState(), kubeconfig=kubeconfig)
+    informers.start()
+    return lambda: bool(informers.has_synced())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.noop_extender", description=__doc__)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--kubeconfig", help="also keep the extender's cache of this cluster (decide nothing)"
+    )
     args = parser.parse_args(argv)
-    with NoopServer((args.host, args.port), NoopHandler) as server:
+    handler = NoopHandler
+    if args.kubeconfig:
+        handler = handler_ready_when(watch_cluster(args.kubeconfig))
+    with NoopServer((args.host, args.port), handler) as server:
         print(f"no-op extender on http://{args.host}:{args.port}", flush=True)
         server.serve_forever()
     return 0

@@ -42,16 +42,18 @@ def test_summary_takes_min_and_median_per_configuration() -> None:
     assert stats["ours"] == {"min": None, "median": None}
 
 
-def test_report_shows_every_round_and_the_three_ratios() -> None:
+def test_report_shows_every_round_and_the_ratios() -> None:
     rounds = [
         bound_round("plain", 1, [0.0, 0.01]),  # 100/s
         bound_round("noop", 1, [0.0, 0.02]),  # 50/s
+        bound_round("watch", 1, [0.0, 0.025]),  # 40/s
         bound_round("ours", 1, [0.0, 0.04, 0.05], pods=4),  # 40/s, one pod never bound
     ]
-    rounds[2].extender_counts = extender_counts(METRICS)
+    rounds[3].extender_counts = extender_counts(METRICS)
     text = render(SCALES["small"], rounds)
     assert "200 nodes × 1000 pods" in text
-    assert "ours/plain 0.40, noop/plain 0.50, ours/noop 0.80" in text
+    assert "ours/plain 0.40, noop/plain 0.50, watch/noop 0.80, ours/noop 0.80" in text
+    assert "ours/watch 1.00" in text
     assert "only 3/4 bound" in text
     assert "errors/filter=1" in text
     assert "filter/failed=2" in text

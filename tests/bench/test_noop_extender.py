@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from bench.noop_extender import NoopHandler, NoopServer
+from bench.noop_extender import NoopHandler, NoopServer, handler_ready_when
 
 
 @pytest.fixture
@@ -110,5 +110,41 @@ def test_a_connection_is_kept_alive_across_requests(server: NoopServer) -> None:
             connection.request("POST", "/filter", body, {"Content-Type": "application/json"})
             response = connection.getresponse()
             assert json.loads(response.read())["NodeNames"] == names
+    finally:
+        connection.close()
+
+
+def test_readyz_waits_for_the_cache_when_the_noop_watches_the_cluster() -> None:
+    synced = threading.Event()
+    noop = NoopServer(("127.0.0.1", 0), handler_ready_when(synced.is_set))
+    thread = threading.Thread(target=noop.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = noop.server_address[1]
+
+        def readyz() -> int:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+            try:
+                connection.request("GET", "/readyz")
+                response = connection.getresponse()
+                response.read()
+                return response.status
+            finally:
+                connection.close()
+
+        assert readyz() == 503
+        synced.set()
+        assert readyz() == 200
+    finally:
+        noop.shutdown()
+        noop.server_close()
+        thread.join(5)
+
+
+def test_the_plain_noop_is_always_ready(server: NoopServer) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
+    try:
+        connection.request("GET", "/readyz")
+        assert connection.getresponse().status == 200
     finally:
         connection.close()
