@@ -148,7 +148,9 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
         return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
     acct.parked.unpark(ctx.task.key)
     assert ctx.job is not None
-    known = acct.state.nodes_view()  # the live mapping: no per-request copy of 5,000 names
+    # The live mapping's key view: no per-request copy of 5,000 names, and its membership
+    # test runs in C (the read-only proxy's own ``in`` costs twice as much per name).
+    known = acct.state.nodes_view().keys()
     passed = list(filter(known.__contains__, node_names))
     unknown = Rejection("node-unknown", "node is not in the extender's cache yet", True)
     failed = (
