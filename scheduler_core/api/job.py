@@ -139,8 +139,9 @@ class JobInfo:
         if self.min_available < self.task_min_available_total:
             return True
         per_role: dict[str, int] = {}
+        bits = int(counted)  # int arithmetic: ``IntFlag.__and__`` is ten times slower
         for task in self.tasks.values():
-            if task.status & counted or (
+            if int.__and__(task.status, bits) or (
                 pending_best_effort
                 and task.status == TaskStatus.PENDING
                 and task.init_resreq.is_empty()

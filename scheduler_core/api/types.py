@@ -37,33 +37,44 @@ _SCHEDULED = TaskStatus.RUNNING | TaskStatus.BOUND | TaskStatus.FAILED | TaskSta
 _READY = _ALLOCATED | TaskStatus.SUCCEEDED
 _VALID = _ALLOCATED | TaskStatus.SUCCEEDED | TaskStatus.PIPELINED | TaskStatus.PENDING
 
+# The tests below AND plain ints: ``IntFlag.__and__`` builds a new flag member through the
+# enum machinery (~0.5 us), ten times the cost of the integer operation, and a reclaim
+# session over a large cluster asks these questions hundreds of thousands of times.
+_and = int.__and__
+_ALLOCATED_BITS = int(_ALLOCATED)
+_PREEMPTABLE_BITS = int(_PREEMPTABLE)
+_COMPLETED_BITS = int(_COMPLETED)
+_SCHEDULED_BITS = int(_SCHEDULED)
+_READY_BITS = int(_READY)
+_VALID_BITS = int(_VALID)
+
 
 def allocated_status(status: TaskStatus) -> bool:
     """Bound, Binding, Running or Allocated: the task holds resources on its node."""
-    return bool(status & _ALLOCATED)
+    return _and(status, _ALLOCATED_BITS) != 0
 
 
 def preemptable_status(status: TaskStatus) -> bool:
     """Bound or Running: the only statuses a preempt victim may have."""
-    return bool(status & _PREEMPTABLE)
+    return _and(status, _PREEMPTABLE_BITS) != 0
 
 
 def completed_status(status: TaskStatus) -> bool:
-    return bool(status & _COMPLETED)
+    return _and(status, _COMPLETED_BITS) != 0
 
 
 def scheduled_status(status: TaskStatus) -> bool:
-    return bool(status & _SCHEDULED)
+    return _and(status, _SCHEDULED_BITS) != 0
 
 
 def ready_status(status: TaskStatus) -> bool:
     """Counted by ``ReadyTaskNum``: allocated statuses plus Succeeded."""
-    return bool(status & _READY)
+    return _and(status, _READY_BITS) != 0
 
 
 def valid_status(status: TaskStatus) -> bool:
     """Counted by ``ValidTaskNum``: tasks that are or could become part of the gang."""
-    return bool(status & _VALID)
+    return _and(status, _VALID_BITS) != 0
 
 
 class PodGroupPhase(enum.StrEnum):
