@@ -113,7 +113,35 @@ def setup_logging(
         lg.handlers.clear()
         lg.propagate = True
         lg.setLevel(logging.NOTSET)
+    election = logging.getLogger(LEADER_ELECTION_LOGGER)
+    for old_filter in [f for f in election.filters if isinstance(f, DemoteInfo)]:
+        election.removeFilter(old_filter)
+    election.addFilter(DemoteInfo(LEADER_ELECTION_VERBOSITY))
     return handler
+
+
+#: The ``kubernetes`` client's leader election logs here; see ``DemoteInfo``.
+LEADER_ELECTION_LOGGER = "leaderelection"
+LEADER_ELECTION_VERBOSITY = 4
+
+
+class DemoteInfo(logging.Filter):
+    """Re-levels a library's INFO lines to klog verbosity ``n``; warnings and errors pass.
+
+    The client's leader election writes an INFO line on every renewal and every failed
+    acquisition, one every retry period for as long as the process runs. Our controller logs
+    each transition itself (started, became the leader, lost the lease), so at the default
+    verbosity those repeats are noise; with ``-v 4`` they are shown as V4."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.level = v(n)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        record.levelno, record.levelname = self.level, logging.getLevelName(self.level)
+        return logging.getLogger().isEnabledFor(self.level)
 
 
 def vlog(logger: logging.Logger, level: int, msg: str, *args: Any, **extra: Any) -> None:

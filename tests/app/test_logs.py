@@ -82,3 +82,19 @@ def test_setup_logging_routes_uvicorn_through_the_root_handler(restore_root: Non
     logging.getLogger("uvicorn.error").info("Started server process")
     assert logging.getLogger().handlers == [handler]
     assert orjson.loads(out.getvalue().splitlines()[0])["logger"] == "uvicorn.error"
+
+
+def test_leader_election_library_info_lines_show_only_from_verbosity_4(restore_root: None) -> None:
+    election = logging.getLogger("leaderelection")
+    out = io.StringIO()
+    setup_logging(2, "text", stream=out)
+    election.info("leader me has successfully acquired lease")
+    election.warning("Failed to update lock")
+    assert "successfully acquired" not in out.getvalue()
+    assert "Failed to update lock" in out.getvalue()
+
+    out = io.StringIO()
+    setup_logging(4, "text", stream=out)
+    election.info("leader me has successfully acquired lease")
+    assert "successfully acquired" in out.getvalue()
+    assert sum(isinstance(f, logging.Filter) for f in election.filters) == 1
