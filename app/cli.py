@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib import metadata
 
 from app.query_cli import add_query_parsers
 from app.serve_cli import add_serve_parser, run_serve
 from app.simulate import add_simulate_parser
-
-DISTRIBUTION = "kube-queue-extender"
+from app.version import version
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,14 +23,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_simulate_parser(subparsers)
     add_query_parsers(subparsers)
     return parser
-
-
-def version() -> str:
-    """The installed distribution's version: one source of truth, pyproject.toml."""
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown"
 
 
 def serve(args: argparse.Namespace) -> int:

@@ -46,6 +46,7 @@ from app.routes_preempt import make_preempt_endpoint
 from app.routes_prioritize import make_prioritize_endpoint
 from app.security import BearerTokenBackend, TokenFile, unauthorized
 from app.verb_fast_path import VerbFastPath
+from app.version import version
 from app.wire import (
     ErrorModel,
     ExtenderArgs,
@@ -62,7 +63,8 @@ FIXED_PATHS = frozenset(
     | {"/openapi.json", "/api/v1/whatif", "/api/v1/queues"}
 )
 TITLE = "kube-queue-extender"
-VERSION = "0.1.0"
+
+VERSION = version()
 
 
 @dataclass(slots=True)

@@ -210,3 +210,10 @@ def test_verb_path_follows_kube_scheduler_url_rule(prefix: str, verb: str, path:
 def test_bad_settings_are_refused(settings: ServerSettings) -> None:
     with pytest.raises(ValueError):
         create_app(FakeBackend(), settings)
+
+
+def test_openapi_version_is_the_installed_distributions(svc: Live) -> None:
+    from importlib import metadata
+
+    schema = svc.client.get("/openapi.json").json()
+    assert schema["info"]["version"] == metadata.version("kube-queue-extender")
