@@ -55,6 +55,8 @@ class Measurement:
     target_op: str = "<="
     extra: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    #: Resident memory of the process that did the work, right after the row (MiB).
+    rss_mib: float | None = None
 
     def stats(self) -> dict[str, float]:
         if not self.samples:
@@ -116,6 +118,7 @@ class Measurement:
             "miss_factor": self.miss_factor(),
             "extra": self.extra,
             "error": self.error,
+            "rss_mib": self.rss_mib,
         }
 
 
@@ -181,6 +184,23 @@ def machine_facts() -> dict[str, Any]:
         "gc_enabled": gc.isenabled(),
         "loadavg_1m": load_average(),
     }
+
+
+def proc_status_kib(field: str, pid: int | str = "self") -> int | None:
+    """A ``/proc/<pid>/status`` amount in KiB (``VmRSS``, ``VmHWM``); None without /proc."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def rss_mib(pid: int | str = "self") -> float | None:
+    """Resident memory of a process now, in MiB."""
+    kib = proc_status_kib("VmRSS", pid)
+    return None if kib is None else round(kib / 1024, 1)
 
 
 def load_average() -> float | None:

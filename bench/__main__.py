@@ -53,6 +53,7 @@ BUDGETS: dict[str, Budget] = {
     "preempt-http": Budget(n=60, seconds=30, warmup=3),
     "noop-http-rps": Budget(n=4000, seconds=15, warmup=20),
     "filter-http-rps": Budget(n=400, seconds=30, warmup=8),
+    "verb-rss-growth": Budget(n=10_000, seconds=120, warmup=0),
 }
 SYNC_TRIALS = 20
 
@@ -85,7 +86,7 @@ def parse_only(text: str | None) -> set[str]:
 
 
 def render(results: list[Measurement]) -> str:
-    header = ("bench", "n", "p50", "p99", "mean", "value", "unit", "target", "result")
+    header = ("bench", "n", "p50", "p99", "mean", "value", "unit", "RSS MiB", "target", "result")
     rows: list[tuple[str, ...]] = [header]
     for m in results:
         stats = m.stats()
@@ -107,6 +108,7 @@ def render(results: list[Measurement]) -> str:
                 cell("mean"),
                 value,
                 m.unit,
+                f"{m.rss_mib:,.0f}" if m.rss_mib is not None else "-",
                 m.target_text(),
                 verdict,
             )
@@ -114,9 +116,9 @@ def render(results: list[Measurement]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = []
     for r in rows:
-        numbers = zip(r[1:7], widths[1:7], strict=True)
+        numbers = zip(r[1:8], widths[1:8], strict=True)
         cells = [r[0].ljust(widths[0]), *(c.rjust(w) for c, w in numbers)]
-        cells += [r[7].ljust(widths[7]), r[8]]
+        cells += [r[8].ljust(widths[8]), r[9]]
         lines.append("  ".join(cells).rstrip())
     lines.insert(1, "-" * len(lines[0]))
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.engine_backend import BackendOptions, EngineBackend
-from bench import Budget, Measurement, sample
+from bench import Budget, Measurement, rss_mib, sample
 from bench.synthetic import SyntheticCluster
 from scheduler_core.api.resource import Resource
 from scheduler_core.cache.state import ClusterState
@@ -119,6 +119,7 @@ def run(
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         # Below ~0.95 this process was waiting for a core: other work was running.
         measurement.extra["cpu_share"] = round(cpu / wall, 2) if wall > 0 else None
+        measurement.rss_mib = rss_mib()
         out.append(measurement)
     return out
 

@@ -32,7 +32,7 @@ from typing import IO, Any
 
 import orjson
 
-from bench import REPO_ROOT, Budget, Measurement, format_number, pinned, subprocess_env
+from bench import REPO_ROOT, Budget, Measurement, format_number, pinned, rss_mib, subprocess_env
 from bench.synthetic import PREEMPT_VICTIMS, ClusterSpec, SyntheticCluster
 
 BENCHES: dict[str, str] = {
@@ -43,7 +43,12 @@ BENCHES: dict[str, str] = {
     "preempt-http": f"POST /preempt, candidate nodes x {PREEMPT_VICTIMS} meta victims, c=1",
     "noop-http-rps": "POST /noop throughput, 4 keep-alive connections: the client's ceiling",
     "filter-http-rps": "POST /filter throughput, 4 keep-alive connections, one worker",
+    "verb-rss-growth": "server RSS change over 10,000 more filter + prioritize calls, c=1",
 }
+
+#: A leak of half a kilobyte a call shows as 5 MiB over the 10,000 calls of verb-rss-growth;
+#: below that, the allocator's own rounding (arenas, free lists) is indistinguishable.
+RSS_GROWTH_TARGET_MIB = 5.0
 
 FILTER_PODS = 4
 READY_TIMEOUT = 600.0  # the server builds the cluster first: seconds at reference scale
@@ -215,6 +220,9 @@ class ServerProcess:
             return -1.0
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def rss_mib(self) -> float | None:
+        return rss_mib(self.proc.pid) if self.proc is not None else None
+
     def tail(self, limit: int = 2000) -> str:
         try:
             return self.log_path.read_text(errors="replace")[-limit:]
@@ -239,7 +247,7 @@ class ServerProcess:
 def _outcome(name: str, status: int, body: bytes) -> str:
     if status != 200:
         return f"http-{status}"
-    if name.startswith("noop"):
+    if name.startswith("noop") or name == "verb-rss-growth":
         return "ok"
     doc = orjson.loads(body)
     if name.startswith("filter"):
@@ -254,8 +262,9 @@ def _outcome(name: str, status: int, body: bytes) -> str:
 
 
 def _serial(port: int, scenario: dict[str, Any], bodies: list[bytes]) -> dict[str, Any]:
-    path, name = scenario["path"], scenario["name"]
-    requests = [RawHttp.encode("POST", path, body) for body in bodies]
+    name = scenario["name"]
+    paths = scenario.get("paths") or [scenario["path"]]
+    requests = [RawHttp.encode("POST", path, body) for path in paths for body in bodies]
     budget = Budget(scenario["n"], scenario["seconds"], scenario["warmup"])
     conn = RawHttp(port)
     samples: list[float] = []
@@ -441,6 +450,7 @@ def _run_with_server(
         "preempt-http": ("/preempt", "preempt", 1),
         "noop-http-rps": ("/noop", "filter", 4),
         "filter-http-rps": ("/filter", "filter", 4),
+        "verb-rss-growth": ("/filter", "filter", 1),  # and /prioritize: see below
     }
     scenarios: list[dict[str, Any]] = []
     for name, (path, kind, concurrency) in routes.items():
@@ -457,14 +467,18 @@ def _run_with_server(
                     "concurrency": concurrency,
                 }
             )
+            if name == "verb-rss-growth":
+                scenarios[-1]["paths"] = ["/filter", "/prioritize"]
     results: dict[str, Any] = {}
     for scenario in scenarios:
         # One client process per scenario, so the server's CPU time can be read in between:
         # a server that got less than its core was competing with other work.
-        cpu_before = server.cpu_seconds()
+        cpu_before, rss_before = server.cpu_seconds(), server.rss_mib()
         results.update(_client_run(server.port, [scenario], workdir))
         cpu = server.cpu_seconds() - cpu_before
         result = results.get(scenario["name"], {})
+        result["server_rss_mib"] = server.rss_mib()
+        result["server_rss_before_mib"] = rss_before
         requests = len(result.get("samples", [])) + scenario["warmup"]
         loop = result.get("loop_seconds") or 0.0
         if cpu_before >= 0 and requests and loop > 0:
@@ -529,14 +543,47 @@ def _measurements(
                 target=targets.get(name),
                 extra=extra,
                 error=result.get("error"),
+                rss_mib=result.get("server_rss_mib"),
             )
         )
     if "filter-noop-ratio" in selected:
         out.append(_ratio(results))
     for name in ("noop-http-rps", "filter-http-rps"):
         if name in selected:
-            out.append(_throughput(name, results.get(name, {"error": "not run"})))
+            rps = _throughput(name, results.get(name, {"error": "not run"}))
+            rps.rss_mib = results.get(name, {}).get("server_rss_mib")
+            out.append(rps)
+    if "verb-rss-growth" in selected:
+        out.append(_rss_growth(results.get("verb-rss-growth", {"error": "not run"})))
     return out
+
+
+def _rss_growth(result: dict[str, Any]) -> Measurement:
+    """The server's resident memory before and after 10,000 more verb calls on a cluster at
+    rest: anything a call leaves behind (a cache without bound, an assumption never let go)
+    would show up here."""
+    growth = Measurement(
+        "verb-rss-growth",
+        BENCHES["verb-rss-growth"],
+        unit="MiB",
+        target=RSS_GROWTH_TARGET_MIB,
+        target_stat="value",
+        error=result.get("error"),
+        rss_mib=result.get("server_rss_mib"),
+    )
+    before, after = result.get("server_rss_before_mib"), result.get("server_rss_mib")
+    calls = len(result.get("samples", []))
+    if growth.error is None and (before is None or after is None or not calls):
+        growth.error = "no RSS reading (needs /proc) or no call answered"
+    if growth.error is None:
+        growth.value = after - before
+        growth.extra = {
+            "calls": calls,
+            "rss_before_mib": before,
+            "rss_after_mib": after,
+            "outcomes": result.get("outcomes"),
+        }
+    return growth
 
 
 def _throughput(name: str, result: dict[str, Any]) -> Measurement:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bench import Budget, Measurement, sample
+from bench import Budget, Measurement, rss_mib, sample
 from bench.engine_bench import EngineFixture
 from scheduler_core.insight.whatif import WhatIfRequest
 
@@ -89,5 +89,6 @@ def run(
             measurement = Measurement(bench, BENCHES[bench], error=f"{type(exc).__name__}: {exc}")
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         measurement.extra["cpu_share"] = round(cpu / wall, 2) if wall > 0 else None
+        measurement.rss_mib = rss_mib()
         out.append(measurement)
     return out

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from bench import percentile
+from bench import percentile, rss_mib
 from bench.http_bench import FILTER_PODS, RawHttp, ServerProcess, _bodies, _explain, _read_answer
 from bench.synthetic import ClusterSpec, SyntheticCluster
 
@@ -69,14 +69,6 @@ def _check(verb: str, status: int, body: bytes) -> str:
     if verb == "prioritize":
         return "" if isinstance(doc, list) else "bad-answer"
     return "" if isinstance(doc, dict) else "bad-answer"
-
-
-def rss_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return -1
 
 
 async def _drive(
@@ -131,11 +123,11 @@ def run_load(
             "prioritize": [RawHttp.encode("POST", "/prioritize", b) for b in bodies["filter"]],
             "preempt": [RawHttp.encode("POST", "/preempt", b) for b in bodies["preempt"]],
         }
-        rss_before = rss_bytes(server.proc.pid)
+        rss_before = rss_mib(server.proc.pid)
         started = time.monotonic()
         results = asyncio.run(_drive(server.port, requests, clients, seconds, max_requests))
         wall = time.monotonic() - started
-        rss_after = rss_bytes(server.proc.pid)
+        rss_after = rss_mib(server.proc.pid)
         alive = server.proc.poll() is None
     verbs = {verb: result.summary() for verb, result in sorted(results.items())}
     total = sum(v["requests"] for v in verbs.values())
@@ -148,8 +140,8 @@ def run_load(
         "requests_per_second": round(total / wall, 1) if wall > 0 else 0.0,
         "errors": sum(sum(v["errors"].values()) for v in verbs.values()),
         "verbs": verbs,
-        "rss_before_mib": round(rss_before / 2**20, 1),
-        "rss_after_mib": round(rss_after / 2**20, 1),
+        "rss_before_mib": rss_before,
+        "rss_after_mib": rss_after,
         "server_alive": alive,
         "date": time.strftime("%Y-%m-%d"),
     }

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import orjson
 
-from bench import REPO_ROOT, Measurement, pinned, subprocess_env
+from bench import REPO_ROOT, Measurement, pinned, proc_status_kib, subprocess_env
 from bench.synthetic import PROBE_NODE, ClusterSpec, SyntheticCluster
 
 BENCHES: dict[str, str] = {
@@ -46,16 +46,6 @@ PROBE_NAMES = 100
 
 
 # --- child ----------------------------------------------------------------------------------
-
-
-def _proc_status_kib(field: str) -> int | None:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        return None
-    return None
 
 
 def _emit(tag: str, payload: Any = None) -> None:
@@ -74,7 +64,7 @@ def child(kubeconfig: str, scale: float, trials: int) -> int:
     informers.start()
     synced = informers.wait_for_sync(SYNC_TIMEOUT)
     wall = time.perf_counter() - started
-    resource_kib = _proc_status_kib("VmHWM")
+    resource_kib = proc_status_kib("VmHWM")
     if resource_kib is None:
         import resource
 
@@ -85,7 +75,7 @@ def child(kubeconfig: str, scale: float, trials: int) -> int:
             "synced": synced and state.has_synced(),
             "seconds": wall,
             "peak_rss_kib": resource_kib,
-            "rss_kib": _proc_status_kib("VmRSS"),
+            "rss_kib": proc_status_kib("VmRSS"),
             "counts": state.counts(),
             "rejected": dict(state.rejected),
         },
@@ -288,6 +278,7 @@ def _sync_rows(
         "api_server_load_seconds": round(load_seconds, 1),
     }
     rss = synced["peak_rss_kib"] / 1024
+    after = round((synced["rss_kib"] or 0) / 1024, 1)
     return [
         Measurement(
             "sync-wall",
@@ -298,6 +289,7 @@ def _sync_rows(
             target_stat="value",
             extra=extra,
             error=error,
+            rss_mib=after,
         ),
         Measurement(
             "sync-peak-rss",
@@ -306,8 +298,9 @@ def _sync_rows(
             value=rss,
             target=1024.0,
             target_stat="value",
-            extra={"rss_after_sync_mib": round((synced["rss_kib"] or 0) / 1024, 1)},
+            extra={"rss_after_sync_mib": after},
             error=error,
+            rss_mib=after,
         ),
     ]
 

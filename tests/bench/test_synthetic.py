@@ -20,6 +20,7 @@ from app.engine_backend import BackendOptions, EngineBackend
 from bench import Measurement, percentile
 from bench.__main__ import parse_only, render
 from bench.engine_bench import build_fixture, pick_filter_pods
+from bench.http_bench import _rss_growth
 from bench.synthetic import (
     DENSE_QUEUE,
     POD_GROUP_SIZE,
@@ -132,8 +133,23 @@ def test_measurements_judge_the_right_statistic() -> None:
     assert ratio.verdict() == "PASS"
     broken = Measurement("d", "", error="boom", target=1.0)
     assert broken.verdict() == "ERROR"
+    slow.rss_mib = 1234.4
     table = render([slow, ratio, broken])
     assert "MISS (2.0×)" in table and "PASS" in table and "ERROR" in table
+    assert "RSS MiB" in table.splitlines()[0] and "1,234" in table.splitlines()[2]
+
+
+def test_verb_rss_growth_is_the_servers_rss_after_minus_before() -> None:
+    grown = _rss_growth(
+        {"samples": [1.0] * 10, "server_rss_before_mib": 250.0, "server_rss_mib": 262.5}
+    )
+    assert grown.value == 12.5 and grown.verdict() == "MISS" and grown.rss_mib == 262.5
+    steady = _rss_growth(
+        {"samples": [1.0] * 10, "server_rss_before_mib": 250.0, "server_rss_mib": 250.4}
+    )
+    assert steady.verdict() == "PASS"
+    unread = _rss_growth({"samples": [1.0], "server_rss_before_mib": None, "server_rss_mib": 1.0})
+    assert unread.verdict() == "ERROR"
 
 
 def test_unknown_bench_names_are_refused() -> None:
@@ -161,3 +177,4 @@ def test_quick_filter_inprocess_runs(tmp_path: Path) -> None:
     assert result["n"] >= 3
     assert result["verdict"] in ("PASS", "MISS")
     assert result["extra"]["outcomes"].get("pass", 0) == result["n"]
+    assert result["rss_mib"] > 0  # the bench process's resident memory beside the row
