@@ -10,7 +10,7 @@ from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.usage import JobUsage
+from scheduler_core.api.usage import JobUsage, job_usage
 
 
 @dataclass(slots=True)
@@ -39,6 +39,34 @@ class ClusterSnapshot:
             tasks.update(job.tasks)
         nodes = {name: node.clone(tasks) for name, node in self.nodes.items()}
         return self.around(jobs, nodes)
+
+    def put_job(self, job: JobInfo) -> None:
+        """``job`` in place of the snapshot's job of its uid (or added), with the per-queue
+        usage sums kept right without a walk over every job: the sums touched are copied
+        first (they may be the live cache's own objects), the replaced job's usage taken
+        from its queue's and the new one's added to its queue's.
+
+        With the sums gone (None) a session walks all jobs: at 2,000 jobs that turned the
+        accounting session that counts a pod the cache has not shown yet from ~2 ms into
+        ~20 ms, after every filter of a newly created pod."""
+        old = self.jobs.get(job.uid)
+        self.jobs[job.uid] = job
+        usage = self.queue_usage
+        if usage is None:
+            return
+        copied: dict[str, JobUsage] = {}
+
+        def own_sum(queue: str) -> JobUsage:
+            total = copied.get(queue)
+            if total is None:
+                shared = usage.get(queue)
+                total = copied[queue] = shared.clone() if shared is not None else JobUsage.empty()
+                usage[queue] = total
+            return total
+
+        if old is not None and usage.get(old.queue) is not None:  # else it was in no sum
+            job_usage(old).take_from(own_sum(old.queue))
+        job_usage(job).add_to(own_sum(job.queue))
 
     def around(self, jobs: dict[str, JobInfo], nodes: dict[str, NodeInfo]) -> ClusterSnapshot:
         """A snapshot of ``jobs`` and ``nodes`` with this one's queues, budgets and priority

@@ -193,9 +193,8 @@ class QueueAccounting:
             assert job is not None
             if task.uid not in job.tasks:
                 job.add_task_info(task.clone())
-        if added:
-            snapshot.jobs.update(added)
-            snapshot.queue_usage = None  # these jobs are not in the cache's sums
+        for job in added.values():
+            snapshot.put_job(job)  # and into its queue's sum, which the cache's lacks
 
     @staticmethod
     def _fire(ssn: Session, assumption: Assumption, *, allocate: bool) -> None:

@@ -9,7 +9,6 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task
 from scheduler_core.cache.state import synthesized_job
 from scheduler_core.engine import open_session
@@ -49,20 +48,9 @@ class PodContext:
             own = job.clone()
             if self.task.uid not in own.tasks:
                 own.add_task_info(self.task.clone())
-            cached = snapshot.jobs.get(own.uid)
-            snapshot.jobs[own.uid] = own
-            if snapshot.queue_usage is not None:
-                # The cache's per-queue sums, with this job as it is here instead of as the
-                # cache has it: no walk over every job of the cluster for one pod. The
-                # snapshot holds the cache's own sums: the one changed here is a copy.
-                usage = snapshot.queue_usage
-                shared = usage.get(own.queue)
-                usage[own.queue] = total = (
-                    shared.clone() if shared is not None else JobUsage.empty()
-                )
-                if cached is not None and shared is not None:
-                    job_usage(cached).take_from(total)
-                job_usage(own).add_to(total)
+            # The cache's per-queue sums, with this job as it is here instead of as the
+            # cache has it: no walk over every job of the cluster for one pod.
+            snapshot.put_job(own)
             self.acct.add_unseen_jobs(snapshot)
             ssn = open_session(snapshot, self.acct.conf, clone=False, read_only=True)
             self.acct.replay_assumptions(ssn)

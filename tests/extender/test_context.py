@@ -61,3 +61,37 @@ def test_a_one_off_session_leaves_the_cache_sums_as_they_were() -> None:
     assert amounts(ctx.ssn.snapshot.queue_usage["a"].request) != before["a"]
     after = {q: amounts(u.request) for q, u in acct.state.shared_snapshot().queue_usage.items()}
     assert after == before
+
+
+@pytest.mark.parametrize(
+    "newcomer",
+    [pod("g2", group="gang", cpu="3"), pod("lone", queue="b", cpu="3")],
+    ids=["member-of-known-gang", "new-lone-pod"],
+)
+def test_accounting_with_an_unseen_assumed_pod_keeps_the_cache_sums_and_equals_a_walk(
+    newcomer: dict[str, Any],
+) -> None:
+    """After filter passes a pod the cache has not shown yet, the next accounting session
+    counts it through its queue's sum (no walk over every job) and agrees with a walk."""
+    acct, _ = accounting(cluster())
+    before = {q: amounts(u.request) for q, u in acct.state.shared_snapshot().queue_usage.items()}
+    ctx = PodContext(acct, newcomer)
+    assert ctx.job is not None
+    acct.assume(ctx.task, ctx.job)
+    ssn = acct.session()
+    assert ssn.snapshot.queue_usage is not None, "the rebuild kept the per-queue sums"
+    assert ctx.task.uid in ssn.jobs[ctx.job.uid].tasks
+    walked = ssn.snapshot
+    walked.queue_usage = None
+    slow = open_session(walked, acct.conf, clone=False)
+    acct.replay_assumptions(slow)
+    fast_attrs, slow_attrs = queue_attrs(ssn), queue_attrs(slow)
+    assert set(fast_attrs) == set(slow_attrs)
+    for name, attr in slow_attrs.items():
+        for field in ("deserved", "allocated", "request", "inqueue", "elastic"):
+            assert amounts(getattr(attr, field)) == amounts(getattr(fast_attrs[name], field)), (
+                name,
+                field,
+            )
+    after = {q: amounts(u.request) for q, u in acct.state.shared_snapshot().queue_usage.items()}
+    assert after == before, "the cache's own sums are untouched"
