@@ -3,6 +3,7 @@ kept while it computed it (proportion's passes, capacity's steps)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from scheduler_core.framework.session import Session
@@ -47,7 +48,7 @@ class Derivation:
 def queue_derivation(ssn: Session, queue: str) -> Derivation:
     plugin = ssn.plugins.get("proportion")
     rounds = getattr(plugin, "derivation", None)
-    if plugin is not None and isinstance(rounds, list):
+    if plugin is not None and isinstance(rounds, Sequence):
         return _proportion(queue, rounds)
     plugin = ssn.plugins.get("capacity")
     steps = getattr(plugin, "derivation", None)
@@ -56,7 +57,7 @@ def queue_derivation(ssn: Session, queue: str) -> Derivation:
     return Derivation("", [], {}, "no fair-share plugin (proportion, capacity) is on")
 
 
-def _proportion(queue: str, rounds: list[FillRound]) -> Derivation:
+def _proportion(queue: str, rounds: Sequence[FillRound]) -> Derivation:
     out: list[DerivationRound] = []
     for record in rounds:
         for step in record.steps:

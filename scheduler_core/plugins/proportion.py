@@ -11,12 +11,20 @@ queue stays within it on the dimensions the task asks for, and queues with the l
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast, overload
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
-from scheduler_core.api.resource import INFINITY, ZERO, Resource, exceeded_part, res_max
+from scheduler_core.api.resource import (
+    INFINITY,
+    MIN_RESOURCE,
+    ZERO,
+    Resource,
+    exceeded_part,
+    res_max,
+)
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.usage import JobUsage, deduct_sch_gated_resources, job_usage
 from scheduler_core.framework.arguments import Arguments
@@ -72,6 +80,8 @@ def water_fill(
     queue_opts: Mapping[str, QueueAttr],
     total: Resource,
     rounds: list[FillRound] | None = None,
+    *,
+    quiet: bool = False,
 ) -> Resource:
     """Volcano's deserved loop; fills ``attr.deserved``/``attr.share`` in place and returns
     what is left of ``total``. With ``rounds``, each pass is appended to it as it happens
@@ -85,13 +95,14 @@ def water_fill(
     no unmet weight is left, nothing remains, or a pass changed nothing. ``remaining`` and the
     total weight are fixed within a pass, so the result does not depend on queue order.
     """
-    verbose = log.isEnabledFor(v(4))
+    verbose = not quiet and log.isEnabledFor(v(4))
     remaining = total.clone()
     meet: set[str] = set()
     for _ in range(MAX_DESERVED_PASSES):
         total_weight = sum(a.weight for a in queue_opts.values() if a.name not in meet)
         if total_weight == 0:
-            trace(log, v(4), "Exiting when total weight is 0")
+            if verbose:
+                trace(log, v(4), "Exiting when total weight is 0")
             break
         old_remaining = remaining.clone()
         record = None
@@ -136,14 +147,16 @@ def water_fill(
             increased.add(inc)
             decreased.add(dec)
         remaining = exceeded_part(remaining.clone().add(decreased), increased)
-        trace(log, v(4), "Remaining resource is <%s>", remaining)
+        if verbose:
+            trace(log, v(4), "Remaining resource is <%s>", remaining)
         if remaining.is_empty() or remaining.semantic_equal(old_remaining):
-            trace(
-                log,
-                v(4),
-                "Exiting when remaining is empty or no queue has more resource request: <%s>",
-                remaining,
-            )
+            if verbose:
+                trace(
+                    log,
+                    v(4),
+                    "Exiting when remaining is empty or no queue has more resource request: <%s>",
+                    remaining,
+                )
             break
     else:
         trace(
@@ -184,18 +197,81 @@ def _fill_step(
     )
 
 
-def _resource_key(resource: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+_ResourceKey = tuple[float, float, tuple[tuple[str, float], ...]]
+
+
+def _resource_key(resource: Resource) -> _ResourceKey:
     scalars = tuple(sorted(resource.scalars.items())) if resource.scalars else ()
     return resource.milli_cpu, resource.memory, scalars
+
+
+#: The deserved loop's inputs: the total, then per queue in order its spec key, request
+#: and starting deserved.
+_FillKey = tuple[_ResourceKey, tuple[tuple[tuple[object, ...], _ResourceKey, _ResourceKey], ...]]
 
 
 @dataclass(frozen=True, slots=True)
 class _Fill:
     """One run of the deserved loop: its inputs, and what it decided."""
 
-    key: tuple[object, ...]
+    key: _FillKey
     deserved: dict[str, Resource]
-    rounds: list[FillRound]
+    rounds: FillRecord
+
+
+class FillRecord(Sequence[FillRound]):
+    """The deserved loop's passes, as the explain API shows them: recorded only when first
+    read, by running the loop again on the inputs it ran on (kept as the memo key holds
+    them). Every session works the shares out, but only a person asking why reads the
+    passes, and recording each step of each pass doubled the loop's cost. The loop is
+    deterministic, so the replay is the run."""
+
+    __slots__ = ("_key", "_rounds")
+
+    def __init__(self, key: _FillKey) -> None:
+        self._key = key
+        self._rounds: list[FillRound] | None = None
+
+    def _passes(self) -> list[FillRound]:
+        rounds = self._rounds
+        if rounds is None:
+            total, queues = self._key
+            opts = {
+                str(spec[0]): QueueAttr(
+                    name=str(spec[0]),
+                    weight=int(cast(int, spec[1])),
+                    real_capability=_from_key(cast(_ResourceKey, spec[2])),
+                    guarantee=_from_key(cast(_ResourceKey, spec[3])),
+                    request=_from_key(request),
+                    deserved=_from_key(start),
+                )
+                for spec, request, start in queues
+            }
+            rounds = []
+            water_fill(opts, _from_key(total), rounds, quiet=True)  # traced when it ran
+            self._rounds = rounds  # two threads replaying at once write equal lists
+        return rounds
+
+    def __len__(self) -> int:
+        return len(self._passes())
+
+    @overload
+    def __getitem__(self, i: int) -> FillRound: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[FillRound]: ...
+    def __getitem__(self, i: int | slice) -> FillRound | list[FillRound]:
+        return self._passes()[i]
+
+    def __iter__(self) -> Iterator[FillRound]:
+        return iter(self._passes())
+
+
+def _from_key(key: _ResourceKey) -> Resource:
+    milli_cpu, memory, scalars = key
+    resource = Resource(milli_cpu, memory)
+    for name, amount in scalars:
+        resource.set_scalar(name, amount)
+    return resource
 
 
 #: The last run, shared by the sessions that follow it. Most cluster changes (a pod bound,
@@ -220,7 +296,7 @@ def deserved_shares(
     queue_opts: Mapping[str, QueueAttr],
     total: Resource,
     spec_keys: Mapping[str, tuple[object, ...]] | None = None,
-) -> list[FillRound]:
+) -> FillRecord:
     """``water_fill`` on ``queue_opts``, or the last run's result when every input is the
     same (total resource; each queue's name, weight, real capability, request, guarantee and
     starting deserved, in order); returns the loop's rounds either way. The loop's V(4)
@@ -231,7 +307,7 @@ def deserved_shares(
     session: only the requests change from one session to the next in a steady cluster."""
     global _last_fill
     known = spec_keys or {}
-    key = (
+    key: _FillKey = (
         _resource_key(total),
         tuple(
             (
@@ -243,16 +319,62 @@ def deserved_shares(
         ),
     )
     last = _last_fill
-    if last is not None and last.key == key and not log.isEnabledFor(v(4)):
+    if last is not None and _same_fill(last, key) and not log.isEnabledFor(v(4)):
         for name, attr in queue_opts.items():
             attr.deserved = last.deserved[name].clone()
             attr.share = proportion_share(attr)
         return last.rounds
-    rounds: list[FillRound] = []
-    water_fill(queue_opts, total, rounds)
+    water_fill(queue_opts, total)
     deserved = {name: attr.deserved.clone() for name, attr in queue_opts.items()}
+    rounds = FillRecord(key)
     _last_fill = _Fill(key, deserved, rounds)
     return rounds
+
+
+def _same_fill(last: _Fill, key: _FillKey) -> bool:
+    """Whether the loop on ``key``'s inputs would run exactly as it did on ``last``'s.
+
+    Equal inputs do. So do inputs that differ only in the requests of queues the loop never
+    let reach their request: a new pod in a queue whose backlog already exceeds its share,
+    or a pod of such a queue deleted. The loop only ever reads a queue's request through the
+    clamp ``min(deserved, request)`` and the test "request fits deserved"; within one run a
+    queue's deserved never falls, so if it ended at least an epsilon below both the old and
+    the new request on every dimension whose request moved, neither the clamp nor the test
+    turned out differently on any pass, for that queue or (with the same remainder handed
+    out) any other. Found on every pod a job creates, that saves the whole loop twice (the
+    one-off session that judges the pod, and the accounting that counts it next)."""
+    if last.key == key:
+        return True
+    last_total, last_queues = last.key
+    total, queues = key
+    if last_total != total or len(last_queues) != len(queues):
+        return False
+    for (spec, request, start), (old_spec, old_request, old_start) in zip(
+        queues, last_queues, strict=True
+    ):
+        if spec != old_spec or start != old_start:
+            return False
+        if request != old_request and not _below_both(
+            last.deserved[str(spec[0])], old_request, request
+        ):
+            return False
+    return True
+
+
+def _below_both(deserved: Resource, before: _ResourceKey, after: _ResourceKey) -> bool:
+    """Every dimension that differs between the two request keys holds, in ``deserved``,
+    at least ``MIN_RESOURCE`` less than either request (the loop's own epsilon)."""
+    old, new = _amounts(before), _amounts(after)
+    for name in old.keys() | new.keys():
+        was, now = old.get(name, 0.0), new.get(name, 0.0)
+        if was != now and deserved.get(name) + MIN_RESOURCE > min(was, now):
+            return False
+    return True
+
+
+def _amounts(key: _ResourceKey) -> dict[str, float]:
+    milli_cpu, memory, scalars = key
+    return {"cpu": milli_cpu, "memory": memory, **dict(scalars)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,7 +445,7 @@ class ProportionPlugin(QueueCharging, Plugin):
         self.total_guarantee = Resource.empty()
         self.queue_opts: dict[str, QueueAttr] = {}
         #: every pass of the deserved loop, as it ran this session (the explain API's record)
-        self.derivation: list[FillRound] = []
+        self.derivation: Sequence[FillRound] = ()
         #: job uid -> why the queue refused to admit it (Volcano records a PodGroup event).
         self.unschedulable_reasons: dict[str, str] = {}
         self._ssn: Session | None = None
