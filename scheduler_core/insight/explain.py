@@ -26,7 +26,8 @@ from scheduler_core.extender.filter import (
     not_admitted,
     over_share,
 )
-from scheduler_core.extender.preempt import gangs_broken, select_victims_for_node
+from scheduler_core.extender.preempt import gangs_broken
+from scheduler_core.extender.preempt_node import select_victims_for_node
 from scheduler_core.insight.amounts import amounts
 from scheduler_core.insight.lookup import (
     CachedPodContext,
