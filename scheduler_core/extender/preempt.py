@@ -63,6 +63,7 @@ def preempt_pod(
     preemptor = job.tasks.get(ctx.task.uid, ctx.task)
     held = acct.grants.held_by_others(ctx.task.key)
     search = VictimSearch(ctx.ssn, preemptor)
+    tracing = log.isEnabledFor(v(3))  # asked once: a line per victim per node otherwise
     result: dict[str, NodeVictims] = {}
     for node_name, proposed in candidates.items():
         choice = _victims_on_candidate(ctx, search, node_name, proposed, held)
@@ -78,9 +79,10 @@ def preempt_pod(
                 choice.uids,
             )
             continue
-        for uid in choice.uids:
-            victim = ctx.ssn.nodes[node_name].tasks[uid]
-            log.log(v(3), "Try to preempt Task <%s> for Task <%s>", victim.key, ctx.task.key)
+        if tracing:
+            for uid in choice.uids:
+                victim = ctx.ssn.nodes[node_name].tasks[uid]
+                log.log(v(3), "Try to preempt Task <%s> for Task <%s>", victim.key, ctx.task.key)
         result[node_name] = choice
         acct.grants.record(ctx.task.key, job.uid, node_name, choice.uids)
     return result
