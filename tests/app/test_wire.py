@@ -126,6 +126,28 @@ def test_bad_preemption_args(raw: bytes, message: str) -> None:
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("pod", "uid"),
+    [
+        (b'{"UID": "u1"}', "u1"),  # kube-scheduler's own shape, read directly
+        (b'{"uid": "u1"}', "u1"),  # a case-insensitive match, as Go's decoder makes
+        (b'{"UID": "u1", "uid": "u2"}', "u2"),  # given twice: the last one counts
+        (b'{"UID": "u1", "Name": "p"}', "u1"),  # unknown fields are ignored
+    ],
+)
+def test_meta_victim_uids_decode_as_go_does(pod: bytes, uid: str) -> None:
+    raw = b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u0"}, %s]}}}' % pod
+    assert parse_preemption_args(raw).candidates == {"n": ["u0", uid]}
+
+
+@pytest.mark.parametrize("pod", [b'{"UID": ""}', b'{"UID": 5}', b'"u1"', b"null"])
+def test_meta_victim_without_a_uid_string_is_refused_with_its_place(pod: bytes) -> None:
+    raw = b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u0"}, %s]}}}' % pod
+    with pytest.raises(WireError) as err:
+        parse_preemption_args(raw)
+    assert "NodeNameToMetaVictims['n'].Pods[1]" in str(err.value)
+
+
 def test_integral_float_pdb_violations_are_accepted() -> None:
     args = parse_preemption_args(
         b'{"Pod": {}, "NodeNameToMetaVictims": {"a": {"Pods": [], "NumPDBViolations": 2.0}}}'
