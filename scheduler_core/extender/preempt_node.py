@@ -66,8 +66,8 @@ class VictimSearch:
     None: there is nothing to preempt there.
 
     The session is not changed: all simulation runs on copies of the node and of the
-    plugins' cycle state. Everything kept here is read from the session when the search is
-    made, so a search is for one verb call, not to be kept across cluster changes.
+    plugins' cycle state. What a search remembers holds for the session as it is, so a
+    search serves one verb call and is not kept across cluster changes.
     """
 
     def __init__(self, ssn: Session, preemptor: TaskInfo, *, share_queue_sums: bool = True) -> None:
@@ -301,8 +301,9 @@ class QueueSumSimulation(NodeSimulation):
     """A ``NodeSimulation`` whose plugin half is shared by every node of one search.
 
     Tasks still leave and rejoin this node's copy (the node's resources and predicates are
-    its own), but the plugins only learn the victims' net charges when ``fits`` asks, and
-    the search answers for a set of charges it has seen on another node from memory: with
+    its own), but the plugins only learn the victims' net charges when the queue check
+    asks, and the search answers for a set of charges it has seen on another node from
+    memory: with
     the same victims' shapes on a hundred candidates, the queue arithmetic runs once
     instead of once per victim per node. Only for plugins that pass ``queue_sums_only``.
     """
@@ -315,12 +316,8 @@ class QueueSumSimulation(NodeSimulation):
         self.net: dict[Charge, int] = {}
         self.sample: dict[Charge, TaskInfo] = {}
 
-    def fits(self) -> bool:
-        if self.check_allocatable and not self.search.queue_allows(self):
-            return False
-        if not self.preemptor.init_resreq.less_equal(self.node.future_idle(), ZERO):
-            return False
-        return self.ssn.predicate(self.preemptor, self.node) is None
+    def queue_allows(self) -> bool:
+        return self.search.queue_allows(self)
 
     def remove(self, task: TaskInfo) -> None:
         charge = self._charge(task)

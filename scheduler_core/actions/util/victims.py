@@ -198,13 +198,15 @@ class NodeSimulation:
         )
 
     def fits(self) -> bool:
-        if self.check_allocatable and not self.ssn.simulate_allocatable(
-            self.state, self.queue, self.preemptor
-        ):
+        if self.check_allocatable and not self.queue_allows():
             return False
         if not self.preemptor.init_resreq.less_equal(self.node.future_idle(), ZERO):
             return False
         return self.ssn.predicate(self.preemptor, self.node) is None
+
+    def queue_allows(self) -> bool:
+        """The plugins' simulated ``Allocatable`` on this what-if's cycle state."""
+        return self.ssn.simulate_allocatable(self.state, self.queue, self.preemptor)
 
     def remove(self, task: TaskInfo) -> None:
         self.ssn.simulate_remove_task(self.state, self.preemptor, task, self.node)
