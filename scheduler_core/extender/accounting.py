@@ -6,8 +6,15 @@ allocation through the plugins' own event handlers, so two quick filters cannot 
 the same share. An assumption ends when the cluster shows the pod bound (its resources are
 then counted for real), shows it deleted, or after a TTL.
 
-Deserved shares are recomputed by opening a session on the live state, at most once per
-batch of changes (``min_refresh_interval``), never per request.
+The session follows the cluster's events rather than being opened again for each one (at
+most once per batch of changes, ``min_refresh_interval``, never per request). The cache
+classifies every event (see ``cache/changes.py``): one that changes nothing a session
+derives as it opens (a running pod's labels) leaves the session as it is; one that changes
+only the usage of existing jobs (a pod bound or deleted, a PodGroup's phase) is followed in
+place, re-deriving just the queues and nodes it touched (see ``following.py``); anything
+else (a job, node or queue coming or going, a new configuration) opens a new session. A
+session kept either way answers exactly as a new one would: resource amounts are whole
+milli-units and bytes, so the sums do not depend on the order they were added in.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
+from scheduler_core.extender.following import can_follow, follow
 from scheduler_core.extender.grants import PreemptionGrants
 from scheduler_core.extender.parked import ParkedPods
 from scheduler_core.framework.session import Session
@@ -65,7 +73,12 @@ class QueueAccounting:
         self._version = -1
         self._built_at = 0.0
         self._reconfigured = False
+        #: The session counts only the cache's jobs, with the cache's own sums (no job of an
+        #: assumed pod the cache has not shown yet): only then can it follow changes in place.
+        self._followable = False
         self.refreshes = 0
+        #: Cluster changes the session followed in place instead of being rebuilt.
+        self.follows = 0
         # Assumptions that ran out their TTL without the cluster showing the pod bound or
         # deleted (kube-scheduler gave up on the cycle, or timed out waiting for the answer).
         self.expired = 0
@@ -80,18 +93,17 @@ class QueueAccounting:
     # --- the accounting session ---------------------------------------------------------
 
     def session(self) -> Session:
-        """The current read-only session, rebuilt when the cluster changed (rate-limited)."""
+        """The current read-only session, kept current with the cluster's decisions-relevant
+        changes (rate-limited): followed in place where it can be, else rebuilt."""
         now = self.clock()
-        stale = (
-            self._session is None
-            or self._reconfigured
-            or (
-                self.state.version != self._version
-                and now - self._built_at >= self.min_refresh_interval
-            )
-        )
-        if stale:
+        if self._session is None or self._reconfigured:
             self._rebuild(now)
+        elif (
+            self.state.decision_version != self._version
+            and now - self._built_at >= self.min_refresh_interval
+        ):
+            if not self._follow(now):
+                self._rebuild(now)
         else:
             self._expire(now)
         assert self._session is not None
@@ -101,9 +113,10 @@ class QueueAccounting:
         if self._session is not None:
             close_session(self._session, update_phases=False)
         with self.state.locked():
-            version = self.state.version
+            version = self.state.decision_version
             snapshot = self.state.shared_snapshot()
             self.add_unseen_jobs(snapshot)
+            self._followable = snapshot.queue_usage is not None
             ssn = open_session(snapshot, self.conf, clone=False, read_only=True)
             self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
@@ -117,8 +130,46 @@ class QueueAccounting:
             len(self.assumed),
         )
 
-    def _reconcile(self, now: float) -> None:
-        """Drop assumptions the cluster has caught up with (bound, deleted) or that expired."""
+    def _follow(self, now: float) -> bool:
+        """Bring the session up to date in place with the changes since it was last current:
+        the plugins re-derive the queues of the jobs whose usage changed (and of assumptions
+        that ended), then those queues' assumptions are charged again, as replaying them in
+        a new session would. False when only a new session will do (a structural change)."""
+        ssn = self._session
+        assert ssn is not None
+        with self.state.locked():
+            changes = self.state.changes.since(self._version)
+            if changes is None or not self._followable or not can_follow(ssn):
+                return False
+            version = self.state.decision_version
+            ended = self._reconcile(now)
+            jobs = ssn.jobs
+            queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
+            queues.update(jobs[a.task.job].queue for a in ended if a.task.job in jobs)
+            if queues or changes.nodes:
+                usage = self.state.queue_usage_view()
+                if not follow(ssn, usage, queues, changes.nodes):
+                    return False
+                for assumption in self.assumed.values():
+                    job = jobs.get(assumption.task.job)
+                    if job is not None and job.queue in queues and _uncounted(job, assumption):
+                        self._fire(ssn, assumption, allocate=True)
+        self._version, self._built_at = version, now
+        self.follows += 1
+        log.log(
+            v(5),
+            "Accounting session %d followed to decision version %d (%d queues, %d nodes)",
+            ssn.uid,
+            version,
+            len(queues),
+            len(changes.nodes),
+        )
+        return True
+
+    def _reconcile(self, now: float) -> list[Assumption]:
+        """Drop assumptions the cluster has caught up with (bound, deleted) or that expired;
+        returns them."""
+        ended: list[Assumption] = []
         for key, assumption in list(self.assumed.items()):
             task = self.state.task(key)
             if task is not None:
@@ -127,11 +178,11 @@ class QueueAccounting:
                     log.log(
                         v(4), "Assumed pod <%s> is now %s: assumption confirmed", key, task.status
                     )
-                    del self.assumed[key]
+                    ended.append(self.assumed.pop(key))
                     continue
             elif assumption.seen_in_cluster:
                 log.log(v(4), "Assumed pod <%s> was deleted: assumption released", key)
-                del self.assumed[key]
+                ended.append(self.assumed.pop(key))
                 continue
             if assumption.expires <= now:
                 log.log(
@@ -140,8 +191,9 @@ class QueueAccounting:
                     key,
                     self.assume_ttl,
                 )
-                del self.assumed[key]
+                ended.append(self.assumed.pop(key))
                 self.expired += 1
+        return ended
 
     def _expire(self, now: float) -> None:
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
@@ -165,10 +217,8 @@ class QueueAccounting:
         self._reconcile(self.clock())
         for assumption in self.assumed.values():
             job = ssn.jobs.get(assumption.task.job)
-            live = job.tasks.get(assumption.task.uid) if job is not None else None
-            if live is not None and live.status != TaskStatus.PENDING:
-                continue
-            self._fire(ssn, assumption, allocate=True)
+            if job is None or _uncounted(job, assumption):
+                self._fire(ssn, assumption, allocate=True)
 
     def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> None:
         """Adds to ``snapshot`` the assumed pods the cache has not shown yet, with their jobs.
@@ -258,3 +308,10 @@ class QueueAccounting:
         return (
             job.ready_task_num() + job.waiting_task_num() + len(self.promised_members(job, exclude))
         )
+
+
+def _uncounted(job: JobInfo, assumption: Assumption) -> bool:
+    """The assumed pod is not already counted in its job's sums (the cache has not shown it
+    bound): an assumption is charged to a session only then."""
+    live = job.tasks.get(assumption.task.uid)
+    return live is None or live.status == TaskStatus.PENDING
