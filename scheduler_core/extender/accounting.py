@@ -112,6 +112,7 @@ class QueueAccounting:
     def _rebuild(self, now: float) -> None:
         if self._session is not None:
             close_session(self._session, update_phases=False)
+            self._session = None
         with self.state.locked():
             version = self.state.decision_version
             snapshot = self.state.shared_snapshot()
@@ -145,15 +146,12 @@ class QueueAccounting:
             ended = self._reconcile(now)
             jobs = ssn.jobs
             queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
-            queues.update(jobs[a.task.job].queue for a in ended if a.task.job in jobs)
-            if queues or changes.nodes:
-                usage = self.state.queue_usage_view()
-                if not follow(ssn, usage, queues, changes.nodes):
-                    return False
-                for assumption in self.assumed.values():
-                    job = jobs.get(assumption.task.job)
-                    if job is not None and job.queue in queues and _uncounted(job, assumption):
-                        self._fire(ssn, assumption, allocate=True)
+            queues |= _queues_of(ssn, ended)
+            if not self._recount(ssn, queues, changes.nodes):
+                # Nothing was changed, but the ended assumptions are gone: only a new
+                # session counts the rest right now.
+                self._rebuild(now)
+                return True
         self._version, self._built_at = version, now
         self.follows += 1
         log.log(
@@ -165,6 +163,39 @@ class QueueAccounting:
             len(changes.nodes),
         )
         return True
+
+    def _recount(self, ssn: Session, queues: set[str], nodes: set[str]) -> bool:
+        """Re-derive ``queues`` and ``nodes`` in ``ssn`` from the cache, as a session opened
+        now would have them, and charge those queues' assumptions again. False, changing
+        nothing, when the session cannot be brought up to date in place. Call with the
+        cluster state's lock held."""
+        if not self._followable or not can_follow(ssn):
+            return False
+        if not queues and not nodes:
+            return True
+        if not follow(ssn, self.state.queue_usage_view(), queues, nodes):
+            return False
+        for assumption in self.assumed.values():
+            job = ssn.jobs.get(assumption.task.job)
+            if job is not None and job.queue in queues and _uncounted(job, assumption):
+                self._fire(ssn, assumption, allocate=True)
+        return True
+
+    def _settle(self, ended: list[Assumption]) -> None:
+        """Take assumptions that just ended out of the accounting session. While it is
+        current with the cluster, their queues are counted again from the cache (exactly
+        what a new session would hold); else each is uncharged through the plugins'
+        deallocate events (a rate-limited session catches up at its next refresh)."""
+        ssn = self._session
+        if ssn is None or not ended:
+            return
+        with self.state.locked():
+            if self.state.decision_version == self._version and self._recount(
+                ssn, _queues_of(ssn, ended), set()
+            ):
+                return
+        for assumption in ended:
+            self._fire(ssn, assumption, allocate=False)
 
     def _reconcile(self, now: float) -> list[Assumption]:
         """Drop assumptions the cluster has caught up with (bound, deleted) or that expired;
@@ -197,24 +228,29 @@ class QueueAccounting:
 
     def _expire(self, now: float) -> None:
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
+        ended: list[Assumption] = []
         for key in expired:
-            assumption = self.assumed.pop(key)
+            ended.append(self.assumed.pop(key))
             self.expired += 1
-            if self._session is not None:
-                self._fire(self._session, assumption, allocate=False)
             log.log(
                 v(3),
                 "Assumed pod <%s> was not bound within %.0fs: assumption expired",
                 key,
                 self.assume_ttl,
             )
+        self._settle(ended)
 
     def replay_assumptions(self, ssn: Session) -> None:
         """Count every assumed pod in a freshly opened session, except those the session
         already counts: an assumed pod the cache has meanwhile shown bound is in its job's
         allocation already, and counting it twice would hold back the next pod of its queue.
-        Call with the cluster state's lock held."""
-        self._reconcile(self.clock())
+        Call with the cluster state's lock held.
+
+        Assumptions that end here (a one-off session's replay) are taken out of the
+        accounting session too: it keeps no charge for an assumption it no longer holds."""
+        ended = self._reconcile(self.clock())
+        if ssn is not self._session:
+            self._settle(ended)
         for assumption in self.assumed.values():
             job = ssn.jobs.get(assumption.task.job)
             if job is None or _uncounted(job, assumption):
@@ -269,7 +305,7 @@ class QueueAccounting:
         ssn = self.session()
         previous = self.assumed.pop(task.key, None)
         if previous is not None:
-            self._fire(ssn, previous, allocate=False)
+            self._settle([previous])
         assumption = Assumption(task=task, queue=job.queue, expires=self.clock() + self.assume_ttl)
         self.assumed[task.key] = assumption
         if task.job not in ssn.jobs or task.uid not in ssn.jobs[task.job].tasks:
@@ -285,8 +321,8 @@ class QueueAccounting:
 
     def release(self, key: str) -> None:
         assumption = self.assumed.pop(key, None)
-        if assumption is not None and self._session is not None:
-            self._fire(self._session, assumption, allocate=False)
+        if assumption is not None:
+            self._settle([assumption])
 
     def assumed_in_job(self, job_id: str) -> int:
         return sum(1 for a in self.assumed.values() if a.task.job == job_id)
@@ -315,3 +351,8 @@ def _uncounted(job: JobInfo, assumption: Assumption) -> bool:
     bound): an assumption is charged to a session only then."""
     live = job.tasks.get(assumption.task.uid)
     return live is None or live.status == TaskStatus.PENDING
+
+
+def _queues_of(ssn: Session, assumptions: list[Assumption]) -> set[str]:
+    """The queues, as ``ssn`` has their jobs, that ``assumptions`` were charged to."""
+    return {ssn.jobs[a.task.job].queue for a in assumptions if a.task.job in ssn.jobs}

@@ -51,15 +51,16 @@ def follow(
 ) -> bool:
     """Re-derive what the plugins of ``ssn`` hold of ``queues`` (from the live ``usage``)
     and of ``nodes``, as a session opened now would have it, before anything is charged
-    to them. False when a plugin cannot: the caller then opens a new session."""
+    to them. False, having changed nothing, when a plugin cannot (only proportion may
+    refuse, and it is asked first): the caller then opens a new session."""
+    for plugin in ssn.plugins.values():
+        if isinstance(plugin, ProportionPlugin) and not plugin.refresh_queues(usage, queues):
+            return False
     tables = False
     for name, plugin in ssn.plugins.items():
-        if name in READ_LIVE:
+        if name in READ_LIVE or isinstance(plugin, ProportionPlugin):
             continue
-        if isinstance(plugin, ProportionPlugin):
-            if not plugin.refresh_queues(usage, queues):
-                return False
-        elif isinstance(plugin, DrfPlugin):
+        if isinstance(plugin, DrfPlugin):
             stale = [
                 uid
                 for uid in plugin.job_attrs

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.api.resource import Resource
+from scheduler_core.engine import open_session
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import check_pod, filter_pod
@@ -237,3 +238,26 @@ def test_a_followed_session_answers_as_a_rebuilt_one_after_any_events(
         assert _derived(kept) == _derived(ref.session()), event
         probes = [*pods.values(), pod("probe", group="g1", cpu="1")]
         assert _answers(acct, probes) == _answers(ref, probes), event
+
+
+def test_an_assumption_ending_in_a_one_off_sessions_replay_leaves_the_kept_session_too() -> None:
+    acct, clock = _start()
+    assert filter_pod(acct, pod("p1", group="g2", cpu="2"), NODES).passed
+    kept = acct.session()
+    clock.now += 40  # past the TTL, noticed first by a one-off session's replay
+    with acct.state.locked():
+        one_off = open_session(acct.state.shared_snapshot(), acct.conf, read_only=True)
+        acct.replay_assumptions(one_off)
+    assert not acct.assumed
+    assert acct.session() is kept
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
+
+
+def test_a_released_assumption_leaves_its_queue_as_a_new_session_would_count_it() -> None:
+    acct, _ = _start()
+    pending = pod("p1", group="g2", cpu="2")
+    assert filter_pod(acct, pending, NODES).passed
+    kept = acct.session()
+    acct.release("ns/p1")
+    assert acct.session() is kept
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
