@@ -76,6 +76,9 @@ class QueueAccounting:
         #: The session counts only the cache's jobs, with the cache's own sums (no job of an
         #: assumed pod the cache has not shown yet): only then can it follow changes in place.
         self._followable = False
+        #: An assumption counted through a job added for its unseen pod ended: the job is
+        #: still in the session, so the next verb gets a new one.
+        self._unseen_ended = False
         self.refreshes = 0
         #: Cluster changes the session followed in place instead of being rebuilt.
         self.follows = 0
@@ -96,7 +99,7 @@ class QueueAccounting:
         """The current read-only session, kept current with the cluster's decisions-relevant
         changes (rate-limited): followed in place where it can be, else rebuilt."""
         now = self.clock()
-        if self._session is None or self._reconfigured:
+        if self._session is None or self._reconfigured or self._unseen_ended:
             self._rebuild(now)
         elif (
             self.state.decision_version != self._version
@@ -106,6 +109,8 @@ class QueueAccounting:
                 self._rebuild(now)
         else:
             self._expire(now)
+            if self._unseen_ended:
+                self._rebuild(now)
         assert self._session is not None
         return self._session
 
@@ -116,12 +121,16 @@ class QueueAccounting:
         with self.state.locked():
             version = self.state.decision_version
             snapshot = self.state.shared_snapshot()
-            self.add_unseen_jobs(snapshot)
-            self._followable = snapshot.queue_usage is not None
+            # Assumptions the cluster has caught up with go first: their pods' jobs must not
+            # be added for them below.
+            self._reconcile(now)
+            # Jobs added for unseen pods are copies with sums of their own: such a session
+            # is not the cache's, and cannot follow the cache's changes in place.
+            self._followable = not self.add_unseen_jobs(snapshot)
             ssn = open_session(snapshot, self.conf, clone=False, read_only=True)
             self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
-        self._reconfigured = False
+        self._reconfigured = self._unseen_ended = False
         self.refreshes += 1
         log.log(
             v(5),
@@ -196,6 +205,8 @@ class QueueAccounting:
                 return
         for assumption in ended:
             self._fire(ssn, assumption, allocate=False)
+        if not self._followable:
+            self._unseen_ended = self._unseen_ended or any(a.job is not None for a in ended)
 
     def _reconcile(self, now: float) -> list[Assumption]:
         """Drop assumptions the cluster has caught up with (bound, deleted) or that expired;
@@ -256,7 +267,7 @@ class QueueAccounting:
             if job is None or _uncounted(job, assumption):
                 self._fire(ssn, assumption, allocate=True)
 
-    def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> None:
+    def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> int:
         """Adds to ``snapshot`` the assumed pods the cache has not shown yet, with their jobs.
 
         kube-scheduler may ask about pods the extender's watch has not delivered (by a
@@ -264,7 +275,8 @@ class QueueAccounting:
         alone would not know their jobs, so their assumptions could not be counted and every
         such pod would be judged against a queue without the others: a capped queue overrun.
         Jobs of the cache are cloned before a task is added; the cache is never touched.
-        Call with the cluster state's lock held."""
+        Returns how many jobs were added or replaced. Call with the cluster state's lock
+        held."""
         added: dict[str, JobInfo] = {}
         for assumption in self.assumed.values():
             task = assumption.task
@@ -281,6 +293,7 @@ class QueueAccounting:
                 job.add_task_info(task.clone())
         for job in added.values():
             snapshot.put_job(job)  # and into its queue's sum, which the cache's lacks
+        return len(added)
 
     @staticmethod
     def _fire(ssn: Session, assumption: Assumption, *, allocate: bool) -> None:
@@ -314,7 +327,14 @@ class QueueAccounting:
             self._session = None
             close_session(ssn, update_phases=False)
             return
-        self._fire(ssn, assumption, allocate=True)
+        if self.state.task(task.key) is None:
+            # Judged again in a session that counts it only through the job added for it
+            # (assumed before, still unseen): later sessions must add that job again too.
+            assumption.job = job.clone()
+        if _uncounted(ssn.jobs[task.job], assumption):
+            # (Else the cache shows it bound already, so counts it: a new session would not
+            # charge it either, and the next reconciliation ends it.)
+            self._fire(ssn, assumption, allocate=True)
         log.log(
             v(4), "Assumed pod <%s> into queue <%s> for %.0fs", task.key, job.queue, self.assume_ttl
         )
