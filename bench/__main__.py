@@ -38,6 +38,7 @@ BUDGETS: dict[str, Budget] = {
     "filter-inprocess": Budget(n=500, seconds=30, warmup=10),
     "filter-inprocess-churn": Budget(n=40, seconds=30, warmup=2),
     "filter-inprocess-unseen": Budget(n=40, seconds=30, warmup=2),
+    "filter-inprocess-bind-churn": Budget(n=40, seconds=30, warmup=2),
     "deserved": Budget(n=50, seconds=20, warmup=3),
     "deserved-waterfill": Budget(n=200, seconds=10, warmup=5),
     "accounting-rebuild": Budget(n=30, seconds=20, warmup=2),

@@ -4,8 +4,10 @@ Informers call ``upsert``/``delete`` (the ``EventSink`` protocol) from their thr
 static YAML file is loaded through the same calls. Each event touches only what it names:
 one task in its job and on its node, one node, one queue... and bumps ``version`` so that
 derived state (queue deserved/share) is recomputed once per batch of changes, not per
-request. Sessions get a private ``snapshot()``, or a ``whatif_snapshot`` that copies only the
-jobs and nodes a what-if (a preempt verb) may touch.
+request. ``changes`` classifies each event by what it changed of a session's inputs (see
+``changes.py``), so that the extender's accounting session can skip or follow most events
+instead of being rebuilt. Sessions get a private ``snapshot()``, or a ``whatif_snapshot``
+that copies only the jobs and nodes a what-if (a preempt verb) may touch.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
 from scheduler_core.api.usage import JobUsage, job_usage
+from scheduler_core.cache.changes import ChangeLog
 from scheduler_core.cache.convert import (
     ConversionError,
     PodGroupInfo,
@@ -103,10 +106,41 @@ def synthesized_job(task: TaskInfo, queue: str) -> JobInfo:
     )
 
 
+def respec_synthesized(job: JobInfo, fresh: JobInfo) -> None:
+    """Give a plain pod's group of one the spec ``synthesized_job`` derives from the pod as
+    it is now (``fresh``), keeping the object and its tasks."""
+    job.priority = fresh.priority
+    job.min_available = fresh.min_available
+    job.min_resources = fresh.min_resources
+    job.phase = fresh.phase
+    job.creation_timestamp = fresh.creation_timestamp
+
+
+def same_sums(old: TaskInfo, new: TaskInfo) -> bool:
+    """Whether a pod update leaves every sum a session derives as it was: its job's usage
+    and its node's amounts read the task's job, status, node, requests and gating only.
+    Everything else of a pod a decision reads (labels, priority, nomination...) is read
+    from the cache's live objects when the decision is made, not derived at session open.
+    """
+    return (
+        old.job == new.job
+        and old.status == new.status
+        and old.node_name == new.node_name
+        and old.gated == new.gated
+        and old.resreq.semantic_equal(new.resreq)
+        and old.init_resreq.semantic_equal(new.init_resreq)
+    )
+
+
 class ClusterState:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self.version = 0
+        #: The decision version and what each event since the last structural one changed.
+        self.changes = ChangeLog()
+        #: Set by an event handler that classified its own event (a pod, a PodGroup); an
+        #: event left unclassified is structural.
+        self._classified = False
         self.events: Counter[tuple[str, str]] = Counter()
         self.rejected: Counter[str] = Counter()
         self._synced: set[str] = set()
@@ -137,7 +171,9 @@ class ClusterState:
     def upsert(self, kind: str, obj: dict[str, Any]) -> None:
         try:
             with self._lock:
+                self._classified = False
                 self._upsert(kind, obj)
+                self._classify_rest()
                 self.version += 1
                 self.events[(kind, "upsert")] += 1
         except ConversionError as exc:
@@ -146,7 +182,9 @@ class ClusterState:
 
     def delete(self, kind: str, key: str) -> None:
         with self._lock:
+            self._classified = False
             self._delete(kind, key)
+            self._classify_rest()
             self.version += 1
             self.events[(kind, "delete")] += 1
 
@@ -171,6 +209,7 @@ class ClusterState:
                 self._pdbs[pdb.key] = pdb
             for pod in objects.pods:
                 self._put_pod(dict(pod))
+            self.changes.structural()
             self.version += 1
         for kind in KINDS:
             self.synced(kind)
@@ -195,9 +234,13 @@ class ClusterState:
             pdb = pdb_to_info(obj)
             self._pdbs[pdb.key] = pdb
 
+    def _classify_rest(self) -> None:
+        if not self._classified:
+            self.changes.structural()
+
     def _delete(self, kind: str, key: str) -> None:
         if kind == "Pod":
-            self._remove_pod(key)
+            self._delete_pod(key)
         elif kind == "Node":
             self._remove_node(key)
         elif kind == "Queue":
@@ -224,12 +267,23 @@ class ClusterState:
 
     def _put_pod(self, pod: dict[str, Any]) -> None:
         task = pod_to_task(pod, self.priority_values())
-        self._remove_pod(task.key)
-        self._tasks[task.key] = task
+        old = self._tasks.get(task.key)
+        before = self._jobs_of(old, task)
         job_id, synthesized = pod_job_id(pod)
+        # A plain pod's group of one is re-derived from the pod on every update; kept as the
+        # same object when it stays in its queue, so the update is a change of its sums
+        # rather than a job going and another coming.
+        fresh = synthesized_job(task, pod_queue_annotation(pod)) if synthesized else None
+        kept = self._jobs.get(job_id) if old is not None and old.job == job_id else None
+        if kept is None or fresh is None or not kept.synthesized or kept.queue != fresh.queue:
+            kept = None
+        self._remove_pod(task.key, keep_job=kept is not None)
+        self._tasks[task.key] = task
         job = self._jobs.get(job_id)
-        if job is None and synthesized:
-            job = synthesized_job(task, pod_queue_annotation(pod))
+        if kept is not None and fresh is not None:
+            respec_synthesized(kept, fresh)
+        elif job is None and fresh is not None:
+            job = fresh
             self._jobs[job_id] = job
         if job is not None:
             job.add_task_info(task)
@@ -237,6 +291,30 @@ class ClusterState:
         else:
             self._orphans.setdefault(job_id, {})[task.uid] = task
         self._place(task)
+        self._classify_pod(old, task, before)
+
+    def _delete_pod(self, key: str) -> None:
+        old = self._tasks.get(key)
+        before = self._jobs_of(old, None)
+        self._remove_pod(key)
+        self._classify_pod(old, None, before)
+
+    def _jobs_of(self, *tasks: TaskInfo | None) -> dict[str, JobInfo | None]:
+        return {t.job: self._jobs.get(t.job) for t in tasks if t is not None}
+
+    def _classify_pod(
+        self, old: TaskInfo | None, new: TaskInfo | None, before: dict[str, JobInfo | None]
+    ) -> None:
+        """Inert when the pod kept everything a sum reads; sums-only when its jobs are the
+        same objects before and after (none appeared or went); else left structural."""
+        if any(self._jobs.get(uid) is not job for uid, job in before.items()):
+            return
+        self._classified = True
+        if old is not None and new is not None and same_sums(old, new):
+            return
+        jobs = [uid for uid, job in before.items() if job is not None]
+        nodes = [t.node_name for t in (old, new) if t is not None and t.node_name]
+        self.changes.sums(jobs, nodes)
 
     def _place(self, task: TaskInfo) -> None:
         if not task.node_name or completed_status(task.status):
@@ -250,14 +328,14 @@ class ClusterState:
         except NodeError as exc:
             log.warning("%s", exc)
 
-    def _remove_pod(self, key: str) -> None:
+    def _remove_pod(self, key: str, *, keep_job: bool = False) -> None:
         task = self._tasks.pop(key, None)
         if task is None:
             return
         job = self._jobs.get(task.job)
         if job is not None:
             job.delete_task_info(task)
-            if job.synthesized and not job.tasks:
+            if job.synthesized and not job.tasks and not keep_job:
                 del self._jobs[task.job]
             self._touch(task.job)
         orphans = self._orphans.get(task.job)
@@ -300,6 +378,10 @@ class ClusterState:
     def _put_podgroup(self, pg: PodGroupInfo) -> None:
         self._podgroups[pg.uid] = pg
         job = self._jobs.get(pg.uid)
+        if job is not None and job.queue == pg.queue and not job.synthesized:
+            # The same job in the same queue: its spec and phase change its usage only.
+            self._classified = True
+            self.changes.sums([pg.uid], ())
         if job is None:
             job = job_from_podgroup(pg, self.priority_values(), self._global_default())
             self._jobs[pg.uid] = job
@@ -349,6 +431,15 @@ class ClusterState:
         for name in (DEFAULT_QUEUE, ROOT_QUEUE):
             queues.setdefault(name, implicit_queue(name))
         return queues
+
+    @property
+    def decision_version(self) -> int:
+        """Moved by every event that is not inert (see ``changes.py``)."""
+        return self.changes.version
+
+    def queue_usage_view(self) -> Mapping[str, JobUsage]:
+        """The live per-queue job usage sums, read-only; hold the lock while using it."""
+        return MappingProxyType(self._queue_usage)
 
     def task(self, key: str) -> TaskInfo | None:
         return self._tasks.get(key)
@@ -420,6 +511,7 @@ class ClusterState:
         with self._lock:
             other = ClusterState()
             other.version = self.version
+            other.changes = ChangeLog(self.changes.version)
             other._synced = set(self._synced)
             other._tasks = dict(self._tasks)
             other._jobs = {uid: job.copy_sharing_tasks() for uid, job in self._jobs.items()}

@@ -6,8 +6,15 @@ allocation through the plugins' own event handlers, so two quick filters cannot 
 the same share. An assumption ends when the cluster shows the pod bound (its resources are
 then counted for real), shows it deleted, or after a TTL.
 
-Deserved shares are recomputed by opening a session on the live state, at most once per
-batch of changes (``min_refresh_interval``), never per request.
+The session follows the cluster's events rather than being opened again for each one (at
+most once per batch of changes, ``min_refresh_interval``, never per request). The cache
+classifies every event (see ``cache/changes.py``): one that changes nothing a session
+derives as it opens (a running pod's labels) leaves the session as it is; one that changes
+only the usage of existing jobs (a pod bound or deleted, a PodGroup's phase) is followed in
+place, re-deriving just the queues and nodes it touched (see ``following.py``); anything
+else (a job, node or queue coming or going, a new configuration) opens a new session. A
+session kept either way answers exactly as a new one would: resource amounts are whole
+milli-units and bytes, so the sums do not depend on the order they were added in.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
+from scheduler_core.extender.following import can_follow, follow
 from scheduler_core.extender.grants import PreemptionGrants
 from scheduler_core.extender.parked import ParkedPods
 from scheduler_core.framework.session import Session
@@ -65,7 +73,15 @@ class QueueAccounting:
         self._version = -1
         self._built_at = 0.0
         self._reconfigured = False
+        #: The session counts only the cache's jobs, with the cache's own sums (no job of an
+        #: assumed pod the cache has not shown yet): only then can it follow changes in place.
+        self._followable = False
+        #: An assumption counted through a job added for its unseen pod ended: the job is
+        #: still in the session, so the next verb gets a new one.
+        self._unseen_ended = False
         self.refreshes = 0
+        #: Cluster changes the session followed in place instead of being rebuilt.
+        self.follows = 0
         # Assumptions that ran out their TTL without the cluster showing the pod bound or
         # deleted (kube-scheduler gave up on the cycle, or timed out waiting for the answer).
         self.expired = 0
@@ -80,34 +96,41 @@ class QueueAccounting:
     # --- the accounting session ---------------------------------------------------------
 
     def session(self) -> Session:
-        """The current read-only session, rebuilt when the cluster changed (rate-limited)."""
+        """The current read-only session, kept current with the cluster's decisions-relevant
+        changes (rate-limited): followed in place where it can be, else rebuilt."""
         now = self.clock()
-        stale = (
-            self._session is None
-            or self._reconfigured
-            or (
-                self.state.version != self._version
-                and now - self._built_at >= self.min_refresh_interval
-            )
-        )
-        if stale:
+        if self._session is None or self._reconfigured or self._unseen_ended:
             self._rebuild(now)
+        elif (
+            self.state.decision_version != self._version
+            and now - self._built_at >= self.min_refresh_interval
+        ):
+            if not self._follow(now):
+                self._rebuild(now)
         else:
             self._expire(now)
+            if self._unseen_ended:
+                self._rebuild(now)
         assert self._session is not None
         return self._session
 
     def _rebuild(self, now: float) -> None:
         if self._session is not None:
             close_session(self._session, update_phases=False)
+            self._session = None
         with self.state.locked():
-            version = self.state.version
+            version = self.state.decision_version
             snapshot = self.state.shared_snapshot()
-            self.add_unseen_jobs(snapshot)
+            # Assumptions the cluster has caught up with go first: their pods' jobs must not
+            # be added for them below.
+            self._reconcile(now)
+            # Jobs added for unseen pods are copies with sums of their own: such a session
+            # is not the cache's, and cannot follow the cache's changes in place.
+            self._followable = not self.add_unseen_jobs(snapshot)
             ssn = open_session(snapshot, self.conf, clone=False, read_only=True)
             self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
-        self._reconfigured = False
+        self._reconfigured = self._unseen_ended = False
         self.refreshes += 1
         log.log(
             v(5),
@@ -117,8 +140,78 @@ class QueueAccounting:
             len(self.assumed),
         )
 
-    def _reconcile(self, now: float) -> None:
-        """Drop assumptions the cluster has caught up with (bound, deleted) or that expired."""
+    def _follow(self, now: float) -> bool:
+        """Bring the session up to date in place with the changes since it was last current:
+        the plugins re-derive the queues of the jobs whose usage changed (and of assumptions
+        that ended), then those queues' assumptions are charged again, as replaying them in
+        a new session would. False when only a new session will do (a structural change)."""
+        ssn = self._session
+        assert ssn is not None
+        with self.state.locked():
+            changes = self.state.changes.since(self._version)
+            if changes is None or not self._followable or not can_follow(ssn):
+                return False
+            version = self.state.decision_version
+            ended = self._reconcile(now)
+            jobs = ssn.jobs
+            queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
+            queues |= _queues_of(ssn, ended)
+            if not self._recount(ssn, queues, changes.nodes):
+                # Nothing was changed, but the ended assumptions are gone: only a new
+                # session counts the rest right now.
+                self._rebuild(now)
+                return True
+        self._version, self._built_at = version, now
+        self.follows += 1
+        log.log(
+            v(5),
+            "Accounting session %d followed to decision version %d (%d queues, %d nodes)",
+            ssn.uid,
+            version,
+            len(queues),
+            len(changes.nodes),
+        )
+        return True
+
+    def _recount(self, ssn: Session, queues: set[str], nodes: set[str]) -> bool:
+        """Re-derive ``queues`` and ``nodes`` in ``ssn`` from the cache, as a session opened
+        now would have them, and charge those queues' assumptions again. False, changing
+        nothing, when the session cannot be brought up to date in place. Call with the
+        cluster state's lock held."""
+        if not self._followable or not can_follow(ssn):
+            return False
+        if not queues and not nodes:
+            return True
+        if not follow(ssn, self.state.queue_usage_view(), queues, nodes):
+            return False
+        for assumption in self.assumed.values():
+            job = ssn.jobs.get(assumption.task.job)
+            if job is not None and job.queue in queues and _uncounted(job, assumption):
+                self._fire(ssn, assumption, allocate=True)
+        return True
+
+    def _settle(self, ended: list[Assumption]) -> None:
+        """Take assumptions that just ended out of the accounting session. While it is
+        current with the cluster, their queues are counted again from the cache (exactly
+        what a new session would hold); else each is uncharged through the plugins'
+        deallocate events (a rate-limited session catches up at its next refresh)."""
+        ssn = self._session
+        if ssn is None or not ended:
+            return
+        with self.state.locked():
+            if self.state.decision_version == self._version and self._recount(
+                ssn, _queues_of(ssn, ended), set()
+            ):
+                return
+        for assumption in ended:
+            self._fire(ssn, assumption, allocate=False)
+        if not self._followable:
+            self._unseen_ended = self._unseen_ended or any(a.job is not None for a in ended)
+
+    def _reconcile(self, now: float) -> list[Assumption]:
+        """Drop assumptions the cluster has caught up with (bound, deleted) or that expired;
+        returns them."""
+        ended: list[Assumption] = []
         for key, assumption in list(self.assumed.items()):
             task = self.state.task(key)
             if task is not None:
@@ -127,11 +220,11 @@ class QueueAccounting:
                     log.log(
                         v(4), "Assumed pod <%s> is now %s: assumption confirmed", key, task.status
                     )
-                    del self.assumed[key]
+                    ended.append(self.assumed.pop(key))
                     continue
             elif assumption.seen_in_cluster:
                 log.log(v(4), "Assumed pod <%s> was deleted: assumption released", key)
-                del self.assumed[key]
+                ended.append(self.assumed.pop(key))
                 continue
             if assumption.expires <= now:
                 log.log(
@@ -140,37 +233,41 @@ class QueueAccounting:
                     key,
                     self.assume_ttl,
                 )
-                del self.assumed[key]
+                ended.append(self.assumed.pop(key))
                 self.expired += 1
+        return ended
 
     def _expire(self, now: float) -> None:
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
+        ended: list[Assumption] = []
         for key in expired:
-            assumption = self.assumed.pop(key)
+            ended.append(self.assumed.pop(key))
             self.expired += 1
-            if self._session is not None:
-                self._fire(self._session, assumption, allocate=False)
             log.log(
                 v(3),
                 "Assumed pod <%s> was not bound within %.0fs: assumption expired",
                 key,
                 self.assume_ttl,
             )
+        self._settle(ended)
 
     def replay_assumptions(self, ssn: Session) -> None:
         """Count every assumed pod in a freshly opened session, except those the session
         already counts: an assumed pod the cache has meanwhile shown bound is in its job's
         allocation already, and counting it twice would hold back the next pod of its queue.
-        Call with the cluster state's lock held."""
-        self._reconcile(self.clock())
+        Call with the cluster state's lock held.
+
+        Assumptions that end here (a one-off session's replay) are taken out of the
+        accounting session too: it keeps no charge for an assumption it no longer holds."""
+        ended = self._reconcile(self.clock())
+        if ssn is not self._session:
+            self._settle(ended)
         for assumption in self.assumed.values():
             job = ssn.jobs.get(assumption.task.job)
-            live = job.tasks.get(assumption.task.uid) if job is not None else None
-            if live is not None and live.status != TaskStatus.PENDING:
-                continue
-            self._fire(ssn, assumption, allocate=True)
+            if job is None or _uncounted(job, assumption):
+                self._fire(ssn, assumption, allocate=True)
 
-    def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> None:
+    def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> int:
         """Adds to ``snapshot`` the assumed pods the cache has not shown yet, with their jobs.
 
         kube-scheduler may ask about pods the extender's watch has not delivered (by a
@@ -178,7 +275,8 @@ class QueueAccounting:
         alone would not know their jobs, so their assumptions could not be counted and every
         such pod would be judged against a queue without the others: a capped queue overrun.
         Jobs of the cache are cloned before a task is added; the cache is never touched.
-        Call with the cluster state's lock held."""
+        Returns how many jobs were added or replaced. Call with the cluster state's lock
+        held."""
         added: dict[str, JobInfo] = {}
         for assumption in self.assumed.values():
             task = assumption.task
@@ -195,6 +293,7 @@ class QueueAccounting:
                 job.add_task_info(task.clone())
         for job in added.values():
             snapshot.put_job(job)  # and into its queue's sum, which the cache's lacks
+        return len(added)
 
     @staticmethod
     def _fire(ssn: Session, assumption: Assumption, *, allocate: bool) -> None:
@@ -219,7 +318,7 @@ class QueueAccounting:
         ssn = self.session()
         previous = self.assumed.pop(task.key, None)
         if previous is not None:
-            self._fire(ssn, previous, allocate=False)
+            self._settle([previous])
         assumption = Assumption(task=task, queue=job.queue, expires=self.clock() + self.assume_ttl)
         self.assumed[task.key] = assumption
         if task.job not in ssn.jobs or task.uid not in ssn.jobs[task.job].tasks:
@@ -228,15 +327,22 @@ class QueueAccounting:
             self._session = None
             close_session(ssn, update_phases=False)
             return
-        self._fire(ssn, assumption, allocate=True)
+        if self.state.task(task.key) is None:
+            # Judged again in a session that counts it only through the job added for it
+            # (assumed before, still unseen): later sessions must add that job again too.
+            assumption.job = job.clone()
+        if _uncounted(ssn.jobs[task.job], assumption):
+            # (Else the cache shows it bound already, so counts it: a new session would not
+            # charge it either, and the next reconciliation ends it.)
+            self._fire(ssn, assumption, allocate=True)
         log.log(
             v(4), "Assumed pod <%s> into queue <%s> for %.0fs", task.key, job.queue, self.assume_ttl
         )
 
     def release(self, key: str) -> None:
         assumption = self.assumed.pop(key, None)
-        if assumption is not None and self._session is not None:
-            self._fire(self._session, assumption, allocate=False)
+        if assumption is not None:
+            self._settle([assumption])
 
     def assumed_in_job(self, job_id: str) -> int:
         return sum(1 for a in self.assumed.values() if a.task.job == job_id)
@@ -258,3 +364,15 @@ class QueueAccounting:
         return (
             job.ready_task_num() + job.waiting_task_num() + len(self.promised_members(job, exclude))
         )
+
+
+def _uncounted(job: JobInfo, assumption: Assumption) -> bool:
+    """The assumed pod is not already counted in its job's sums (the cache has not shown it
+    bound): an assumption is charged to a session only then."""
+    live = job.tasks.get(assumption.task.uid)
+    return live is None or live.status == TaskStatus.PENDING
+
+
+def _queues_of(ssn: Session, assumptions: list[Assumption]) -> set[str]:
+    """The queues, as ``ssn`` has their jobs, that ``assumptions`` were charged to."""
+    return {ssn.jobs[a.task.job].queue for a in assumptions if a.task.job in ssn.jobs}

@@ -11,7 +11,7 @@ queue stays within it on the dimensions the task asks for, and queues with the l
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast, overload
 
@@ -510,6 +510,40 @@ class ProportionPlugin(QueueCharging, Plugin):
 
     def on_session_close(self, ssn: Session) -> None:
         self._ssn = None
+
+    def refresh_queues(self, usage: Mapping[str, JobUsage], queues: Iterable[str]) -> bool:
+        """Re-derive the named queues' records from ``usage`` (the live cache's per-queue
+        sums) exactly as a session opening now would, keeping every other queue's record:
+        how a long-lived read-only session follows a change of some jobs' usage without
+        being rebuilt. Deserved shares are worked out again only when a request moved (they
+        depend on the requests, never on what is allocated). The caller charges again what
+        it had charged to these queues (assumed pods). False, changing nothing, when a queue
+        has no record or no sum (a queue gained or lost its jobs: open a new session), or
+        when V(4) tracing wants the walk over every job that opening does then."""
+        if log.isEnabledFor(v(4)):
+            return False
+        fresh: dict[str, QueueAttr] = {}
+        for name in queues:
+            attr, total = self.queue_opts.get(name), usage.get(name)
+            if attr is None or total is None:
+                return False
+            record = _attr_from_spec(attr, total)
+            record.deserved = attr.deserved
+            fresh[name] = record
+        moved = any(
+            not record.request.semantic_equal(self.queue_opts[name].request)
+            for name, record in fresh.items()
+        )
+        self.queue_opts.update(fresh)  # an existing key keeps its place: the loop's order
+        if moved:
+            for attr in self.queue_opts.values():
+                attr.deserved = Resource.empty()
+                attr.share = 0.0
+            self.derivation = deserved_shares(self.queue_opts, self.total_resource)
+        else:
+            for attr in fresh.values():
+                attr.share = proportion_share(attr)
+        return True
 
     def _spec_memo(self, queues: int) -> dict[str, _QueueSpec]:
         """The shared spec memo for this session's totals (a fresh one if they changed, or

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter, is_, methodcaller
 
@@ -142,8 +142,8 @@ class NodeTable:
     for the session: its node set is fixed, and the session's own node changes (statements
     allocating, pipelining, evicting, discarding) reach the table through the session's
     allocate/deallocate events, which mark the node's row for re-reading. Nodes changed
-    behind the session's back (the live cache between two accounting rebuilds) are seen at
-    the next session, as every other share is.
+    behind the session's back (the live cache) are seen at the next session, or once
+    whoever keeps the session current names them (``nodes_changed``).
 
     A node the table does not hold (a simulation's clone, a node not in the session) makes
     ``rows`` answer ``None``: callers then score on the scalar path.
@@ -210,6 +210,11 @@ class NodeTable:
         name = task.node_name or self._placed.get(task.uid)
         if name:
             self._dirty.add(name)
+
+    def nodes_changed(self, names: Iterable[str]) -> None:
+        """The named nodes' amounts changed behind the session (the live cache, followed by
+        a long-lived read-only session): their rows are read again before the next score."""
+        self._dirty.update(names)
 
     def _current(self) -> list[NodeInfo]:
         nodes = self._nodes

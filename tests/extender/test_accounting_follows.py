@@ -1,0 +1,274 @@
+"""The accounting session follows cluster events in place (or ignores those that change
+nothing it derives) and always answers exactly as a session rebuilt on the same cluster,
+with the same assumptions, would."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.api.resource import Resource
+from scheduler_core.engine import open_session
+from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.extender.context import PodContext
+from scheduler_core.extender.filter import check_pod, filter_pod
+from scheduler_core.extender.prioritize import prioritize_pod
+from scheduler_core.framework.session import Session
+from scheduler_core.plugins.drf import DrfPlugin
+from scheduler_core.plugins.proportion import ProportionPlugin
+from tests.builders import node, pod, podgroup, queue, with_min_resources
+from tests.extender.conftest import Clock, accounting
+
+NODES = ["n1", "n2", "n3"]
+Obj = dict[str, Any]
+
+
+def _amounts(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+    """A scalar at zero is the amount of one that is missing. (A session that cannot be
+    recounted from the cache, one counting a pod the cache has not shown yet, uncharges an
+    ended assumption in place, which leaves its ``pods`` at zero rather than absent.)"""
+    scalars = tuple(sorted((k, q) for k, q in (r.scalars or {}).items() if q != 0))
+    return r.milli_cpu, r.memory, scalars
+
+
+def _derived(ssn: Session) -> dict[str, Any]:
+    """What the plugins derived for the session: queue records, jobs' dominant shares."""
+    proportion = ssn.plugins["proportion"]
+    drf = ssn.plugins["drf"]
+    assert isinstance(proportion, ProportionPlugin) and isinstance(drf, DrfPlugin)
+    return {
+        "jobs": sorted(ssn.jobs),
+        "nodes": sorted(ssn.nodes),
+        "queues": {
+            name: (
+                _amounts(a.allocated),
+                _amounts(a.request),
+                _amounts(a.inqueue),
+                _amounts(a.elastic),
+                _amounts(a.deserved),
+                a.share,
+            )
+            for name, a in proportion.queue_opts.items()
+        },
+        "drf": {uid: drf.job_share(uid) for uid in sorted(ssn.jobs)},
+    }
+
+
+def _answers(acct: QueueAccounting, pods: list[Obj]) -> dict[str, Any]:
+    """The verbs' answers for every pod: filter's queue and gang checks, prioritize's
+    scores (a pod's own assumption released first, as filter does)."""
+    out: dict[str, Any] = {}
+    for obj in pods:
+        key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
+        try:
+            ctx = PodContext(acct, obj)
+        except ValueError:
+            continue
+        rejection = check_pod(ctx, NODES)
+        scores = list(prioritize_pod(acct, obj, NODES))
+        out[key] = (None if rejection is None else (rejection.code, rejection.reason), scores)
+    return out
+
+
+def _rebuilt(acct: QueueAccounting) -> QueueAccounting:
+    """Another accounting over the same cluster with copies of the same assumptions: its
+    first session is a new one."""
+    ref = QueueAccounting(acct.state, acct.conf, assume_ttl=acct.assume_ttl, clock=acct.clock)
+    ref.assumed = {k: dataclasses.replace(a) for k, a in acct.assumed.items()}
+    ref.grants = acct.grants
+    ref.session()
+    return ref
+
+
+def _start() -> tuple[QueueAccounting, Clock]:
+    return accounting(
+        [
+            node("n1", cpu="4"),
+            node("n2", cpu="8"),
+            queue("q1", 1),
+            queue("q2", 3, capability={"cpu": "6"}),
+            podgroup("g1", 2, queue="q1"),
+            podgroup("g2", 1, queue="q2"),
+            pod("r1", group="g1", cpu="1", node_name="n1"),
+            pod("p1", group="g2", cpu="2"),
+        ]
+    )
+
+
+# --- the classification, one event each ---------------------------------------------------
+
+
+def test_a_running_pods_label_change_neither_rebuilds_nor_follows() -> None:
+    acct, _ = _start()
+    ssn = acct.session()
+    version = acct.state.decision_version
+    acct.state.upsert("Pod", pod("r1", group="g1", cpu="1", node_name="n1", labels={"a": "b"}))
+    assert acct.session() is ssn
+    assert acct.state.decision_version == version
+    assert (acct.refreshes, acct.follows) == (1, 0)
+
+
+def test_a_pending_pod_bound_is_followed_in_place_and_counts_in_its_queue() -> None:
+    acct, _ = _start()
+    ssn = acct.session()
+    before = _derived(ssn)["queues"]["q2"][0]
+    acct.state.upsert("Pod", pod("p1", group="g2", cpu="2", node_name="n2"))
+    assert acct.session() is ssn
+    assert (acct.refreshes, acct.follows) == (1, 1)
+    after = _derived(ssn)
+    assert after["queues"]["q2"][0][0] == before[0] + 2000  # allocated cpu, in milli
+    assert after == _derived(_rebuilt(acct).session())
+
+
+def test_a_plain_pods_bind_is_followed_its_group_of_one_kept() -> None:
+    acct, _ = _start()
+    acct.state.upsert("Pod", pod("solo", cpu="1", queue="q1"))
+    ssn = acct.session()
+    job = next(j for j in ssn.jobs.values() if j.synthesized)
+    acct.state.upsert("Pod", pod("solo", cpu="1", queue="q1", node_name="n2"))
+    assert acct.session() is ssn and acct.follows == 1
+    assert acct.state.snapshot().jobs[job.uid].phase == job.phase  # re-derived: Running
+    assert _derived(ssn) == _derived(_rebuilt(acct).session())
+
+
+def test_structural_changes_rebuild() -> None:
+    acct, _ = _start()
+    for obj in (node("n3", cpu="2"), queue("q1", 5), podgroup("g3", queue="q1")):
+        ssn = acct.session()
+        acct.state.upsert(str(obj["kind"]), obj)
+        assert acct.session() is not ssn, obj["kind"]
+    assert acct.follows == 0
+
+
+def test_a_bound_assumed_pod_is_counted_once_after_following() -> None:
+    acct, _ = _start()
+    pending = pod("p1", group="g2", cpu="2")
+    assert filter_pod(acct, pending, NODES).passed  # assumed: q2 holds it
+    charged = _derived(acct.session())["queues"]["q2"][0]
+    acct.state.upsert("Pod", pod("p1", group="g2", cpu="2", node_name="n2"))
+    ssn = acct.session()
+    assert acct.follows == 1 and not acct.assumed
+    assert _derived(ssn)["queues"]["q2"][0] == charged  # the cache's count replaced ours
+    assert _derived(ssn) == _derived(_rebuilt(acct).session())
+
+
+# --- property: any sequence of events -----------------------------------------------------
+
+NAMES = ["a", "b", "c", "d", "e"]
+GROUPS = ["g1", "g2", "g3"]
+EVENT = st.one_of(
+    st.tuples(
+        st.just("pod"),
+        st.sampled_from(NAMES),
+        st.sampled_from([None, *GROUPS]),
+        st.sampled_from(["", "", "n1", "n2", "n3"]),
+        st.sampled_from(["1", "2", "500m"]),
+        st.sampled_from(["", "q1"]),
+    ),
+    st.tuples(st.just("relabel"), st.sampled_from(NAMES), st.integers(0, 9)),
+    st.tuples(st.just("finish"), st.sampled_from(NAMES)),
+    st.tuples(st.just("del-pod"), st.sampled_from(NAMES)),
+    st.tuples(
+        st.just("pg"),
+        st.sampled_from(GROUPS),
+        st.sampled_from(["q1", "q2"]),
+        st.integers(1, 3),
+        st.sampled_from(["Pending", "Inqueue", "Running"]),
+        st.sampled_from([None, "1", "3"]),
+    ),
+    st.tuples(st.just("del-pg"), st.sampled_from(GROUPS)),
+    st.tuples(st.just("node"), st.sampled_from(NODES), st.sampled_from(["4", "8"])),
+    st.tuples(st.just("del-node"), st.sampled_from(NODES)),
+    st.tuples(st.just("queue"), st.sampled_from(["q1", "q2"]), st.sampled_from([1, 3])),
+    st.tuples(st.just("filter"), st.sampled_from(NAMES)),
+    st.tuples(st.just("filter-unseen"), st.sampled_from(NAMES), st.sampled_from(GROUPS)),
+    st.tuples(st.just("release"), st.sampled_from(NAMES)),
+    st.tuples(st.just("tick"), st.sampled_from([5.0, 40.0])),
+)
+
+
+def _apply(
+    acct: QueueAccounting, clock: Clock, pods: dict[str, Obj], event: tuple[Any, ...]
+) -> None:
+    state, op = acct.state, event[0]
+    if op == "pod":
+        _, name, group, node_name, cpu, queue_name = event
+        pods[name] = pod(name, group=group, node_name=node_name, cpu=cpu, queue=queue_name)
+        state.upsert("Pod", pods[name])
+    elif op in ("relabel", "finish") and event[1] in pods:
+        obj = pods[event[1]]
+        if op == "relabel":
+            obj["metadata"]["labels"] = {"churn": str(event[2])}
+        else:
+            obj["status"]["phase"] = "Succeeded"
+        state.upsert("Pod", obj)
+    elif op == "del-pod":
+        pods.pop(event[1], None)
+        state.delete("Pod", f"ns/{event[1]}")
+    elif op == "pg":
+        _, name, queue_name, members, phase, minimum = event
+        obj = podgroup(name, members, queue=queue_name, phase=phase)
+        state.upsert("PodGroup", with_min_resources(obj, {"cpu": minimum}) if minimum else obj)
+    elif op == "del-pg":
+        state.delete("PodGroup", f"ns/{event[1]}")
+    elif op == "node":
+        state.upsert("Node", node(event[1], cpu=event[2]))
+    elif op == "del-node":
+        state.delete("Node", event[1])
+    elif op == "queue":
+        state.upsert("Queue", queue(event[1], event[2]))
+    elif op == "filter" and event[1] in pods:
+        filter_pod(acct, pods[event[1]], NODES)
+    elif op == "filter-unseen" and event[1] not in pods:  # kube-scheduler ahead of the watch
+        filter_pod(acct, pod(event[1], group=event[2], cpu="1"), NODES)
+    elif op == "release":
+        acct.release(f"ns/{event[1]}")
+    elif op == "tick":
+        clock.now += event[1]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(EVENT, max_size=30))
+def test_a_followed_session_answers_as_a_rebuilt_one_after_any_events(
+    events: list[tuple[Any, ...]],
+) -> None:
+    acct, clock = _start()
+    pods: dict[str, Obj] = {}
+    acct.session()
+    for event in events:
+        _apply(acct, clock, pods, event)
+        kept = acct.session()
+        ref = _rebuilt(acct)
+        assert _derived(kept) == _derived(ref.session()), event
+        probes = [*pods.values(), pod("probe", group="g1", cpu="1")]
+        assert _answers(acct, probes) == _answers(ref, probes), event
+
+
+def test_an_assumption_ending_in_a_one_off_sessions_replay_leaves_the_kept_session_too() -> None:
+    acct, clock = _start()
+    assert filter_pod(acct, pod("p1", group="g2", cpu="2"), NODES).passed
+    kept = acct.session()
+    clock.now += 40  # past the TTL, noticed first by a one-off session's replay
+    with acct.state.locked():
+        one_off = open_session(acct.state.shared_snapshot(), acct.conf, read_only=True)
+        acct.replay_assumptions(one_off)
+    assert not acct.assumed
+    assert acct.session() is kept
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
+
+
+def test_a_released_assumption_leaves_its_queue_as_a_new_session_would_count_it() -> None:
+    acct, _ = _start()
+    pending = pod("p1", group="g2", cpu="2")
+    assert filter_pod(acct, pending, NODES).passed
+    kept = acct.session()
+    acct.release("ns/p1")
+    assert acct.session() is kept
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
+    proportion = kept.plugins["proportion"]
+    assert isinstance(proportion, ProportionPlugin)
+    # counted again from the cache, not uncharged: no pod count left at zero
+    assert "pods" not in (proportion.queue_opts["q2"].allocated.scalars or {})
