@@ -23,6 +23,7 @@ from app.routes_common import (
 )
 from app.wire import (
     DecodedArgs,
+    HostScoreEncoder,
     WireError,
     encode_error,
     encode_host_priorities,
@@ -64,7 +65,12 @@ def clamp_scores(inputs: list[str], scores: Sequence[tuple[str, int]]) -> dict[s
     return out
 
 
-def answer_prioritize(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> tuple[int, bytes]:
+def answer_prioritize(
+    ctx: VerbContext,
+    m: VerbMetrics,
+    args: DecodedArgs,
+    encode_scores: Callable[[list[str], Sequence[int]], bytes] = encode_host_score_array,
+) -> tuple[int, bytes]:
     """(status, body) for a well-formed request; never raises."""
     try:
         if not ctx.backend.is_managed(args.pod):
@@ -74,7 +80,7 @@ def answer_prioritize(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> tu
         if isinstance(answer, HostScores) and answer.names == args.node_names:
             # Already one in-range int per input node, in input order: encode the array.
             m.outcome("scored")
-            return 200, encode_host_score_array(answer.names, answer.scores.tolist())
+            return 200, encode_scores(answer.names, answer.scores.tolist())
         scores = clamp_scores(args.node_names, answer)
     except Exception as exc:
         m.error()
@@ -90,6 +96,7 @@ def answer_prioritize(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> tu
 
 def make_prioritize_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Response]]:
     m = ctx.metrics.verb(VERB)
+    encode_scores = HostScoreEncoder()
 
     async def prioritize_endpoint(request: Request) -> Response:
         started = perf_counter()
@@ -100,7 +107,7 @@ def make_prioritize_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[
                 m.bad_request()
                 log_bad_request(VERB, exc)
                 return json_response(encode_error(str(exc)), 400)
-            status, body = answer_prioritize(ctx, m, args)
+            status, body = answer_prioritize(ctx, m, args, encode_scores)
             return json_response(body, status)
         finally:
             m.observe(perf_counter() - started)

@@ -15,6 +15,7 @@ kube-scheduler always writes them in their canonical camelCase form.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -315,6 +316,46 @@ def encode_host_priorities(node_names: Iterable[str], scores: Mapping[str, int])
 def encode_host_score_array(node_names: list[str], scores: Sequence[int]) -> bytes:
     """A `HostPriorityList` from scores already in input order and range, in one pass."""
     return orjson.dumps([{"Host": n, "Score": s} for n, s in zip(node_names, scores, strict=True)])
+
+
+_SCORE_TAILS = {
+    score: b"%d}" % score for score in range(MIN_EXTENDER_PRIORITY, MAX_EXTENDER_PRIORITY + 1)
+}
+
+
+class HostScoreEncoder:
+    """``encode_host_score_array``'s bytes, without a dict per node.
+
+    Each node's ``{"Host":"<name>","Score":`` is encoded once, by orjson (so escaped exactly
+    as the dict path escapes it), and kept; an answer is then joined from those pieces and
+    one of eleven score endings, in C. At 5,000 nodes the dicts cost ~0.57 ms a request and
+    were most of what the garbage collector was woken for on this path. The pieces are
+    forgotten wholesale past ``limit`` names (node names come and go slowly). Scores are
+    plain ints, as ``ndarray.tolist`` gives them; anything outside 0..10 takes the dict
+    path. One per prioritize endpoint: it is used from the event loop's thread only."""
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self._heads: dict[str, bytes] = {}
+
+    def __call__(self, node_names: list[str], scores: Sequence[int]) -> bytes:
+        if len(node_names) != len(scores):
+            raise ValueError(f"{len(node_names)} node names but {len(scores)} scores")
+        heads = self._heads
+        try:
+            pieces = list(map(heads.__getitem__, node_names))
+        except KeyError:
+            if len(heads) + len(node_names) > self.limit:
+                heads.clear()
+            for name in node_names:
+                if name not in heads:
+                    heads[name] = b'{"Host":' + orjson.dumps(name) + b',"Score":'
+            pieces = list(map(heads.__getitem__, node_names))
+        try:
+            tails = list(map(_SCORE_TAILS.__getitem__, scores))
+        except (KeyError, TypeError):  # not an int within 0..10: the general path
+            return encode_host_score_array(node_names, scores)
+        return b"[" + b",".join(map(operator.add, pieces, tails)) + b"]"
 
 
 def encode_zero_priorities(node_names: Iterable[str]) -> bytes:
