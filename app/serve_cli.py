@@ -181,10 +181,11 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "--refresh-interval",
         type=non_negative_seconds,
         default=0.0,
-        help="least seconds between two rebuilds of the queue accounting (default 0: every "
-        "verb decides on the latest event, the accounting being rebuilt whenever the cluster "
-        "changed); a positive value caps rebuilds under churn at the cost of deciding on "
-        "shares up to that old (the extender's own decisions still count at once)",
+        help="least seconds between two updates of the queue accounting (default 0: every "
+        "verb decides on the latest event, the accounting being brought up to date whenever a "
+        "change matters to decisions); a positive value caps updates under churn at the cost "
+        "of deciding on shares up to that old (the extender's own decisions still count at "
+        "once)",
     )
     eng.add_argument(
         "--namespaces",
