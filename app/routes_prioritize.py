@@ -27,7 +27,6 @@ from app.wire import (
     WireError,
     encode_error,
     encode_host_priorities,
-    encode_host_score_array,
     encode_zero_priorities,
     parse_extender_args,
 )
@@ -69,7 +68,7 @@ def answer_prioritize(
     ctx: VerbContext,
     m: VerbMetrics,
     args: DecodedArgs,
-    encode_scores: Callable[[list[str], Sequence[int]], bytes] = encode_host_score_array,
+    encode_scores: Callable[[list[str], Sequence[int]], bytes],
 ) -> tuple[int, bytes]:
     """(status, body) for a well-formed request; never raises."""
     try:

@@ -239,7 +239,7 @@ class FillRecord(Sequence[FillRound]):
             opts = {
                 str(spec[0]): QueueAttr(
                     name=str(spec[0]),
-                    weight=int(cast(int, spec[1])),
+                    weight=cast(int, spec[1]),
                     real_capability=_from_key(cast(_ResourceKey, spec[2])),
                     guarantee=_from_key(cast(_ResourceKey, spec[3])),
                     request=_from_key(request),
