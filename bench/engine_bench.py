@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine_backend import BackendOptions, EngineBackend
-from app.ports import FilterDecision
+from app.backend.engine import BackendOptions, EngineBackend
+from app.verbs.ports import FilterDecision
 from bench import Budget, Measurement, rss_mib, sample
 from bench.synthetic import SyntheticCluster
 from scheduler_core.api.resource import Resource

@@ -148,8 +148,8 @@ def get(port: int, path: str) -> tuple[int, bytes]:
 
 def serve(scale: float, port: int) -> int:
     """The service under test, built by the production code path around the synthetic cluster."""
-    from app.logs import setup_logging
-    from app.serve_cli import add_serve_parser, build_server
+    from app.cli.serve import add_serve_parser, build_server
+    from app.telemetry.logs import setup_logging
     from bench.engine_bench import build_fixture
 
     fixture = build_fixture(SyntheticCluster(ClusterSpec.at_scale(scale)))

@@ -115,7 +115,7 @@ def _apply_rate(state: Any, cluster: SyntheticCluster) -> dict[str, Any]:
 
 
 def _bind_trials(state: Any, cluster: SyntheticCluster, trials: int) -> list[float]:
-    from app.engine_backend import BackendOptions, EngineBackend
+    from app.backend.engine import BackendOptions, EngineBackend
     from scheduler_core.conf import default_configuration
 
     backend = EngineBackend(state, default_configuration(), BackendOptions())

@@ -1,4 +1,4 @@
-"""Cost of one JSON log line: app/logs.py's JsonFormatter against python-json-logger's.
+"""Cost of one JSON log line: app/telemetry/logs.py's JsonFormatter against python-json-logger's.
 
 Not a dependency of the project. Run from the repository root with the project's venv:
 
@@ -18,14 +18,14 @@ import timeit
 from pythonjsonlogger.json import JsonFormatter as LibraryJsonFormatter
 from pythonjsonlogger.orjson import OrjsonFormatter as LibraryOrjsonFormatter
 
-from app.logs import JsonFormatter
+from app.telemetry.logs import JsonFormatter
 
 ROUNDS, CALLS = 7, 20_000
 
 
 def record() -> logging.LogRecord:
     rec = logging.LogRecord(
-        "app.routes_filter",
+        "app.verbs.filter",
         logging.INFO,
         "routes_filter.py",
         42,
@@ -42,7 +42,7 @@ def main() -> None:
     rec = record()
     fields = "%(levelname)s %(name)s %(message)s %(filename)s %(lineno)d"
     formatters = {
-        "app.logs.JsonFormatter (orjson)": JsonFormatter(),
+        "app.telemetry.logs.JsonFormatter (orjson)": JsonFormatter(),
         "python-json-logger JsonFormatter (json)": LibraryJsonFormatter(fields),
         "python-json-logger OrjsonFormatter": LibraryOrjsonFormatter(fields),
     }

@@ -12,7 +12,7 @@ import pytest
 from fastapi import FastAPI
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.server import ServerSettings, create_app
+from app.serving.server import ServerSettings, create_app
 
 from .fake_backend import FakeBackend
 from .live import join_stopped_servers, serve

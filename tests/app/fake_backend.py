@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.ports import FilterDecision, QueueMetrics
+from app.telemetry.metrics import QueueMetrics
+from app.verbs.ports import FilterDecision
 from scheduler_core.extender.decisions import NodeVictims
 
 

@@ -6,11 +6,11 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.ports import FilterDecision
-from app.routes_filter import NOT_EVALUATED, partition_filter_decision
-from app.routes_preempt import keep_valid_victims
-from app.routes_prioritize import clamp_scores
-from app.wire import encode_host_priorities, encode_host_score_array
+from app.verbs.filter import NOT_EVALUATED, partition_filter_decision
+from app.verbs.ports import FilterDecision
+from app.verbs.preempt import keep_valid_victims
+from app.verbs.prioritize import clamp_scores
+from app.verbs.wire import encode_host_priorities, encode_host_score_array
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.prioritize import HostScores
 

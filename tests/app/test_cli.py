@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli import build_parser, main
+from app.cli.main import build_parser, main
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def clean_env() -> dict[str, str]:
 def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
     """`queue-extender ARGV`, run to its end."""
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *argv],
+        [sys.executable, "-m", "app.cli.main", *argv],
         cwd=REPO_ROOT,
         env=clean_env(),
         capture_output=True,
@@ -133,7 +133,7 @@ def test_serve_with_a_metrics_listener_answers_on_both_and_stops_on_sigterm() ->
     argv = ["serve", "--demo", "--port", str(port)]
     argv += ["--metrics-bind-address", f"127.0.0.1:{metrics_port}"]
     child = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *argv],
+        [sys.executable, "-m", "app.cli.main", *argv],
         cwd=REPO_ROOT,
         env=clean_env(),
         stdout=subprocess.DEVNULL,

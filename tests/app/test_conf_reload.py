@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cli import build_parser
-from app.conf_reload import ConfigurationWatcher
-from app.engine_backend import EngineBackend, backend_from_args
-from app.serve_cli import DEMO_FILTER_BODY, build_servers
+from app.backend.conf_reload import ConfigurationWatcher
+from app.backend.engine import EngineBackend
+from app.cli.main import build_parser
+from app.cli.serve import DEMO_FILTER_BODY, backend_from_args, build_servers
 from scheduler_core.conf import DEFAULT_CONF, SchedulerConfiguration
 
 from .live import serve

@@ -18,8 +18,8 @@ import httpx
 import orjson
 import pytest
 
-from app.engine_backend import BackendOptions, EngineBackend
-from app.server import ServerSettings, create_app
+from app.backend.engine import BackendOptions, EngineBackend
+from app.serving.server import ServerSettings, create_app
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration
 from tests.app.captured import FULL, NODE_CACHE, body, doc

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.cli import build_parser
-from app.controller_args import controller_options_from_args
+from app.cli.controller_flags import controller_options_from_args
+from app.cli.main import build_parser
 
 
 def options(*flags: str):  # type: ignore[no-untyped-def]

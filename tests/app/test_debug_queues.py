@@ -6,9 +6,10 @@ from typing import Any
 
 import httpx
 
-from app.cli import build_parser
-from app.engine_backend import EngineBackend, backend_from_args
-from app.server import create_app
+from app.backend.engine import EngineBackend
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import create_app
 
 from .live import serve
 

@@ -16,7 +16,8 @@ import pytest
 from fastapi import FastAPI
 from kubernetes import client as k8s_client
 
-from app.delegated_auth import (
+from app.cli.serve import build_servers, run_serve
+from app.serving.delegated_auth import (
     KubernetesReviews,
     ReviewUnavailable,
     TTLCache,
@@ -24,8 +25,7 @@ from app.delegated_auth import (
     bearer_token,
     request_verb,
 )
-from app.serve_cli import build_servers, run_serve
-from app.server import ServerSettings, create_app, create_metrics_app
+from app.serving.server import ServerSettings, create_app, create_metrics_app
 
 from .conftest import LiveFactory
 from .fake_backend import FakeBackend

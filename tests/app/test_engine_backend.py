@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cli import build_parser
-from app.engine_backend import backend_from_args
-from app.ports import BadPodError
-from app.server import create_app
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import create_app
+from app.verbs.ports import BadPodError
 from tests.builders import pod
 
 from .live import serve

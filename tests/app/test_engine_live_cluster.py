@@ -13,9 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cli import build_parser
-from app.engine_backend import EngineBackend, backend_from_args
-from app.server import ServerSettings, create_app
+from app.backend.engine import EngineBackend
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import ServerSettings, create_app
 from tests.app.live import serve
 from tests.builders import node, pod
 from tests.fakeapi.kubeconfig import write_kubeconfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine_backend import EngineBackend
+from app.backend.engine import EngineBackend
 from scheduler_core.cache.objects import collect
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration

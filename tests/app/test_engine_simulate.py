@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.cli import build_parser, main
-from app.simulate import run_simulate
+from app.cli.main import build_parser, main
+from app.cli.simulate import run_simulate
 
 DEMO = Path(__file__).resolve().parents[2] / "deploy" / "examples" / "demo-cluster.yaml"
 

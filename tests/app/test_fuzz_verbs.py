@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.cli import build_parser
-from app.engine_backend import backend_from_args
-from app.server import create_app
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import create_app
 
 from .live import serve
 

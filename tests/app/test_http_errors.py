@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.server import ServerSettings
+from app.serving.server import ServerSettings
 
 from .captured import NODE_CACHE, body
 from .conftest import Live, LiveFactory

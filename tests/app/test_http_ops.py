@@ -6,8 +6,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.ports import QueueMetrics
-from app.server import ServerSettings, create_app, verb_path
+from app.serving.server import ServerSettings, create_app, verb_path
+from app.telemetry.metrics import QueueMetrics
 
 from .conftest import Live, LiveFactory
 from .fake_backend import FakeBackend, Res

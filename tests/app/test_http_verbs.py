@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.ports import FilterDecision
-from app.server import ServerSettings
+from app.serving.server import ServerSettings
+from app.verbs.ports import FilterDecision
 from scheduler_core.extender.decisions import NodeVictims
 
 from .captured import FULL, NODE_CACHE, body, doc, requests

@@ -9,10 +9,11 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cli import build_parser
-from app.engine_backend import EngineBackend, backend_from_args
-from app.routes_whatif_api import MAX_WHATIF_BYTES
-from app.server import create_app
+from app.api.whatif import MAX_WHATIF_BYTES
+from app.backend.engine import EngineBackend
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import create_app
 from scheduler_core.insight.whatif import MAX_OBJECTS
 from tests.insight.conftest import fingerprint
 

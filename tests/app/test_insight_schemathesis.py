@@ -9,9 +9,9 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import positive_data_acceptance
 
-from app.cli import build_parser
-from app.engine_backend import backend_from_args
-from app.server import create_app
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import create_app
 
 _engine = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(_engine)).include(

@@ -9,7 +9,7 @@ import re
 
 import orjson
 
-from app.logs import V, setup_logging, vlog
+from app.telemetry.logs import V, setup_logging, vlog
 from scheduler_core.logutil import v, verbosity_of
 
 

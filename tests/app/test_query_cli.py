@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.cli import build_parser, main
-from app.engine_backend import demo_cluster_text
-from app.kubectl_plugin import main as kubectl_main
-from app.server import ServerSettings, create_app
+from app.backend.build import demo_cluster_text
+from app.cli.kubectl_plugin import main as kubectl_main
+from app.cli.main import build_parser, main
+from app.serving.server import ServerSettings, create_app
 
 from .live import serve
 
@@ -59,8 +59,8 @@ def job_file(tmp_path: Path) -> str:
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    from app.cli import build_parser as serve_parser
-    from app.engine_backend import backend_from_args
+    from app.cli.main import build_parser as serve_parser
+    from app.cli.serve import backend_from_args
 
     engine = backend_from_args(serve_parser().parse_args(["serve", "--demo"]))
     with serve(create_app(engine, ServerSettings())) as url:

@@ -11,7 +11,7 @@ from typing import Any
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from app.server import create_app
+from app.serving.server import create_app
 
 from .fake_backend import FakeBackend
 

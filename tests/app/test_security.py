@@ -10,8 +10,8 @@ import httpx
 import pytest
 import trustme
 
-from app.security import TokenFile, tls_options
-from app.server import ServerSettings, create_app
+from app.serving.security import TokenFile, tls_options
+from app.serving.server import ServerSettings, create_app
 
 from .conftest import LiveFactory
 from .fake_backend import FakeBackend

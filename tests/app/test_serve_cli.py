@@ -16,16 +16,16 @@ import pytest
 import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.engine_backend import backend_from_args
-from app.listeners import serve_all
-from app.serve_cli import (
+from app.cli.serve import (
     add_serve_parser,
+    backend_from_args,
     banner,
     build_server,
     build_servers,
     run_serve,
     settings_from_args,
 )
+from app.serving.listeners import serve_all
 
 from .fake_backend import FakeBackend
 

@@ -11,11 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.cli import build_parser
-from app.engine_backend import backend_from_args
-from app.listeners import serve_all
-from app.serve_cli import build_servers
-from app.status_listener import parse_address
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args, build_servers
+from app.serving.listeners import serve_all
+from app.serving.status_listener import parse_address
 
 from .test_serve_cli import free_port
 

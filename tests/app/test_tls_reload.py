@@ -15,8 +15,8 @@ import pytest
 import trustme
 import uvicorn
 
-from app.serve_cli import build_servers
-from app.tls_reload import ReloadingServerContext
+from app.cli.serve import build_servers
+from app.serving.tls_reload import ReloadingServerContext
 
 from .fake_backend import FakeBackend
 from .test_serve_cli import free_port, parse

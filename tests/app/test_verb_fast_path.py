@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from app.verb_fast_path import VerbFastPath
+from app.verbs.fast_path import VerbFastPath
 
 
 class Recorder:

@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import httpx
 
-from app.cli import build_parser
-from app.engine_backend import backend_from_args
-from app.server import create_app
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import create_app
 from scheduler_core.insight.whatif import WhatIfRequest, WhatIfResult
 from tests.insight.conftest import fingerprint
 

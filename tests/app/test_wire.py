@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.wire import (
+from app.verbs.wire import (
     HostScoreEncoder,
     WireError,
     encode_filter_error,

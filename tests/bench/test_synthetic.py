@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from app.engine_backend import BackendOptions, EngineBackend
+from app.backend.engine import BackendOptions, EngineBackend
 from bench import Measurement, percentile
 from bench.__main__ import parse_only, render
 from bench.engine_bench import build_fixture, pick_filter_pods

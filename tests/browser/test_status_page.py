@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from app.cli import build_parser
-from app.engine_backend import backend_from_args
-from app.server import create_app
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import create_app
 from tests.app.live import serve
 
 #: Set to a path to refresh the README's screenshot (docs/status-page.png).

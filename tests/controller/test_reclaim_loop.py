@@ -143,7 +143,7 @@ def test_no_cycle_runs_while_an_evicted_pod_still_looks_running() -> None:
 
 
 def test_the_last_evictions_are_kept_for_the_status_page_newest_first() -> None:
-    from app.reclaim_args import recent_evictions
+    from app.backend.engine import recent_evictions
 
     h = Harness()
     h.loop.run_once()

@@ -236,7 +236,7 @@ def test_dockerignore_keeps_the_rest_out() -> None:
         "deploy/deployment.yaml",
     ]:
         assert not _sent_to_docker(path), path
-    assert _sent_to_docker("app/server.py")
+    assert _sent_to_docker("app/serving/server.py")
     assert _sent_to_docker("scheduler_core/api/task.py")
 
 

@@ -21,9 +21,9 @@ import promql_parser
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.cli import build_parser
-from app.engine_backend import backend_from_args
-from app.server import ServerSettings, create_app
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args
+from app.serving.server import ServerSettings, create_app
 from tests.app.live import serve
 from tests.fakeapi.kubeconfig import write_kubeconfig
 from tests.fakeapi.server import FakeApiServer

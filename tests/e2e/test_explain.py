@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.cli import build_parser
+from app.cli.main import build_parser
 from tests.e2e.conftest import Stack
 from tests.e2e.controlplane import wait_for
 from tests.e2e.kube import Kube

@@ -1,0 +1,7 @@
+"""The people's API: why a pod waits, what a queue holds, what a change would do.
+
+Read-only routes under ``/api/v1`` (``explain.py``, ``queues.py``, ``whatif.py``), the HTML
+status page (``status_page.py`` renders, ``status_routes.py`` serves), their pydantic wire
+models (``wire.py``) and the ``InsightBackend`` port (``port.py``). The answers come from
+``scheduler_core.insight``; ``debug.py`` keeps the older ``/debug`` routes.
+"""

@@ -1,0 +1,101 @@
+"""Several uvicorn listeners in one process, on one event loop, over one engine.
+
+The main listener serves the verbs; side listeners (``--metrics-bind-address``,
+``--status-address``) serve a subset of routes on other addresses. Every worker or process
+would hold its own caches and assumptions, so they share one loop instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Generator, Sequence
+from typing import Any
+
+import uvicorn
+
+from app.serving.tls_reload import ReloadingServerContext
+
+
+class _Config(uvicorn.Config):
+    """uvicorn's configuration with a reloading TLS context in place of the one uvicorn loads
+    once from the same files (which still tell uvicorn it serves https)."""
+
+    def __init__(self, *args: Any, tls_context: ReloadingServerContext | None, **kw: Any):
+        super().__init__(*args, **kw)
+        self.tls_context = tls_context
+
+    def load(self) -> None:
+        super().load()
+        if self.tls_context is not None:
+            self.ssl = self.tls_context.context
+
+
+def uvicorn_config(
+    app: Any,
+    host: str,
+    port: int,
+    tls: dict[str, Any],
+    reloading: ReloadingServerContext | None = None,
+) -> uvicorn.Config:
+    """One listener's configuration; with ``reloading``, every listener shares one TLS
+    context that follows the certificate files as they are rotated."""
+    return _Config(
+        app,
+        tls_context=reloading,
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        workers=1,
+        access_log=False,
+        log_config=None,
+        lifespan="auto",
+        server_header=False,
+        **tls,
+    )
+
+
+class SideServer(uvicorn.Server):
+    """A side listener. It leaves SIGINT/SIGTERM to the main server, which stops it: two
+    servers capturing the same signals would each restore the other's handler."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def serve_all(main: uvicorn.Server, sides: Sequence[uvicorn.Server]) -> int:
+    """Runs every listener on one event loop until any stops; returns the exit code.
+    SIGINT/SIGTERM reach the main listener and the side ones follow it; a listener that
+    cannot start (e.g. its port is taken) stops the others, so a pod never runs without an
+    endpoint it was configured with."""
+    servers = [main, *sides]
+
+    def stop_all() -> None:
+        for server in servers:
+            server.should_exit = True
+
+    async def run(server: uvicorn.Server) -> int:
+        try:
+            await server.serve()
+        except SystemExit as exc:  # uvicorn's exit on a start-up failure, already logged
+            return exc.code if isinstance(exc.code, int) else 1
+        finally:
+            stop_all()
+        return 0
+
+    async def follow() -> None:
+        # uvicorn's own main loop polls should_exit at this pace: all shut down together.
+        while not any(server.should_exit for server in servers):
+            await asyncio.sleep(0.1)
+        stop_all()
+
+    async def together() -> int:
+        watcher = asyncio.create_task(follow())
+        codes = await asyncio.gather(*(run(server) for server in servers))
+        watcher.cancel()
+        return max(codes)
+
+    with asyncio.Runner(loop_factory=main.config.get_loop_factory()) as runner:
+        return runner.run(together())

@@ -1,0 +1,420 @@
+"""The FastAPI application factory for the extender service.
+
+`create_app(backend, settings)` wires routes, metrics and auth around one backend and holds
+no module-level state, so tests and benchmarks can run several apps side by side. FastAPI
+is used for routing and for the OpenAPI description of the wire; the verb handlers read raw
+bytes and return pre-encoded bytes, so FastAPI never validates or encodes a request body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from prometheus_client import (
+    CollectorRegistry,
+    Gauge,
+    GCCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+from starlette.applications import Starlette
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+
+from app.api import debug as routes_debug
+from app.api import explain as routes_explain_api
+from app.api import queues as routes_queues_api
+from app.api import status_routes as routes_status_page
+from app.api import whatif as routes_whatif_api
+from app.api.common import answer_validation_errors_with_400, drop_validation_422
+from app.api.port import InsightBackend
+from app.serving import ops as routes_ops
+from app.serving.delegated_auth import DEFAULT_CACHE_TTL, DelegatedAuthBackend, Reviews
+from app.serving.security import BearerTokenBackend, TokenFile, unauthorized
+from app.telemetry.metrics import (
+    AssumptionCollector,
+    AssumptionCounts,
+    QueueCollector,
+    ServiceMetrics,
+    iter_registries,
+)
+from app.verbs.common import OnError, VerbContext
+from app.verbs.fast_path import VerbFastPath
+from app.verbs.filter import make_filter_endpoint
+from app.verbs.ports import ExtenderBackend
+from app.verbs.preempt import make_preempt_endpoint
+from app.verbs.prioritize import make_prioritize_endpoint
+from app.verbs.wire import (
+    ErrorModel,
+    ExtenderArgs,
+    ExtenderFilterResult,
+    ExtenderPreemptionArgs,
+    ExtenderPreemptionResult,
+    HostPriority,
+)
+from app.version import version
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+FIXED_PATHS = frozenset(
+    {"/healthz", "/readyz", "/metrics", "/debug/queues", "/debug/explain", "/noop"}
+    | {"/openapi.json", "/api/v1/whatif", "/api/v1/queues"}
+)
+TITLE = "kube-queue-extender"
+
+VERSION = version()
+
+
+@dataclass(slots=True)
+class ServerSettings:
+    """Everything `create_app` needs besides the backend.
+
+    `registry`: the app's metric registry; pass one to register other collectors on it
+    (e.g. the informers'); a fresh one is made otherwise. `extra_registries` are rendered
+    after it on /metrics. `config_warnings` returns what the engine's configuration made it
+    skip, read at each /readyz and scrape (so a reloaded configuration shows at once).
+    `delegated_auth`: the API server's TokenReview/SubjectAccessReview, guarding every path
+    but the verbs and the probes (an alternative to `token_file`, not a second layer).
+    `assumptions`, when the backend keeps assumptions, feeds the assumed-pods gauge.
+    """
+
+    url_prefix: str = "/"
+    filter_verb: str = "filter"
+    prioritize_verb: str = "prioritize"
+    preempt_verb: str = "preempt"
+    on_error: OnError = "fail"
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    registry: CollectorRegistry | None = None
+    extra_registries: tuple[CollectorRegistry, ...] = ()
+    token_file: str | None = None
+    token_recheck_seconds: float = 1.0
+    metrics_auth: bool = False
+    delegated_auth: Reviews | None = None
+    auth_cache_ttl: float = DEFAULT_CACHE_TTL
+    config_warnings: Callable[[], Sequence[str]] = tuple
+    assumptions: Callable[[], AssumptionCounts] | None = None
+
+
+def verb_path(prefix: str, verb: str) -> str:
+    """kube-scheduler's URL rule: `TrimRight(urlPrefix, "/") + "/" + verb`."""
+    base = prefix.strip()
+    if base and not base.startswith("/"):
+        base = "/" + base
+    return base.rstrip("/") + "/" + verb.strip().strip("/")
+
+
+def verb_paths(settings: ServerSettings) -> dict[str, str]:
+    """verb -> path, refusing empty, duplicate or reserved paths."""
+    paths: dict[str, str] = {}
+    for verb, name in (
+        ("filter", settings.filter_verb),
+        ("prioritize", settings.prioritize_verb),
+        ("preempt", settings.preempt_verb),
+    ):
+        if not name.strip().strip("/"):
+            raise ValueError(f"the {verb} verb name must not be empty")
+        path = verb_path(settings.url_prefix, name)
+        if path in FIXED_PATHS:
+            raise ValueError(f"the {verb} path {path} collides with a built-in endpoint")
+        if path in paths.values():
+            raise ValueError(f"the {verb} path {path} is used by another verb")
+        paths[verb] = path
+    return paths
+
+
+def _check(settings: ServerSettings) -> None:
+    if settings.on_error not in ("pass", "fail"):
+        raise ValueError(f"on_error must be 'pass' or 'fail', not {settings.on_error!r}")
+    if settings.max_body_bytes <= 0:
+        raise ValueError("max_body_bytes must be positive")
+    if settings.token_file and settings.delegated_auth is not None:
+        raise ValueError(
+            "--token-file and --delegated-auth are alternatives: the static token guards the "
+            "verbs too, delegated authentication everything but the verbs"
+        )
+    if settings.auth_cache_ttl < 0:
+        raise ValueError("auth_cache_ttl must not be negative")
+
+
+def _json_body(ref: dict[str, Any]) -> dict[str, Any]:
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
+
+
+def _answers(ok: type[BaseModel] | dict[str, Any], bad: type[BaseModel]) -> dict[int | str, Any]:
+    ok_doc: dict[str, Any] = {"description": "The answer"}
+    if isinstance(ok, dict):
+        ok_doc["content"] = {"application/json": {"schema": ok}}
+    else:
+        ok_doc["model"] = ok
+    return {
+        200: ok_doc,
+        400: {"model": bad, "description": "Malformed, incomplete or oversized request"},
+        401: {"model": ErrorModel, "description": "Bearer token missing or wrong"},
+        500: {"model": ErrorModel, "description": "Backend failure under on_error=fail"},
+    }
+
+
+_REQUEST_MODELS: tuple[type[BaseModel], ...] = (ExtenderArgs, ExtenderPreemptionArgs)
+
+
+def _request_schemas() -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Model name -> `$ref`, and the definitions to add to `components.schemas`."""
+    refs, top = models_json_schema(
+        [(m, "validation") for m in _REQUEST_MODELS],
+        ref_template="#/components/schemas/{model}",
+    )
+    return {model.__name__: dict(ref) for (model, _), ref in refs.items()}, top.get("$defs", {})
+
+
+def _install_openapi(app: FastAPI, defs: dict[str, Any]) -> None:
+    """FastAPI documents only bodies it parses; ours are parsed by hand, so add them."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, definition in defs.items():
+                schemas.setdefault(name, definition)
+            drop_validation_422(schema)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None) -> FastAPI:
+    """The extender service around `backend`."""
+    settings = settings if settings is not None else ServerSettings()
+    _check(settings)
+    paths = verb_paths(settings)
+    registry = settings.registry if settings.registry is not None else CollectorRegistry()
+    # A `_created` series per counter and histogram doubles the scrape for a timestamp no
+    # dashboard reads (the switch is process-wide in prometheus_client); the process and GC
+    # collectors give memory, CPU, open files and collection pauses next to our own figures.
+    disable_created_metrics()  # type: ignore[no-untyped-call]
+    ProcessCollector(registry=registry)
+    GCCollector(registry=registry)
+    # The queue collector goes first so that a failure while reading the queues is already
+    # counted in the same scrape's queue_extender_errors_total.
+    queue_collector = QueueCollector(backend.queue_metrics)
+    registry.register(queue_collector)
+    metrics = ServiceMetrics(registry)
+    Gauge(
+        "queue_extender_config_warnings",
+        "Configuration warnings: plugins the engine skips and a refused reload of the "
+        "configuration file (each named by /readyz).",
+        registry=registry,
+    ).set_function(lambda: len(settings.config_warnings()))
+    if settings.assumptions is not None:
+        registry.register(AssumptionCollector(settings.assumptions))
+    queue_errors = metrics.verb("queue_metrics")
+    queue_collector.on_error = lambda _exc: queue_errors.error()
+    ctx = VerbContext(
+        backend=backend,
+        metrics=metrics,
+        on_error=settings.on_error,
+        max_body_bytes=settings.max_body_bytes,
+    )
+
+    app = FastAPI(
+        title=TITLE,
+        version=VERSION,
+        description="Volcano-style queue fair share, preemption and reclaim for kube-scheduler, "
+        "served as a kube-scheduler HTTP extender (k8s.io/kube-scheduler/extender/v1).",
+        # Swagger UI and ReDoc load their scripts from a public CDN: blank in an air-gapped
+        # cluster. The schema stays at /openapi.json for any OpenAPI viewer.
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.backend = backend
+    app.state.metrics = metrics
+    app.state.registry = registry
+    app.state.settings = settings
+    refs, defs = _request_schemas()
+    verbs = {
+        "filter": make_filter_endpoint(ctx),
+        "prioritize": make_prioritize_endpoint(ctx),
+        "preempt": make_preempt_endpoint(ctx),
+    }
+
+    app.add_api_route(
+        paths["filter"],
+        verbs["filter"],
+        methods=["POST"],
+        name="filter",
+        summary="kube-scheduler filter verb",
+        responses=_answers(ExtenderFilterResult, ExtenderFilterResult),
+        openapi_extra=_json_body(refs[ExtenderArgs.__name__]),
+    )
+    host_list = {"type": "array", "items": {"$ref": "#/components/schemas/HostPriority"}}
+    defs.setdefault("HostPriority", HostPriority.model_json_schema())
+    app.add_api_route(
+        paths["prioritize"],
+        verbs["prioritize"],
+        methods=["POST"],
+        name="prioritize",
+        summary="kube-scheduler prioritize verb (HostPriorityList)",
+        responses=_answers(host_list, ErrorModel),
+        openapi_extra=_json_body(refs[ExtenderArgs.__name__]),
+    )
+    app.add_api_route(
+        paths["preempt"],
+        verbs["preempt"],
+        methods=["POST"],
+        name="preempt",
+        summary="kube-scheduler preempt verb",
+        responses=_answers(ExtenderPreemptionResult, ErrorModel),
+        openapi_extra=_json_body(refs[ExtenderPreemptionArgs.__name__]),
+    )
+    _add_ops_routes(app, backend, ctx, registry, settings)
+    if isinstance(backend, InsightBackend):
+        defs.update(add_insight_routes(app, backend))
+    _install_openapi(app, defs)
+    # Added before authentication, so it sits inside it: every verb call is still checked.
+    # The no-op takes the same way, so that it stays the verbs' floor for bench/.
+    fast = {paths[v]: e for v, e in verbs.items()} | {"/noop": routes_ops.noop}
+    app.add_middleware(VerbFastPath, endpoints=fast)
+    _install_auth(app, settings, frozenset(paths.values()))
+    return app
+
+
+def create_metrics_app(app: FastAPI) -> Starlette:
+    """/metrics, /healthz and /readyz of `app` alone, for a second listener that Prometheus
+    and probes may reach while the verbs and /debug stay on the main (loopback) one. Same
+    registries, same readiness, same authentication (and the same review cache)."""
+    endpoints = app.state.ops_endpoints
+    metrics_app = Starlette(
+        routes=[Route(path, endpoint, methods=["GET"]) for path, endpoint in endpoints.items()]
+    )
+    if app.state.auth_backend is not None:
+        metrics_app.add_middleware(
+            AuthenticationMiddleware, backend=app.state.auth_backend, on_error=unauthorized
+        )
+    return metrics_app
+
+
+def _install_auth(app: FastAPI, settings: ServerSettings, verbs: frozenset[str]) -> None:
+    backend: BearerTokenBackend | DelegatedAuthBackend | None = None
+    if settings.token_file:
+        open_paths = OPEN_PATHS if settings.metrics_auth else OPEN_PATHS | {"/metrics"}
+        backend = BearerTokenBackend(
+            TokenFile(settings.token_file, settings.token_recheck_seconds), open_paths
+        )
+    elif settings.delegated_auth is not None:
+        # Everything but the probes and the verbs, including paths that do not exist: a
+        # caller learns nothing about the routes without a token.
+        open_paths = OPEN_PATHS | verbs
+        backend = DelegatedAuthBackend(
+            settings.delegated_auth,
+            lambda path: path not in open_paths,
+            ttl=settings.auth_cache_ttl,
+        )
+    app.state.auth_backend = backend
+    if backend is not None:
+        app.add_middleware(AuthenticationMiddleware, backend=backend, on_error=unauthorized)
+
+
+def add_insight_routes(app: FastAPI, backend: InsightBackend) -> dict[str, Any]:
+    """The read-only API and the status page; returns the schema definitions to publish."""
+    app.include_router(routes_queues_api.make_router(backend))
+    app.include_router(routes_explain_api.make_router(backend))
+    app.include_router(routes_whatif_api.make_router(backend))
+    app.include_router(routes_status_page.make_router(backend))
+    answer_validation_errors_with_400(app)
+    return routes_whatif_api.request_schema()[1]
+
+
+def create_status_app(backend: InsightBackend, settings: ServerSettings | None = None) -> FastAPI:
+    """The status page and the read-only API alone, for ``--status-address``: a listener
+    that can be shown to users without exposing the verbs, /metrics or /debug. It honours
+    the same bearer token (TLS is the listener's)."""
+    settings = settings if settings is not None else ServerSettings()
+    app = FastAPI(
+        title=TITLE + " status",
+        version=VERSION,
+        description="The queue status page and the read-only explain / what-if API.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.backend = backend
+    app.add_api_route("/healthz", routes_ops.healthz, methods=["GET"])
+    _install_openapi(app, add_insight_routes(app, backend))
+    _install_auth(app, settings, frozenset())
+    return app
+
+
+def _add_ops_routes(
+    app: FastAPI,
+    backend: ExtenderBackend,
+    ctx: VerbContext,
+    registry: CollectorRegistry,
+    settings: ServerSettings,
+) -> None:
+    text = {"content": {"text/plain": {"schema": {"type": "string"}}}}
+    readyz = routes_ops.make_readyz(backend, settings.config_warnings)
+    metrics = routes_ops.make_metrics(tuple(iter_registries(registry, settings.extra_registries)))
+    # What a separate metrics listener serves (`create_metrics_app`): probes and the scrape.
+    app.state.ops_endpoints = {
+        "/healthz": routes_ops.healthz,
+        "/readyz": readyz,
+        "/metrics": metrics,
+    }
+    app.add_api_route(
+        "/healthz",
+        routes_ops.healthz,
+        methods=["GET"],
+        responses={200: {"description": "Serving", **text}},
+    )
+    app.add_api_route(
+        "/readyz",
+        readyz,
+        methods=["GET"],
+        responses={
+            200: {"description": "Caches synced", **text},
+            503: {"description": "Not ready, with the reason", **text},
+        },
+    )
+    app.add_api_route(
+        "/metrics",
+        metrics,
+        methods=["GET"],
+        responses={200: {"description": "Prometheus text format", **text}},
+    )
+    app.add_api_route(
+        "/debug/queues",
+        routes_debug.make_debug_queues(ctx),
+        methods=["GET"],
+        responses={
+            200: {"description": "The engine's queue state"},
+            500: {"model": ErrorModel, "description": "The backend failed"},
+        },
+    )
+    pod_body = _json_body({"type": "object", "description": "A v1.Pod"})
+    app.add_api_route(
+        "/debug/explain",
+        routes_debug.make_debug_explain(ctx),
+        methods=["POST"],
+        openapi_extra=pod_body,
+        responses={
+            200: {"description": "How the engine sees this pod"},
+            400: {"model": ErrorModel, "description": "Malformed request"},
+            500: {"model": ErrorModel, "description": "The backend failed"},
+        },
+    )
+    app.add_api_route(
+        "/noop",
+        routes_ops.noop,
+        methods=["POST"],
+        responses={200: {"description": "Always {}"}},
+    )

@@ -1,0 +1,83 @@
+"""The port between the HTTP service and the scheduling engine.
+
+The HTTP layer knows the engine only through `ExtenderBackend`; the engine adapter (owned
+elsewhere) implements it. Keeping this contract to plain data means the service can be
+tested with a scripted backend and the engine can be tested without HTTP.
+
+Threading contract: the service calls every backend method on its event-loop thread, one
+call at a time, so decisions are serialised exactly as kube-scheduler's scheduling cycle is.
+A backend method must therefore never block on I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.telemetry.metrics import QueueMetrics
+from scheduler_core.extender.decisions import NodeVictims
+
+
+class BadPodError(ValueError):
+    """A pod the engine cannot read (a field it cannot parse): the caller's mistake, answered
+    with HTTP 400 and the one-line message, not an engine failure."""
+
+
+@dataclass(slots=True)
+class FilterDecision:
+    """The engine's answer to filter.
+
+    `failed` nodes may be helped by preemption (kube-scheduler's Unschedulable);
+    `failed_unresolvable` nodes cannot (UnschedulableAndUnresolvable). `reason_codes` maps a
+    rejected node to a short, stable code (e.g. "queue-overused") for the rejection metric,
+    since the human reasons carry numbers and would explode label cardinality.
+    """
+
+    node_names: list[str]
+    failed: dict[str, str]
+    failed_unresolvable: dict[str, str]
+    error: str = ""
+    reason_codes: dict[str, str] = field(default_factory=dict)
+
+
+class ExtenderBackend(Protocol):
+    """What the HTTP service needs from the engine.
+
+    Pods arrive as the decoded Kubernetes JSON (`dict`), exactly as kube-scheduler sent them.
+    The service never calls a verb for a pod the backend does not manage (`is_managed`
+    false): it answers those with kube-scheduler-neutral pass-through itself.
+    """
+
+    def readiness(self) -> tuple[bool, str]:
+        """(ready, reason); the reason is shown by /readyz while not ready."""
+        ...
+
+    def is_managed(self, pod: dict[str, Any]) -> bool: ...
+
+    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision: ...
+
+    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> Sequence[tuple[str, int]]:
+        """(node, score) pairs, score in 0..10 (`MaxExtenderPriority`)."""
+        ...
+
+    def preempt(
+        self, pod: dict[str, Any], candidates: dict[str, list[str]]
+    ) -> dict[str, NodeVictims]:
+        """candidates: node -> kube-scheduler's proposed victim UIDs (lists may be empty).
+
+        Returns only the nodes that have a valid victim set.
+        """
+        ...
+
+    def queue_metrics(self) -> list[QueueMetrics]: ...
+
+    def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
+        """A JSON-able account of how the engine sees this pod (POST /debug/explain).
+
+        Raises `BadPodError` for a pod the engine cannot read."""
+        ...
+
+    def debug_state(self) -> dict[str, Any]:
+        """A JSON-able dump of queues and caches (GET /debug/queues)."""
+        ...

@@ -1,0 +1,114 @@
+"""POST {prefix}/{prioritizeVerb}: the thin prioritize handler.
+
+kube-scheduler neither clamps nor checks extender scores (a score of 1,000 would swamp every
+in-tree plugin), so the answer is normalised here: one entry per input node, in input
+order, scores clamped to 0..MaxExtenderPriority, nodes the backend did not score get 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from time import perf_counter
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from app.telemetry.metrics import VerbMetrics
+from app.verbs.common import (
+    VerbContext,
+    json_response,
+    log_backend_failure,
+    log_bad_request,
+    read_body,
+)
+from app.verbs.wire import (
+    DecodedArgs,
+    HostScoreEncoder,
+    WireError,
+    encode_error,
+    encode_host_priorities,
+    encode_zero_priorities,
+    parse_extender_args,
+)
+from scheduler_core.extender.prioritize import (
+    MAX_EXTENDER_PRIORITY,
+    MIN_EXTENDER_PRIORITY,
+    HostScores,
+)
+
+VERB = "prioritize"
+
+
+def clamp_scores(inputs: list[str], scores: Sequence[tuple[str, int]]) -> dict[str, int]:
+    """The backend's scores for input nodes only, as ints within 0..10 (last one wins)."""
+    wanted = set(inputs)
+    fast = dict(scores)
+    values = fast.values()
+    # The usual answer (every score an int within range) is checked in C over thousands of
+    # nodes; anything else takes the per-node path below.
+    if not values or (
+        set(map(type, values)) == {int}
+        and min(values) >= MIN_EXTENDER_PRIORITY
+        and max(values) <= MAX_EXTENDER_PRIORITY
+    ):
+        if fast.keys() <= wanted:
+            return fast
+        return {host: score for host, score in fast.items() if host in wanted}
+    out: dict[str, int] = {}
+    for host, score in scores:
+        if host in wanted:
+            if type(score) is int and MIN_EXTENDER_PRIORITY <= score <= MAX_EXTENDER_PRIORITY:
+                out[host] = score  # the common case, at half the cost of clamping
+            else:
+                out[host] = max(MIN_EXTENDER_PRIORITY, min(MAX_EXTENDER_PRIORITY, int(score)))
+    return out
+
+
+def answer_prioritize(
+    ctx: VerbContext,
+    m: VerbMetrics,
+    args: DecodedArgs,
+    encode_scores: Callable[[list[str], Sequence[int]], bytes],
+) -> tuple[int, bytes]:
+    """(status, body) for a well-formed request; never raises."""
+    try:
+        if not ctx.backend.is_managed(args.pod):
+            m.outcome("unmanaged")
+            return 200, encode_zero_priorities(args.node_names)
+        answer = ctx.backend.prioritize(args.pod, list(args.node_names))
+        if isinstance(answer, HostScores) and answer.names == args.node_names:
+            # Already one in-range int per input node, in input order: encode the array.
+            m.outcome("scored")
+            return 200, encode_scores(answer.names, answer.scores.tolist())
+        scores = clamp_scores(args.node_names, answer)
+    except Exception as exc:
+        m.error()
+        m.outcome("error")
+        log_backend_failure(VERB, args.pod, exc, ctx.on_error)
+        if ctx.on_error == "pass":
+            return 200, encode_zero_priorities(args.node_names)
+        # kube-scheduler drops a failed extender's scores and carries on (never fatal).
+        return 500, encode_error(f"queue extender internal error: {type(exc).__name__}: {exc}")
+    m.outcome("scored")
+    return 200, encode_host_priorities(args.node_names, scores)
+
+
+def make_prioritize_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Response]]:
+    m = ctx.metrics.verb(VERB)
+    encode_scores = HostScoreEncoder()
+
+    async def prioritize_endpoint(request: Request) -> Response:
+        started = perf_counter()
+        try:
+            try:
+                args = parse_extender_args(await read_body(request, ctx.max_body_bytes))
+            except WireError as exc:
+                m.bad_request()
+                log_bad_request(VERB, exc)
+                return json_response(encode_error(str(exc)), 400)
+            status, body = answer_prioritize(ctx, m, args, encode_scores)
+            return json_response(body, status)
+        finally:
+            m.observe(perf_counter() - started)
+
+    return prioritize_endpoint
