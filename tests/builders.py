@@ -14,6 +14,7 @@ import yaml
 
 import scheduler_core.actions
 import scheduler_core.plugins  # noqa: F401 - registers every plugin and action
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
@@ -21,7 +22,13 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.convert import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
 from scheduler_core.cache.objects import collect
-from scheduler_core.conf import DEFAULT_CONF, SchedulerConfiguration, load_configuration
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.conf import (
+    DEFAULT_CONF,
+    SchedulerConfiguration,
+    default_configuration,
+    load_configuration,
+)
 from scheduler_core.engine import run_session
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.session import Session
@@ -374,3 +381,24 @@ def task_of(ssn: Session, key: str) -> TaskInfo:
 
 def keys(tasks: Iterable[TaskInfo]) -> list[str]:
     return [t.key for t in tasks]
+
+
+# --- queue accounting over a cluster state, with a fake clock -------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def accounting(
+    objects: Iterable[Mapping[str, Any]], conf_text: str | None = None, ttl: float = 30.0
+) -> tuple[QueueAccounting, Clock]:
+    state = ClusterState()
+    state.apply_objects(collect(objects))
+    conf = load_configuration(conf_text) if conf_text else default_configuration()
+    clock = Clock()
+    return QueueAccounting(state, conf, assume_ttl=ttl, clock=clock), clock

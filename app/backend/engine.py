@@ -21,6 +21,7 @@ from app.api.port import RecentEviction, RecentEvictionsProvider
 from app.backend.conf_reload import ConfigurationWatcher
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
 from app.verbs.ports import BadPodError, FilterDecision
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
@@ -33,7 +34,6 @@ from scheduler_core.controller.events import WARNING, ObjectRef
 from scheduler_core.controller.eviction import EvictionResult
 from scheduler_core.controller.reclaim import ReclaimLoop
 from scheduler_core.controller.runtime import Controller
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.explain import explain_pod
 from scheduler_core.extender.filter import filter_pod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
@@ -12,7 +13,6 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task
 from scheduler_core.cache.state import synthesized_job
 from scheduler_core.engine import open_session
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import check_pod
 from scheduler_core.report import queue_attrs

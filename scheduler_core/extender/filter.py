@@ -12,13 +12,13 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.display import dims
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import FilterResult, Rejection
 from scheduler_core.logutil import v

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.display import dims
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import check_pod
 from scheduler_core.extender.preempt import gangs_broken

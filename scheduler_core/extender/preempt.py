@@ -13,11 +13,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.preempt_node import VictimSearch

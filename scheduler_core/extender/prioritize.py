@@ -9,11 +9,11 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.convert import pod_to_task
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.framework.node_scores import FloatArray
 from scheduler_core.framework.session import Session
 

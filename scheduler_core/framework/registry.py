@@ -8,13 +8,34 @@ actions never import plugins (the layering of Volcano's scheduler).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
+from scheduler_core.api.usage import JobUsage
 from scheduler_core.framework.arguments import Arguments
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class UsageChange:
+    """Some existing jobs' usage changed behind a long-lived read-only session (a pod bound,
+    added, finished or deleted in an existing group; a PodGroup's phase): ``usage`` is the
+    live cache's per-queue sums, ``queues`` and ``nodes`` what the change touched."""
+
+    usage: Mapping[str, JobUsage]
+    queues: Collection[str]
+    nodes: Collection[str]
+
+
+#: What a plugin does to bring its per-session state up to date with a ``UsageChange``.
+FollowStep = Callable[[], None]
+
+
+def follows_nothing() -> None:
+    """The step of a plugin that keeps nothing a change of usage makes stale."""
 
 
 class Plugin(ABC):
@@ -29,6 +50,19 @@ class Plugin(ABC):
 
     def on_session_close(self, ssn: Session) -> None:  # noqa: B027 - optional hook
         """Drop per-session state; most plugins have nothing to do."""
+
+    def can_follow(self, ssn: Session) -> bool:
+        """Whether ``follow`` can bring this plugin's state in ``ssn`` up to date in place.
+        False by default: a plugin that keeps per-session state and says nothing of it is
+        never followed, its session is opened again instead (always right, only slower)."""
+        return False
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep | None:
+        """How this plugin's per-session state in ``ssn`` is brought to what a session opened
+        now would hold, after ``change``: a step that does it, or None when it cannot. It
+        must change nothing itself: the caller runs the steps only once every plugin of the
+        session has given one, so a refusal leaves the session exactly as it was."""
+        return None
 
 
 class Action(ABC):

@@ -15,11 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.filter import (
     check_pod,
     gang_shortfall,

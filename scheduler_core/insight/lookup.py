@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cmp_to_key
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.filter import check_pod
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.insight.amounts import Amounts, amounts
 from scheduler_core.insight.derivation import Derivation, queue_derivation
 from scheduler_core.report import queue_attrs

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.types import TaskStatus
@@ -23,7 +24,6 @@ from scheduler_core.cache.objects import ClusterObjects, collect
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session, run_actions
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
 from scheduler_core.insight.queues import QueueView, queue_views

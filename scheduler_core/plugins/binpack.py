@@ -24,10 +24,16 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.node_scores import NodeScoreArray
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.util.node_table import EXACT_LIMIT, FloatArray, NodeTable, RowArray
+from scheduler_core.plugins.util.node_table import (
+    EXACT_LIMIT,
+    FloatArray,
+    NodeTable,
+    RowArray,
+    follow_nodes,
+)
 
 log = logging.getLogger("scheduler_core.plugins.binpack")
 
@@ -201,6 +207,12 @@ class BinpackPlugin(Plugin):
         if self._table is not None:
             self._table.release_nodes()  # its arrays stay for the next session's table
             self._table = None
+
+    def can_follow(self, ssn: Session) -> bool:
+        return True
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
+        return follow_nodes(self._table, change)
 
     def _requests(self, task: TaskInfo) -> list[tuple[str, float, int]]:
         cached = self._last

@@ -9,7 +9,13 @@ from __future__ import annotations
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
 from scheduler_core.framework.hooks import PREEMPTABLE, RECLAIMABLE
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import (
+    FollowStep,
+    Plugin,
+    UsageChange,
+    follows_nothing,
+    register_plugin,
+)
 from scheduler_core.framework.session import Session
 
 SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
@@ -30,6 +36,13 @@ def evictable(_evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskIn
 @register_plugin
 class ConformancePlugin(Plugin):
     name = "conformance"
+
+    def can_follow(self, ssn: Session) -> bool:
+        return True
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
+        """Nothing to bring up to date: this plugin reads jobs and tasks live."""
+        return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_hook(PREEMPTABLE, self.name, evictable)

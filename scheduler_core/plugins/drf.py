@@ -17,7 +17,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT
 from scheduler_core.framework.hooks import JOB_ORDER, PREEMPTABLE
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
 
@@ -91,6 +91,22 @@ class DrfPlugin(Plugin):
     def on_session_close(self, ssn: Session) -> None:
         self.job_attrs = {}
         self._jobs = {}
+
+    def can_follow(self, ssn: Session) -> bool:
+        return True
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
+        """Forget the changed queues' job shares (and those of jobs gone): a read-only
+        session derives them again from the live jobs on first use."""
+        queues = change.queues
+
+        def forget() -> None:
+            jobs = ssn.jobs
+            stale = [uid for uid in self.job_attrs if uid not in jobs or jobs[uid].queue in queues]
+            for uid in stale:
+                del self.job_attrs[uid]
+
+        return forget
 
     def _new_attr(self, job: JobInfo) -> DrfAttr:
         attr = DrfAttr()

@@ -23,7 +23,13 @@ from scheduler_core.framework.hooks import (
     PREEMPTABLE,
     RECLAIMABLE,
 )
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import (
+    FollowStep,
+    Plugin,
+    UsageChange,
+    follows_nothing,
+    register_plugin,
+)
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
@@ -142,6 +148,13 @@ def gang_victims(jobs: Mapping[str, JobInfo], preemptees: list[TaskInfo]) -> lis
 @register_plugin
 class GangPlugin(Plugin):
     name = "gang"
+
+    def can_follow(self, ssn: Session) -> bool:
+        return True
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
+        """Nothing to bring up to date: this plugin reads jobs and tasks live."""
+        return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
         jobs = ssn.jobs

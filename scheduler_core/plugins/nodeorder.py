@@ -33,7 +33,7 @@ from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.node_scores import NodeScoreArray
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.predicates import term_matches
@@ -44,6 +44,7 @@ from scheduler_core.plugins.util.node_table import (
     IntArray,
     NodeTable,
     RowArray,
+    follow_nodes,
     intolerable_prefer_no_schedule,
 )
 
@@ -363,6 +364,12 @@ class NodeOrderPlugin(Plugin):
         if self._table is not None:
             self._table.release_nodes()  # its arrays stay for the next session's table
             self._table = None
+
+    def can_follow(self, ssn: Session) -> bool:
+        return True
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
+        return follow_nodes(self._table, change)
 
     def _pod(self, task: TaskInfo) -> tuple[PodRequests, tuple[PreferredTerm, ...]]:
         """The pod's requests and terms, remembered for the task being scored: the session

@@ -14,7 +14,13 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
 from scheduler_core.framework.hooks import JOB_ORDER, JOB_STARVING, PREEMPTABLE, TASK_ORDER
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import (
+    FollowStep,
+    Plugin,
+    UsageChange,
+    follows_nothing,
+    register_plugin,
+)
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
@@ -111,6 +117,13 @@ def priority_victims(
 @register_plugin
 class PriorityPlugin(Plugin):
     name = "priority"
+
+    def can_follow(self, ssn: Session) -> bool:
+        return True
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
+        """Nothing to bring up to date: this plugin reads jobs and tasks live."""
+        return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
         jobs = ssn.jobs

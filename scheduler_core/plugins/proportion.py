@@ -11,8 +11,9 @@ queue stays within it on the dimensions the task asks for, and queues with the l
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import cast, overload
 
 from scheduler_core.api.job import JobInfo
@@ -40,7 +41,12 @@ from scheduler_core.framework.hooks import (
     RECLAIMABLE,
     SIMULATE_ALLOCATABLE,
 )
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import (
+    FollowStep,
+    Plugin,
+    UsageChange,
+    register_plugin,
+)
 from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare import charging
@@ -511,25 +517,31 @@ class ProportionPlugin(QueueCharging, Plugin):
     def on_session_close(self, ssn: Session) -> None:
         self._ssn = None
 
-    def refresh_queues(self, usage: Mapping[str, JobUsage], queues: Iterable[str]) -> bool:
-        """Re-derive the named queues' records from ``usage`` (the live cache's per-queue
-        sums) exactly as a session opening now would, keeping every other queue's record:
-        how a long-lived read-only session follows a change of some jobs' usage without
-        being rebuilt. Deserved shares are worked out again only when a request moved (they
-        depend on the requests, never on what is allocated). The caller charges again what
-        it had charged to these queues (assumed pods). False, changing nothing, when a queue
-        has no record or no sum (a queue gained or lost its jobs: open a new session), or
-        when V(4) tracing wants the walk over every job that opening does then."""
-        if log.isEnabledFor(v(4)):
-            return False
+    def can_follow(self, ssn: Session) -> bool:
+        """Not while V(4) tracing wants the walk over every job that opening a session does."""
+        return not log.isEnabledFor(v(4))
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep | None:
+        """Re-derive the changed queues' records from the live cache's per-queue sums exactly
+        as a session opening now would, keeping every other queue's record: how a long-lived
+        read-only session follows a change of some jobs' usage without being rebuilt.
+        Deserved shares are worked out again only when a request moved (they depend on the
+        requests, never on what is allocated). The caller charges again what it had charged
+        to these queues (assumed pods). None when a queue has no record or no sum (a queue
+        gained or lost its jobs: open a new session) or when V(4) tracing is on."""
+        if not self.can_follow(ssn):
+            return None
         fresh: dict[str, QueueAttr] = {}
-        for name in queues:
-            attr, total = self.queue_opts.get(name), usage.get(name)
+        for name in change.queues:
+            attr, total = self.queue_opts.get(name), change.usage.get(name)
             if attr is None or total is None:
-                return False
+                return None
             record = _attr_from_spec(attr, total)
             record.deserved = attr.deserved
             fresh[name] = record
+        return partial(self._take_fresh, fresh)
+
+    def _take_fresh(self, fresh: dict[str, QueueAttr]) -> None:
         moved = any(
             not record.request.semantic_equal(self.queue_opts[name].request)
             for name, record in fresh.items()
@@ -543,7 +555,6 @@ class ProportionPlugin(QueueCharging, Plugin):
         else:
             for attr in fresh.values():
                 attr.share = proportion_share(attr)
-        return True
 
     def _spec_memo(self, queues: int) -> dict[str, _QueueSpec]:
         """The shared spec memo for this session's totals (a fresh one if they changed, or

@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.cache.convert import (
     ConversionError,
     node_to_info,
@@ -22,7 +23,6 @@ from scheduler_core.cache.convert import (
 )
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration
-from scheduler_core.extender.accounting import QueueAccounting
 from tests.builders import node, pdb, pod, podgroup, priority_class, queue
 
 HUGE = 2**70

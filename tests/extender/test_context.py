@@ -10,8 +10,7 @@ import pytest
 from scheduler_core.engine import open_session
 from scheduler_core.extender.context import PodContext
 from scheduler_core.report import queue_attrs
-from tests.builders import node, pod, podgroup, queue
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, pod, podgroup, queue
 
 
 def cluster() -> list[dict[str, Any]]:

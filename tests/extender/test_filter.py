@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.extender.filter import filter_pod
-from tests.builders import node, pod, podgroup, queue
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, pod, podgroup, queue
 
 NODES = ["n1", "n2"]
 

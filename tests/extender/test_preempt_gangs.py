@@ -7,8 +7,7 @@ from typing import Any
 
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.extender.preempt import preempt_pod
-from tests.builders import node, pod, podgroup, priority_class, queue
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, pod, podgroup, priority_class, queue
 
 PCS = [priority_class("low", 10), priority_class("high", 1000)]
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from scheduler_core.extender.prioritize import prioritize_pod
-from tests.builders import node, pod
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, pod
 
 NODES = [node("empty", cpu="8"), node("half", cpu="8"), node("full", cpu="8")]
 LOAD = [pod("h1", cpu="4", node_name="half"), pod("f1", cpu="7", node_name="full")]

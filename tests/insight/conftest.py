@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_core.extender.accounting import QueueAccounting
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.report import queue_attrs
 
 

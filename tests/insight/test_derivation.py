@@ -13,8 +13,7 @@ from scheduler_core.insight.derivation import (
 )
 from scheduler_core.insight.queues import queue_view
 from scheduler_core.report import queue_attrs
-from tests.builders import node, pod, podgroup, queue
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, pod, podgroup, queue
 
 
 def cluster() -> list[dict[str, object]]:

@@ -11,8 +11,7 @@ import pytest
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.insight.explain import Explanation, explain_cached_pod, explain_podgroup
 from scheduler_core.insight.lookup import NotFoundError
-from tests.builders import GANG_CONF, node, pod, podgroup, priority_class, queue
-from tests.extender.conftest import accounting
+from tests.builders import GANG_CONF, accounting, node, pod, podgroup, priority_class, queue
 from tests.insight.conftest import fingerprint
 
 PCS = [priority_class("low", 1), priority_class("high", 100)]

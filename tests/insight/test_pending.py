@@ -6,8 +6,7 @@ import pytest
 
 from scheduler_core.insight.lookup import NotFoundError
 from scheduler_core.insight.pending import pending_jobs
-from tests.builders import node, pod, podgroup, priority_class, queue
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, pod, podgroup, priority_class, queue
 from tests.insight.conftest import fingerprint
 
 

@@ -21,8 +21,7 @@ from scheduler_core.insight.whatif import (
     what_if,
 )
 from scheduler_core.report import session_report
-from tests.builders import HELM_CONF, node, pod, podgroup, priority_class, queue
-from tests.extender.conftest import accounting
+from tests.builders import HELM_CONF, accounting, node, pod, podgroup, priority_class, queue
 from tests.insight.conftest import fingerprint
 
 CONF = HELM_CONF.format(actions="enqueue, allocate, preempt, reclaim", configurations="")

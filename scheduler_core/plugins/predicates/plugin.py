@@ -20,7 +20,13 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import FitCode, FitError
 from scheduler_core.framework.hooks import PREDICATE
-from scheduler_core.framework.registry import Plugin, register_plugin
+from scheduler_core.framework.registry import (
+    FollowStep,
+    Plugin,
+    UsageChange,
+    follows_nothing,
+    register_plugin,
+)
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.predicates.node_static import (
@@ -61,6 +67,14 @@ class PredicatesPlugin(Plugin):
         self.cache_enable = arguments.get_bool(CACHE_ENABLE, False)
         #: (job, task role, node) -> verdict of the node-static predicates
         self._cache: dict[tuple[str, str, str], _Verdict] = {}
+
+    def can_follow(self, ssn: Session) -> bool:
+        return True
+
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
+        """Nothing to bring up to date: its memo is of node labels, taints and pod specs, which
+        a change of usage does not move; everything else it reads live."""
+        return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
         global _unevaluated_logged

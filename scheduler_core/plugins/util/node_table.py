@@ -18,6 +18,7 @@ import weakref
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from operator import attrgetter, is_, methodcaller
 
 import numpy as np
@@ -25,6 +26,7 @@ import numpy.typing as npt
 
 from scheduler_core.api.node import NodeInfo, Taint
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
+from scheduler_core.framework.registry import FollowStep, UsageChange, follows_nothing
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.plugins.predicates import (
     PREFER_NO_SCHEDULE,
@@ -413,3 +415,12 @@ class NodeTable:
                 self._taint_counts.clear()
             self._taint_counts[key] = counts
         return counts
+
+
+def follow_nodes(table: NodeTable | None, change: UsageChange) -> FollowStep:
+    """How a scoring plugin follows a change of usage: the changed nodes' rows of its table
+    are read again before the next score (the table is shared, so marking them twice, once
+    for nodeorder and once for binpack, costs nothing more)."""
+    if table is None or not change.nodes:
+        return follows_nothing
+    return partial(table.nodes_changed, tuple(change.nodes))

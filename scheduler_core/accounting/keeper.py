@@ -24,6 +24,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scheduler_core.accounting.following import can_follow, follow
+from scheduler_core.accounting.grants import PreemptionGrants
+from scheduler_core.accounting.parked import ParkedPods
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
@@ -31,9 +34,6 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
-from scheduler_core.extender.following import can_follow, follow
-from scheduler_core.extender.grants import PreemptionGrants
-from scheduler_core.extender.parked import ParkedPods
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 

@@ -20,7 +20,7 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.logutil import v
 
-log = logging.getLogger("scheduler_core.extender.grants")
+log = logging.getLogger("scheduler_core.accounting.grants")
 
 
 @dataclass(slots=True, frozen=True)

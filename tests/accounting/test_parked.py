@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from scheduler_core.extender.filter import filter_pod, parked_pods_to_retry
-from tests.builders import node, pod, queue
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, pod, queue
 
 
 def test_a_rejected_pod_is_retried_once_its_queue_capability_grows_and_not_before() -> None:

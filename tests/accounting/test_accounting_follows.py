@@ -10,17 +10,16 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
 from scheduler_core.engine import open_session
-from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import check_pod, filter_pod
 from scheduler_core.extender.prioritize import prioritize_pod
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.drf import DrfPlugin
 from scheduler_core.plugins.proportion import ProportionPlugin
-from tests.builders import node, pod, podgroup, queue, with_min_resources
-from tests.extender.conftest import Clock, accounting
+from tests.builders import Clock, accounting, node, pod, podgroup, queue, with_min_resources
 
 NODES = ["n1", "n2", "n3"]
 Obj = dict[str, Any]

@@ -5,8 +5,7 @@ from __future__ import annotations
 from scheduler_core.conf import DEFAULT_CONF, load_configuration
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.report import queue_attrs
-from tests.builders import node, queue
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, queue
 from tests.extender.test_filter import lone
 
 CAPACITY_CONF = DEFAULT_CONF.replace("proportion", "capacity")

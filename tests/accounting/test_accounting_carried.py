@@ -14,8 +14,7 @@ from scheduler_core.conf import default_configuration
 from scheduler_core.engine import close_session, open_session
 from scheduler_core.plugins import proportion
 from scheduler_core.report import queue_attrs
-from tests.builders import node, pod, podgroup, queue
-from tests.extender.conftest import accounting
+from tests.builders import accounting, node, pod, podgroup, queue
 
 Row = tuple[object, ...]
 Event = Callable[[ClusterState], None]
