@@ -25,6 +25,7 @@ from scheduler_core.conf import SchedulerConfiguration, default_configuration, l
 from scheduler_core.controller.decision import decide, live_configuration
 from scheduler_core.controller.snapshot import loop_snapshot
 from scheduler_core.engine import close_session, open_session, run_session
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.plugins.proportion import ProportionPlugin, water_fill
 
 BENCHES: dict[str, str] = {
@@ -279,10 +280,11 @@ def bench_deserved(fixture: EngineFixture, budget: Budget) -> Measurement:
     conf = load_configuration(PROPORTION_ONLY, "proportion-only bench configuration")
     state = fixture.state
     queues: dict[str, int] = {}
+    memos = SessionMemos()  # one owner's sessions, one after another, as the accounting's
 
     def call(_: int) -> None:
         with state.locked():
-            ssn = open_session(state.shared_snapshot(), conf, clone=False)
+            ssn = open_session(state.shared_snapshot(), conf, clone=False, memos=memos)
         plugin = ssn.plugins["proportion"]
         assert isinstance(plugin, ProportionPlugin)
         queues["with_jobs"] = len(plugin.queue_opts)
@@ -328,14 +330,17 @@ def bench_waterfill(fixture: EngineFixture, budget: Budget) -> Measurement:
 
 def bench_accounting(fixture: EngineFixture, budget: Budget) -> Measurement:
     state, conf = fixture.state, fixture.conf
+    memos = SessionMemos()
 
     def call(_: int) -> None:
         # Exactly as the extender's accounting opens and closes it: over the live state,
-        # read-only, and closed without re-deriving job phases. Those are the cache's own
-        # jobs: writing phases into them would change the cluster the later rows measure,
-        # and walking all 2,000 jobs' tasks to do so cost more than the rebuild itself.
+        # read-only, with its memos, and closed without re-deriving job phases. Those are the
+        # cache's own jobs: writing phases into them would change the cluster the later rows
+        # measure, and walking all 2,000 jobs' tasks to do so cost more than the rebuild.
         with state.locked():
-            ssn = open_session(state.shared_snapshot(), conf, clone=False, read_only=True)
+            ssn = open_session(
+                state.shared_snapshot(), conf, clone=False, read_only=True, memos=memos
+            )
         close_session(ssn, update_phases=False)
 
     samples = sample(call, budget)
@@ -393,12 +398,13 @@ def bench_reclaim_cycle(fixture: EngineFixture, budget: Budget) -> Measurement:
     conf = live_configuration(fixture.conf)
     parts: dict[str, float] = {}
     decisions: dict[str, int] = {}
+    memos = SessionMemos()  # the loop's own, kept from one cycle to the next
 
     def call(_: int) -> None:
         started = time.perf_counter()
         snapshot = loop_snapshot(state)
         copied = time.perf_counter()
-        decision = decide(snapshot, conf)
+        decision = decide(snapshot, conf, memos=memos)
         parts["snapshot_ms"] = round((copied - started) * 1e3, 1)
         for action, ms in decision.latency_ms.items():
             parts[f"{action}_ms"] = round(ms, 1)

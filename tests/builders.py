@@ -31,6 +31,7 @@ from scheduler_core.conf import (
 )
 from scheduler_core.engine import run_session
 from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 
 Obj = dict[str, Any]
@@ -336,12 +337,14 @@ def session(
     conf: SchedulerConfiguration | str,
     *,
     apply_defaults: bool = True,
+    memos: SessionMemos | None = None,
 ) -> Session:
     """An open session (no action run) on the objects, for calling hooks and helpers
-    directly; ``conf`` is a configuration or Volcano YAML (read with ``apply_defaults``)."""
+    directly; ``conf`` is a configuration or Volcano YAML (read with ``apply_defaults``);
+    ``memos`` those of an owner opening sessions one after another."""
     if isinstance(conf, str):
         conf = load_configuration(conf, apply_defaults=apply_defaults)
-    return open_session(snapshot(objects), conf)
+    return open_session(snapshot(objects), conf, memos=memos)
 
 
 def run(objects: Iterable[Mapping[str, Any]], conf: SchedulerConfiguration) -> Session:

@@ -171,6 +171,7 @@ def start_status_writer(backend: EngineBackend) -> None:
     from scheduler_core.controller.status_writer import StatusWriter
     from scheduler_core.engine import open_session
     from scheduler_core.extender.holds import hold_reason
+    from scheduler_core.framework.memo import SessionMemos
     from scheduler_core.framework.session import Session
 
     controller = backend.controller
@@ -179,11 +180,12 @@ def start_status_writer(backend: EngineBackend) -> None:
     accounting = backend.accounting
     state = backend.state
     conf = backend.conf
+    memos = SessionMemos()
 
     def own_session() -> Session:
         # Its own read-only session: rebuilding the verbs' accounting session from here would
         # move their refresh clock and hand them a view older than they would build themselves.
-        return open_session(state.shared_snapshot(), conf, clone=False)
+        return open_session(state.shared_snapshot(), conf, clone=False, memos=memos)
 
     writer = StatusWriter(
         controller,

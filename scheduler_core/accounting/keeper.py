@@ -34,6 +34,7 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
@@ -69,6 +70,8 @@ class QueueAccounting:
         self.assumed: dict[str, Assumption] = {}  # pod key -> assumption
         self.grants = PreemptionGrants(ttl=assume_ttl, clock=clock)
         self.parked = ParkedPods()
+        #: What the plugins remember from one of this accounting's sessions to the next.
+        self.memos = SessionMemos()
         self._session: Session | None = None
         self._version = -1
         self._built_at = 0.0
@@ -127,7 +130,7 @@ class QueueAccounting:
             # Jobs added for unseen pods are copies with sums of their own: such a session
             # is not the cache's, and cannot follow the cache's changes in place.
             self._followable = not self.add_unseen_jobs(snapshot)
-            ssn = open_session(snapshot, self.conf, clone=False, read_only=True)
+            ssn = open_session(snapshot, self.conf, clone=False, read_only=True, memos=self.memos)
             self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
         self._reconfigured = self._unseen_ended = False

@@ -35,6 +35,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.registry import action_builder
 from scheduler_core.framework.session import QueueShare, Session
 
@@ -125,14 +126,18 @@ class CycleDecision:
 
 
 def decide(
-    snapshot: ClusterSnapshot, conf: SchedulerConfiguration, *, clone: bool = False
+    snapshot: ClusterSnapshot,
+    conf: SchedulerConfiguration,
+    *,
+    clone: bool = False,
+    memos: SessionMemos | None = None,
 ) -> CycleDecision:
     """Run the configuration's evicting actions on ``snapshot`` (its jobs and nodes changed
     in place unless ``clone``) and return the committed evictions, each with its rule.
 
     The session copies a task before changing it, so ``snapshot`` may share its task objects
     with the live cache (``snapshot.sharing_tasks``): they are never changed here."""
-    ssn = open_session(snapshot, conf, clone=clone, shared_tasks=True)
+    ssn = open_session(snapshot, conf, clone=clone, shared_tasks=True, memos=memos)
     result = CycleDecision()
     try:
         before = result.shares = {name: ssn.queue_share(q) for name, q in ssn.queues.items()}

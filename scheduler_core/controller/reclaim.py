@@ -30,6 +30,7 @@ from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.framework.memo import SessionMemos
 
 from .decision import CycleDecision, PlannedEviction, decide, live_configuration
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
@@ -145,6 +146,8 @@ class ReclaimLoop:
         #: could change that: the same cluster needs no second look.
         self._quiet_at: int | None = None
         self.cycles = 0
+        #: What the plugins remember from one cycle's session to the next.
+        self.memos = SessionMemos()
         #: pod key -> (uid, deadline): evicted, not yet seen leaving by the cache
         self._unconfirmed: dict[str, tuple[str, float]] = {}
         #: The last evictions (and dry-run decisions), newest last, for the status page.
@@ -208,7 +211,7 @@ class ReclaimLoop:
             self.metrics.skipped.labels("unchanged").inc()
             return None
         started = time.perf_counter()
-        decision = decide(self.snapshot(), self.conf)
+        decision = decide(self.snapshot(), self.conf, memos=self.memos)
         quiet = not decision.evictions and not decision.time_sensitive
         self._quiet_at = version if quiet else None
         for action, ms in decision.latency_ms.items():

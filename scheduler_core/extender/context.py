@@ -52,7 +52,9 @@ class PodContext:
             # cache has it: no walk over every job of the cluster for one pod.
             snapshot.put_job(own)
             self.acct.add_unseen_jobs(snapshot)
-            ssn = open_session(snapshot, self.acct.conf, clone=False, read_only=True)
+            ssn = open_session(
+                snapshot, self.acct.conf, clone=False, read_only=True, memos=self.acct.memos
+            )
             self.acct.replay_assumptions(ssn)
         log.log(
             v(4), "Pod <%s> is not in the cache yet: one-off session %d", self.task.key, ssn.uid

@@ -10,6 +10,7 @@ from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.types import PodGroupPhase, TaskStatus
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.registry import action_builder, plugin_builder
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -24,6 +25,7 @@ def open_session(
     clone: bool = True,
     read_only: bool = False,
     shared_tasks: bool = False,
+    memos: SessionMemos | None = None,
 ) -> Session:
     """Build plugins tier by tier and let each register its hooks.
 
@@ -32,12 +34,15 @@ def open_session(
     that no action or statement will run in the session (only the plugins' hooks are asked,
     and event handlers fired for tasks outside the jobs' own sums). ``shared_tasks``: the
     snapshot's jobs and nodes are private but its tasks are not (``ClusterState.fork``).
+    ``memos``: what the plugins remember across the sessions of the caller (the owner of
+    sessions opened one after another passes its own; without, the session starts afresh).
     """
     ssn = Session(
         snapshot=snapshot.clone() if clone else snapshot,
         conf=conf,
         read_only=read_only,
         shared_tasks=shared_tasks,
+        memos=memos if memos is not None else SessionMemos(),
     )
     for tier in conf.tiers:
         for option in tier.plugins:

@@ -56,6 +56,7 @@ from scheduler_core.framework.hooks import (
 )
 from scheduler_core.framework.hooks import CycleState as CycleState
 from scheduler_core.framework.hooks import QueueShare as QueueShare
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.node_scores import FloatArray, NodeScoreArray
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Plugin
@@ -115,6 +116,11 @@ class Session:
     _tiers: dict[Hook[Any], list[list[Any]]] = field(default_factory=dict)
     #: plugins whose simulate functions take part in simulated preemption
     simulating: frozenset[str] = frozenset()
+    #: What plugins remember across the sessions of one owner (``framework/memo.py``).
+    memos: SessionMemos = field(default_factory=SessionMemos)
+    #: What plugins share within this session only (e.g. one node table for the scorers),
+    #: gone with the session.
+    shared: SessionMemos = field(default_factory=SessionMemos)
 
     _uids = itertools.count(1)
 

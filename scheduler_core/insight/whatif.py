@@ -24,6 +24,7 @@ from scheduler_core.cache.objects import ClusterObjects, collect
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session, run_actions
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
 from scheduler_core.insight.queues import QueueView, queue_views
@@ -111,6 +112,8 @@ class PreparedWhatIf:
     before: dict[str, QueueView]
     #: The jobs the session may schedule; None: all of them (scope "all").
     schedulable: frozenset[str] | None
+    #: The accounting's memos: the dry run's cluster is nearly the accounting's.
+    memos: SessionMemos
 
 
 def what_if(
@@ -142,14 +145,18 @@ def prepare(
     added = {_pod_key(pod) for pod in objects.pods}
     before = {v.name: v for v in queue_views(acct)}
     schedulable = None if request.scope == "all" else _submitted_jobs(fork, objects, added)
-    return PreparedWhatIf(fork, conf, added, before, schedulable)
+    return PreparedWhatIf(fork, conf, added, before, schedulable, acct.memos)
 
 
 def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
     """The dry-run session; touches only the private copy, so it may run on another thread
     while the verbs go on."""
     ssn = open_session(
-        prepared.fork.shared_snapshot(), prepared.conf, clone=False, shared_tasks=True
+        prepared.fork.shared_snapshot(),
+        prepared.conf,
+        clone=False,
+        shared_tasks=True,
+        memos=prepared.memos,
     )
     ssn.schedulable = prepared.schedulable
     run_actions(ssn)

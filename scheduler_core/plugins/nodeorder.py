@@ -71,9 +71,6 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
 PreferredTerm = tuple[int, tuple[NodeSelectorRequirement, ...]]
 
-_unbuilt_logged = False
-
-
 # --- kube-scheduler resource scorers (integer arithmetic, as in Go) -----------------------
 
 
@@ -346,9 +343,7 @@ class NodeOrderPlugin(Plugin):
         self._last: tuple[TaskInfo, PodRequests, tuple[PreferredTerm, ...]] | None = None
 
     def on_session_open(self, ssn: Session) -> None:
-        global _unbuilt_logged
-        if not _unbuilt_logged:
-            _unbuilt_logged = True
+        if ssn.memos.first_time("nodeorder.unbuilt"):
             log.log(
                 v(4),
                 "nodeorder: %s, %s and %s are not evaluated by this scheduler",

@@ -280,13 +280,6 @@ def _from_key(key: _ResourceKey) -> Resource:
     return resource
 
 
-#: The last run, shared by the sessions that follow it. Most cluster changes (a pod bound,
-#: a pod started, a label) leave every queue's request, capability and weight as they were,
-#: and with them the deserved shares: such a session takes the last result instead of
-#: running the loop again. Replaced whole, never changed in place, so threads can share it.
-_last_fill: _Fill | None = None
-
-
 def _spec_key(attr: QueueAttr) -> tuple[object, ...]:
     """What the deserved loop reads of a queue that comes from its spec and the cluster
     totals, not from its jobs."""
@@ -301,6 +294,7 @@ def _spec_key(attr: QueueAttr) -> tuple[object, ...]:
 def deserved_shares(
     queue_opts: Mapping[str, QueueAttr],
     total: Resource,
+    memo: ProportionMemo,
     spec_keys: Mapping[str, tuple[object, ...]] | None = None,
 ) -> FillRecord:
     """``water_fill`` on ``queue_opts``, or the last run's result when every input is the
@@ -311,7 +305,6 @@ def deserved_shares(
     ``spec_keys`` (queue name -> ``_spec_key`` of its attributes, when the caller already
     has it) saves building the spec part of the comparison for every queue on every
     session: only the requests change from one session to the next in a steady cluster."""
-    global _last_fill
     known = spec_keys or {}
     key: _FillKey = (
         _resource_key(total),
@@ -324,7 +317,7 @@ def deserved_shares(
             for a in queue_opts.values()
         ),
     )
-    last = _last_fill
+    last = memo.last_fill
     if last is not None and _same_fill(last, key) and not log.isEnabledFor(v(4)):
         for name, attr in queue_opts.items():
             attr.deserved = last.deserved[name].clone()
@@ -333,7 +326,7 @@ def deserved_shares(
     water_fill(queue_opts, total)
     deserved = {name: attr.deserved.clone() for name, attr in queue_opts.items()}
     rounds = FillRecord(key)
-    _last_fill = _Fill(key, deserved, rounds)
+    memo.last_fill = _Fill(key, deserved, rounds)
     return rounds
 
 
@@ -405,12 +398,28 @@ class _SpecMemo:
     specs: dict[str, _QueueSpec]
 
 
-#: Shared by the sessions that follow each other: between two cluster changes the queue
-#: specs and the cluster's total are nearly always what they were, so each session would
-#: derive the same ~200 real capabilities again. Replaced whole when the totals change; an
-#: entry is replaced when its queue's object is not the one it was derived from. Threads may
-#: share it: an entry is always correct for the object it names, whoever wrote it.
-_spec_memo: _SpecMemo | None = None
+@dataclass(slots=True)
+class ProportionMemo:
+    """What proportion remembers across the sessions of one owner (``SessionMemos``).
+
+    ``last_fill``: the last run of the deserved loop. Most cluster changes (a pod bound, a
+    pod started, a label) leave every queue's request, capability and weight as they were,
+    and with them the deserved shares: such a session takes the last result instead of
+    running the loop again. Replaced whole, never changed in place, so threads can share it.
+
+    ``specs``: between two cluster changes the queue specs and the cluster's total are nearly
+    always what they were, so each session would derive the same ~200 real capabilities
+    again. Replaced whole when the totals change; an entry is replaced when its queue's
+    object is not the one it was derived from. An entry is always correct for the object it
+    names, whoever wrote it.
+    """
+
+    last_fill: _Fill | None = None
+    specs: _SpecMemo | None = None
+
+
+#: Proportion's slot in ``Session.memos``.
+MEMO_SLOT = "proportion"
 
 
 def _trace_pass(attr: QueueAttr, met: str) -> None:
@@ -455,11 +464,13 @@ class ProportionPlugin(QueueCharging, Plugin):
         #: job uid -> why the queue refused to admit it (Volcano records a PodGroup event).
         self.unschedulable_reasons: dict[str, str] = {}
         self._ssn: Session | None = None
+        self._memo = ProportionMemo()
 
     # --- session --------------------------------------------------------------------------
 
     def on_session_open(self, ssn: Session) -> None:
         self._ssn = ssn
+        self._memo = ssn.memos.slot(MEMO_SLOT, ProportionMemo)
         self.total_resource = ssn.total_resource.clone()
         trace(log, v(4), "The total resource is <%s>", self.total_resource)
         self.total_guarantee = total_guarantee(ssn.queues.values())
@@ -501,7 +512,9 @@ class ProportionPlugin(QueueCharging, Plugin):
                     trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
                 job_usage(job).add_to(attr)
 
-        self.derivation = deserved_shares(self.queue_opts, self.total_resource, spec_keys)
+        self.derivation = deserved_shares(
+            self.queue_opts, self.total_resource, self._memo, spec_keys
+        )
 
         ssn.add_hook(QUEUE_ORDER, self.name, self._queue_order)
         ssn.add_hook(RECLAIMABLE, self.name, self._reclaimable)
@@ -551,7 +564,7 @@ class ProportionPlugin(QueueCharging, Plugin):
             for attr in self.queue_opts.values():
                 attr.deserved = Resource.empty()
                 attr.share = 0.0
-            self.derivation = deserved_shares(self.queue_opts, self.total_resource)
+            self.derivation = deserved_shares(self.queue_opts, self.total_resource, self._memo)
         else:
             for attr in fresh.values():
                 attr.share = proportion_share(attr)
@@ -559,11 +572,10 @@ class ProportionPlugin(QueueCharging, Plugin):
     def _spec_memo(self, queues: int) -> dict[str, _QueueSpec]:
         """The shared spec memo for this session's totals (a fresh one if they changed, or
         if deleted queues have left it twice the size of the cluster's queue list)."""
-        global _spec_memo
         totals = (_resource_key(self.total_resource), _resource_key(self.total_guarantee))
-        memo = _spec_memo
+        memo = self._memo.specs
         if memo is None or memo.totals != totals or len(memo.specs) > 2 * queues:
-            memo = _spec_memo = _SpecMemo(totals, {})
+            memo = self._memo.specs = _SpecMemo(totals, {})
         return memo.specs
 
     def _new_attr(self, queue: QueueInfo) -> QueueAttr:

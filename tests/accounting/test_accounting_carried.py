@@ -6,13 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from scheduler_core.api.resource import Resource
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration
 from scheduler_core.engine import close_session, open_session
-from scheduler_core.plugins import proportion
 from scheduler_core.report import queue_attrs
 from tests.builders import accounting, node, pod, podgroup, queue
 
@@ -38,16 +35,14 @@ def _rows(attrs: Any) -> dict[str, Row]:
     }
 
 
-def _fresh(state: ClusterState, monkeypatch: pytest.MonkeyPatch) -> dict[str, Row]:
-    """A session with no memo to draw on, its queue sums taken from walking the jobs."""
-    with monkeypatch.context() as patch:
-        patch.setattr(proportion, "_spec_memo", None)
-        patch.setattr(proportion, "_last_fill", None)
-        snapshot = state.snapshot()
-        snapshot.queue_usage = None
-        ssn = open_session(snapshot, default_configuration(), clone=False, read_only=True)
-        rows = _rows(queue_attrs(ssn))
-        close_session(ssn, update_phases=False)
+def _fresh(state: ClusterState) -> dict[str, Row]:
+    """A session with no memo to draw on (none passed: it starts afresh), its queue sums
+    taken from walking the jobs."""
+    snapshot = state.snapshot()
+    snapshot.queue_usage = None
+    ssn = open_session(snapshot, default_configuration(), clone=False, read_only=True)
+    rows = _rows(queue_attrs(ssn))
+    close_session(ssn, update_phases=False)
     return rows
 
 
@@ -88,14 +83,12 @@ EVENTS: list[tuple[str, Event]] = [
 ]
 
 
-def test_an_accounting_carried_across_events_equals_one_built_fresh(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_an_accounting_carried_across_events_equals_one_built_fresh() -> None:
     acct, _ = accounting([node("n1", cpu="8"), node("n2", cpu="8"), queue("q1", 1), queue("q2", 3)])
     state = acct.state
     acct.session()  # the memos are warm from here on
     for label, event in EVENTS:
         event(state)
         carried = _rows(queue_attrs(acct.session()))
-        assert carried == _fresh(state, monkeypatch), label
+        assert carried == _fresh(state), label
     assert set(carried) >= {"q1", "q2", "q3"}  # every queue with jobs was compared

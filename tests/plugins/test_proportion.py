@@ -15,6 +15,7 @@ from scheduler_core.framework.hooks import (
     RECLAIMABLE,
     SIMULATE_ALLOCATABLE,
 )
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
@@ -534,16 +535,17 @@ def test_a_session_with_the_same_queue_inputs_reuses_the_last_deserved_loop() ->
     (the same record of rounds); a new pending pod changes a request and the loop runs."""
     base = [node("n1", "8", "8Gi"), queue("a", 1), queue("b", 1)]
     base += running("ra", "a", "2") + pending("pb", "b", "4", "4")
-    first = session(base, CONF)
+    memos = SessionMemos()  # one owner opening sessions one after another
+    first = session(base, CONF, memos=memos)
     started = [*base[:-2], *pending("pb", "b", "4", "4")[:1]]
     started.append(pod("pb-0", cpu="4", memory=None, group="pb", node_name="n1"))
     started.append(pod("pb-1", cpu="4", memory=None, group="pb"))
-    second = session(started, CONF)
+    second = session(started, CONF, memos=memos)
     assert plugin(second).derivation is plugin(first).derivation
     for name in ("a", "b"):
         assert attr(second, name).deserved.to_quantities() == (
             attr(first, name).deserved.to_quantities()
         )
-    grown = session([*base, *pending("more", "a", "3")], CONF)
+    grown = session([*base, *pending("more", "a", "3")], CONF, memos=memos)
     assert plugin(grown).derivation is not plugin(first).derivation
     assert attr(grown, "a").deserved.milli_cpu > attr(first, "a").deserved.milli_cpu

@@ -6,8 +6,6 @@ change, the deserved shares taken from the memo equal those of running the loop 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
@@ -15,15 +13,9 @@ from hypothesis import strategies as st
 from scheduler_core.api.resource import Resource
 from scheduler_core.plugins import proportion
 from scheduler_core.plugins.fairshare.attrs import QueueAttr
-from scheduler_core.plugins.proportion import deserved_shares, water_fill
+from scheduler_core.plugins.proportion import ProportionMemo, deserved_shares, water_fill
 
 GPU = "nvidia.com/gpu"
-
-
-@pytest.fixture(autouse=True)
-def no_memo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(proportion, "_last_fill", None)
-    yield
 
 
 def res(cpu: float, mem: float, gpu: float = 0.0) -> Resource:
@@ -82,10 +74,10 @@ def copy_with(attrs: list[QueueAttr], changed: int, request: Resource) -> dict[s
 def test_deserved_from_the_memo_equals_the_loop_run_afresh(
     attrs: list[QueueAttr], total: Resource, which: int, delta: Resource, grow: bool
 ) -> None:
-    proportion._last_fill = None
+    memo = ProportionMemo()
     changed = which % len(attrs)
-    deserved_shares(copy_with(attrs, -1, Resource.empty()), total)
-    before = proportion._last_fill
+    deserved_shares(copy_with(attrs, -1, Resource.empty()), total, memo)
+    before = memo.last_fill
     new_request = attrs[changed].request.clone()
     if grow:
         new_request.add(delta)
@@ -96,8 +88,8 @@ def test_deserved_from_the_memo_equals_the_loop_run_afresh(
                 new_request = attrs[changed].request.clone()
                 break
     moved = copy_with(attrs, changed, new_request)
-    deserved_shares(moved, total)
-    event("memo reused" if proportion._last_fill is before else "loop ran")
+    deserved_shares(moved, total, memo)
+    event("memo reused" if memo.last_fill is before else "loop ran")
     fresh = copy_with(attrs, changed, new_request)
     water_fill(fresh, total)
     for name, attr in fresh.items():
@@ -115,15 +107,16 @@ def test_a_new_pod_in_a_backlogged_queue_reuses_the_loop(monkeypatch: pytest.Mon
             "q1": QueueAttr("q1", 1, request=res(2000, 2000), real_capability=big),
         }
 
+    memo = ProportionMemo()
     first = attrs(0)
-    deserved_shares(first, res(10000, 10000))
+    deserved_shares(first, res(10000, 10000), memo)
 
     def no_loop(*_: object, **__: object) -> None:
         raise AssertionError("the deserved loop ran again")
 
     monkeypatch.setattr(proportion, "water_fill", no_loop)
     second = attrs(1000)
-    deserved_shares(second, res(10000, 10000))
+    deserved_shares(second, res(10000, 10000), memo)
     assert key(second["q0"].deserved) == key(first["q0"].deserved)
 
 
@@ -137,10 +130,11 @@ def test_a_request_the_loop_had_reached_runs_the_loop_again() -> None:
             "q1": QueueAttr("q1", 1, request=res(2000 + extra_cpu, 2000), real_capability=big),
         }
 
+    memo = ProportionMemo()
     first = attrs(0)
-    deserved_shares(first, res(10000, 10000))
+    deserved_shares(first, res(10000, 10000), memo)
     second = attrs(1000)
-    deserved_shares(second, res(10000, 10000))
+    deserved_shares(second, res(10000, 10000), memo)
     assert second["q1"].deserved.milli_cpu == first["q1"].deserved.milli_cpu + 1000
 
 
@@ -151,11 +145,11 @@ def test_the_passes_recorded_on_demand_end_at_the_shares_the_loop_gave(
 ) -> None:
     """The explain API's record is a replay of the loop on its inputs: each queue's last
     recorded step holds exactly the deserved share the session works with."""
-    proportion._last_fill = None
+    memo = ProportionMemo()
     opts = copy_with(attrs, -1, Resource.empty())
-    record = deserved_shares(opts, total)
+    record = deserved_shares(opts, total, memo)
     last_step = {step.queue: step for fill_round in record for step in fill_round.steps}
     for name, attr in opts.items():
         if name in last_step:
             assert key(last_step[name].deserved) == key(attr.deserved), name
-    assert deserved_shares(copy_with(attrs, -1, Resource.empty()), total) is record
+    assert deserved_shares(copy_with(attrs, -1, Resource.empty()), total, memo) is record

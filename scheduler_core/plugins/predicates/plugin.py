@@ -48,7 +48,6 @@ TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
 CACHE_ENABLE = "predicate.CacheEnable"
 
 _UNEVALUATED = "ports, inter-pod affinity, volumes, topology spread and DRA"
-_unevaluated_logged = False
 
 # --- the plugin ---------------------------------------------------------------------------
 
@@ -77,9 +76,7 @@ class PredicatesPlugin(Plugin):
         return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
-        global _unevaluated_logged
-        if not _unevaluated_logged:
-            _unevaluated_logged = True
+        if ssn.memos.first_time("predicates.unevaluated"):
             log.log(v(4), "predicates: %s are not evaluated by this scheduler", _UNEVALUATED)
         self._cache = {}
         ssn.add_hook(PREDICATE, self.name, self.predicate)

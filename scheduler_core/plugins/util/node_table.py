@@ -51,11 +51,18 @@ TolerationsKey = tuple[tuple[str, str, str, str], ...]
 #: long-lived accounting session cannot grow without bound.
 _CACHE_LIMIT = 1024
 
-#: Tables another table may start from: the last few that read their nodes. Two, so that
-#: the accounting session's lineage survives a one-off session over copied nodes in between.
-_DONORS: deque[NodeTable] = deque(maxlen=2)
+#: ``Session.memos`` slot of the tables another table may start from: the last few that
+#: read their nodes among the sessions of one owner. Two, so that the accounting session's
+#: lineage survives a one-off session over copied nodes in between.
+DONORS_SLOT = "node_table.donors"
 
-_TABLES: dict[int, NodeTable] = {}
+#: ``Session.shared`` slot of the session's own table (nodeorder and binpack share it).
+TABLE_SLOT = "node_table"
+
+
+def _donors() -> deque[NodeTable]:
+    return deque(maxlen=2)
+
 
 _NAME = attrgetter("name")
 _STAMP = attrgetter("stamp")
@@ -63,12 +70,6 @@ _LABELS = attrgetter("labels")
 _TAINTS = attrgetter("taints")
 
 _PREFER_EFFECTS = frozenset({PREFER_NO_SCHEDULE})
-
-
-def _forget(uid: int) -> None:
-    table = _TABLES.pop(uid, None)
-    if table is not None:
-        table.release_nodes()
 
 
 def intolerable_prefer_no_schedule(task: TaskInfo, node: NodeInfo) -> int:
@@ -151,8 +152,12 @@ class NodeTable:
     ``rows`` answer ``None``: callers then score on the scalar path.
     """
 
-    def __init__(self, nodes: Mapping[str, NodeInfo]) -> None:
+    def __init__(
+        self, nodes: Mapping[str, NodeInfo], donors: deque[NodeTable] | None = None
+    ) -> None:
         self._source = nodes
+        #: Tables this one may start from, and joins once it has read its nodes.
+        self._donors = donors if donors is not None else _donors()
         self._released = False
         self._nodes: list[NodeInfo] | None = None
         self._names: list[str] = []
@@ -176,16 +181,19 @@ class NodeTable:
 
     @classmethod
     def of(cls, ssn: Session) -> NodeTable:
-        """The session's table, created (and subscribed to its events) on first request;
-        forgotten when the session is garbage-collected."""
-        table = _TABLES.get(ssn.uid)
-        if table is None:
-            table = _TABLES[ssn.uid] = cls(ssn.nodes)
+        """The session's table, created (and subscribed to its events) on first request,
+        starting from the tables of the owner's earlier sessions; gone with the session."""
+
+        def build() -> NodeTable:
+            table = cls(ssn.nodes, ssn.memos.slot(DONORS_SLOT, _donors))
             ssn.add_event_handler(
                 EventHandler(allocate=table.on_allocate, deallocate=table.on_deallocate)
             )
-            weakref.finalize(ssn, _forget, ssn.uid)
-        return table
+            # A donor outlives its session: it keeps its arrays, never the session's nodes.
+            weakref.finalize(ssn, table.release_nodes)
+            return table
+
+        return ssn.shared.slot(TABLE_SLOT, build)
 
     def release_nodes(self) -> None:
         """Let go of the session's nodes once the session is over: the arrays stay, for a
@@ -224,7 +232,7 @@ class NodeTable:
             nodes = self._nodes = list(self._source.values())
             self._read(nodes)
             self._dirty.clear()
-            _DONORS.append(self)
+            self._donors.append(self)
         elif self._dirty:
             for name in self._dirty:
                 row = self._row_of_name.get(name)
@@ -240,7 +248,7 @@ class NodeTable:
         stamps = np.fromiter(map(_STAMP, nodes), np.int64, len(nodes))
         donor: NodeTable | None = None
         best = 0
-        for candidate in list(_DONORS):  # a copy: another thread may append meanwhile
+        for candidate in list(self._donors):  # a copy: another thread may append meanwhile
             if len(candidate._stamps) != len(stamps):
                 continue
             same = int(np.count_nonzero(candidate._stamps == stamps))
