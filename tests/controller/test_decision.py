@@ -12,6 +12,7 @@ from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.controller.decision import decide, live_configuration
 from scheduler_core.framework.arguments import Arguments
 from tests.builders import (
+    CAPACITY_CONF,
     HELM_CONF,
     Obj,
     configuration,
@@ -63,6 +64,46 @@ def test_equal_queues_end_at_their_deserved_share_and_no_further() -> None:
         world.place()
     running = [world.queue_of(n) for n in world.running()]
     assert running.count("q1") == 4 and running.count("q2") == 4
+
+
+def capacity_queues_as_their_users_write_them() -> list[Obj]:
+    """An 8-cpu cluster; capacity queues deserving 1/1/2/4 cpu (and 4Gi each), q1 and q2
+    holding 4 cpu each, q3 waiting with two 1-cpu pods and q4 with four, all of one priority."""
+    objs: list[Obj] = [node(f"n{i}", cpu="2", memory="8Gi") for i in range(4)]
+    for name, cpu in (("q1", "1"), ("q2", "1"), ("q3", "2"), ("q4", "4")):
+        objs.append(queue(name, deserved={"cpu": cpu, "memory": "4Gi"}))
+    started = "2024-01-01T00:00:00Z"
+    for i in range(4):
+        objs.append(
+            pod(f"a{i}", queue="q1", memory="128Mi", node_name=f"n{i // 2}", started=started)
+        )
+        objs.append(
+            pod(f"b{i}", queue="q2", memory="128Mi", node_name=f"n{2 + i // 2}", started=started)
+        )
+    objs += [pod(f"c{i}", queue="q3", memory="128Mi") for i in range(2)]
+    objs += [pod(f"d{i}", queue="q4", memory="128Mi") for i in range(4)]
+    return objs
+
+
+def test_capacity_queues_get_their_deserved_back_and_the_lenders_keep_exactly_theirs() -> None:
+    live = live_configuration(configuration(CAPACITY_CONF, "enqueue, allocate, preempt, reclaim"))
+    objs = capacity_queues_as_their_users_write_them()
+    first = decide(snapshot(objs), live)
+    given = {q: sum(1 for e in first.evictions if e.preemptor_queue == q) for q in ("q3", "q4")}
+    taken = {q: sum(1 for e in first.evictions if e.victim_queue == q) for q in ("q1", "q2")}
+    assert given == {"q3": 2, "q4": 4} and taken == {"q1": 3, "q2": 3}
+    # The cluster after it: victims gone (their controllers make them again, pending), every
+    # preemptor bound where it was pipelined. The next cycle takes nothing back.
+    by_name = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Pod"}
+    for planned in first.evictions:
+        victim = by_name[planned.victim.name]
+        victim["spec"].pop("nodeName")
+        victim["status"] = {"phase": "Pending"}
+        assert planned.preemptor is not None
+        preemptor = by_name[planned.preemptor.name]
+        preemptor["spec"]["nodeName"] = planned.preemptor.node_name
+        preemptor["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
+    assert decide(snapshot(objs), live).evictions == []
 
 
 def test_the_rule_names_the_overused_queue_with_numbers_and_the_preemptor() -> None:
