@@ -9,10 +9,9 @@ job order, each admission reserving its minResources before the next job is aske
 can no longer both be admitted to the same room because each was asked alone. Admission also
 asks that the job's minResources fit its queue's real capability alongside what the queue
 holds and has reserved, without the credit Volcano's check gives for running jobs' elastic
-part: nothing in this deployment frees that part for a waiting job (kube-scheduler places a
-pod only where its queue can take it, and the reclaim loop never evicts within a queue for a
-job of equal priority), so a PodGroup admitted on it would sit ``Inqueue`` with no pod able
-to start.
+part: kube-scheduler places a pod only where its queue can take it, and the reclaim loop
+frees room inside a queue only for a more important job, so a PodGroup admitted on that
+credit would sit ``Inqueue`` with no pod able to start.
 
 The pass works on its own copies of the jobs whose phase it moves; the cluster's objects are
 never changed.
