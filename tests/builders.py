@@ -72,6 +72,10 @@ tiers:
   - name: nodeorder
 {configurations}"""
 
+#: The default tiers with capacity in proportion's place, as Volcano's capacity guide writes
+#: them: queues carry their deserved share in ``spec.deserved``.
+CAPACITY_CONF = HELM_CONF.replace("name: proportion", "name: capacity")
+
 
 def configuration(
     template: str, actions: str, arguments: Mapping[str, Mapping[str, Any]] | None = None

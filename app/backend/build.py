@@ -169,27 +169,20 @@ def start_requeuer(backend: EngineBackend, informers: Any) -> None:
 def start_status_writer(backend: EngineBackend) -> None:
     """The status write-back of a live backend, unless its controller writes no status."""
     from scheduler_core.controller.status_writer import StatusWriter
-    from scheduler_core.engine import open_session
     from scheduler_core.extender.holds import hold_reason
-    from scheduler_core.framework.memo import SessionMemos
-    from scheduler_core.framework.session import Session
 
     controller = backend.controller
     if controller is None or not controller.options.write_status:
         return
     accounting = backend.accounting
     state = backend.state
-    conf = backend.conf
-    memos = SessionMemos()
 
-    def own_session() -> Session:
-        # Its own read-only session: rebuilding the verbs' accounting session from here would
-        # move their refresh clock and hand them a view older than they would build themselves.
-        return open_session(state.shared_snapshot(), conf, clone=False, memos=memos)
-
+    # Its own sessions over the live objects: rebuilding the verbs' accounting session from
+    # here would move their refresh clock and hand them a view older than they would build.
     writer = StatusWriter(
         controller,
-        own_session,
+        state.shared_snapshot,
+        lambda: backend.conf,
         state.locked,
         lambda: state.version,
         lambda ssn, job, task: hold_reason(accounting, ssn, job, task),

@@ -8,6 +8,7 @@ stays Pending.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
@@ -20,9 +21,21 @@ from scheduler_core.logutil import v
 log = logging.getLogger("scheduler_core.actions.enqueue")
 
 
+#: A further condition a caller may put on admission, asked after the plugins permitted it.
+AdmitGate = Callable[[Session, JobInfo], bool]
+
+
 @register_action
 class Enqueue(Action):
+    """``also`` (none in a scheduling cycle) is a further condition on admission, asked only
+    when the plugins permit a job, in the same turn, so a job it refuses reserves nothing
+    for the jobs after it: the status write-back asks that a job's minResources fit its
+    queue alongside what the queue holds (see ``controller.status_writer``)."""
+
     name = "enqueue"
+
+    def __init__(self, also: AdmitGate | None = None) -> None:
+        self.also = also
 
     def execute(self, ssn: Session) -> None:
         log.log(v(5), "Enter Enqueue ...")
@@ -49,7 +62,9 @@ class Enqueue(Action):
             if jobs is None or jobs.empty():
                 continue
             job = jobs.pop()
-            if job.min_resources is None or ssn.job_enqueueable(job):
+            if (job.min_resources is None or ssn.job_enqueueable(job)) and (
+                self.also is None or self.also(ssn, job)
+            ):
                 ssn.job_enqueued(job)
                 job.phase = PodGroupPhase.INQUEUE
                 log.log(v(3), "Job <%s> enqueued into Queue <%s>", job.uid, queue.name)

@@ -230,7 +230,12 @@ class ReclaimAction(Action):
         guard = self._guard
         queue = ssn.queues.get(job.queue)
         if queue is None or not guard.preemptor_within_share(queue, task):
-            log.log(v(3), "Task <%s> would take its queue above its deserved share", task.key)
+            log.log(
+                v(3),
+                "Task <%s> would take queue <%s> above its deserved share",
+                task.key,
+                job.queue,
+            )
             return False
         nodes = self._verdicts.walk(helper, task)
         if self.rules.minimal_victims and self._room.fits(task):

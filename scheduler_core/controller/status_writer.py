@@ -1,11 +1,15 @@
 """The leader's status write-back loop: PodGroup and Queue status, their events and gauges.
 
-Every ``interval`` the leader looks at the engine's accounting session (only when the cluster
-changed since the last look), derives each PodGroup's status and each Queue's counters, and
-writes only what differs from what it last wrote or read. However many pod events arrived in
-between, one cycle writes each object at most once, and a token bucket caps the writes per
-second; what the bucket refuses is picked up by a later cycle. Nothing here runs on the verbs'
-threads: a slow or failing API server delays the write-back, never a scheduling answer.
+Every ``interval`` the leader looks at the cluster (only when it changed since the last look),
+derives each PodGroup's status and each Queue's allocation in one pass (``status_pass``:
+phases as Volcano's cycle reaches them, admissions one after the other), and writes only
+what differs from what it last wrote or read. The Queue counters are counted from the phases
+the cycle leaves in the API server: a PodGroup whose write was refused or failed counts in
+the phase it still has there, never in the one it was meant to get. However many pod events
+arrived in between, one cycle writes each object at most once, and a token bucket caps the
+writes per second; what the bucket refuses is picked up by a later cycle. Nothing here runs on
+the verbs' threads: a slow or failing API server delays the write-back, never a scheduling
+answer.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 from urllib.parse import quote
@@ -22,28 +25,17 @@ from urllib.parse import quote
 from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client import Counter as Counter_
 
-from scheduler_core.api.job import JobInfo
-from scheduler_core.api.resource import Resource
-from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import TaskStatus
-from scheduler_core.engine import close_session
-from scheduler_core.framework.session import Session
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.framework.memo import SessionMemos
 
 from .events import NORMAL, WARNING, ObjectRef, TokenBucket
 from .periodic import Periodic
-from .podgroup_status import (
-    NOT_ENOUGH_RESOURCES,
-    NOT_ENOUGH_TASKS,
-    PHASES,
-    UNSCHEDULABLE,
-    Hold,
-    PodGroupFacts,
-    next_phase,
-    next_status,
-)
+from .podgroup_status import PHASES, UNSCHEDULABLE, PodGroupFacts, next_status
 from .queue_status import resource_list, status_patch
 from .rest import ApiError
 from .runtime import Controller
+from .status_pass import GroupStatus, HoldReason, QueueStatus, derive
 
 log = logging.getLogger(__name__)
 
@@ -52,18 +44,6 @@ VERSION: Final = "v1beta1"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 CONFLICT_RETRIES: Final = 3
 
-#: What the engine says holds one pending task: (rule code, sentence), or None.
-HoldReason = Callable[[Session, JobInfo, TaskInfo], "tuple[str, str] | None"]
-
-#: The filter's rule codes as Volcano condition reasons.
-RULE_REASONS: Final = {
-    "gang-invalid": NOT_ENOUGH_TASKS,
-    "queue-capability": NOT_ENOUGH_RESOURCES,
-    "queue-overused": NOT_ENOUGH_RESOURCES,
-    "gang-unsatisfiable": NOT_ENOUGH_RESOURCES,
-    "queue-closed": "QueueClosed",
-    "queue-missing": "QueueMissing",
-}
 #: The same codes as reasons of the event on a held pod.
 POD_EVENT_REASONS: Final = {
     "gang-invalid": "GangInvalid",
@@ -79,22 +59,6 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True, slots=True)
-class _Group:
-    namespace: str
-    name: str
-    queue: str
-    cached_phase: str
-    facts: PodGroupFacts
-    held_pods: tuple[tuple[str, str, str, str], ...]  # (namespace, name, uid, rule code)
-
-
-@dataclass(frozen=True, slots=True)
-class _Queue:
-    name: str
-    allocated: Resource
-
-
 class StatusWriter:
     """Writes PodGroup status (through the object: the CRD has no status subresource) and
     Queue status (through ``/status``) while this replica leads."""
@@ -102,7 +66,8 @@ class StatusWriter:
     def __init__(
         self,
         controller: Controller,
-        open_session: Callable[[], Session],
+        snapshot: Callable[[], ClusterSnapshot],
+        conf: Callable[[], SchedulerConfiguration],
         locked: Callable[[], AbstractContextManager[Any]],
         version: Callable[[], int],
         hold_reason: HoldReason,
@@ -117,7 +82,8 @@ class StatusWriter:
         self._controller = controller
         self._rest = controller.rest
         self._recorder = controller.recorder
-        self._session = open_session
+        self._snapshot = snapshot
+        self._conf = conf
         self._locked = locked
         self._version = version
         self._hold_reason = hold_reason
@@ -130,6 +96,8 @@ class StatusWriter:
         )
         self._seen_version = -1
         self._dirty = True  # something was left unwritten last cycle
+        #: What the plugins remember from one pass's session to the next.
+        self.memos = SessionMemos()
         # What the API server holds, as far as we know: PodGroup key -> (phase, facts), queue
         # name -> the patch inputs. Forgotten when leadership changes hands.
         self._pg_known: dict[str, tuple[str, PodGroupFacts]] = {}
@@ -190,16 +158,18 @@ class StatusWriter:
         complete = True
         phases_by_queue: dict[str, Counter[str]] = {q.name: Counter() for q in queues}
         for group in groups:
-            key = f"{group.namespace}/{group.name}"
-            phase = self._phase.get(key, group.cached_phase)
-            desired = next_phase(phase, group.facts)
-            phases_by_queue.setdefault(group.queue, Counter())[desired] += 1
-            if self._pg_known.get(key) == (desired, group.facts):
+            desired = group.phase
+            if self._pg_known.get(group.key) == (desired, group.facts):
+                phases_by_queue.setdefault(group.queue, Counter())[desired] += 1
                 continue
             if not self._take_token():
                 complete = False
+                # Counted as the API server still has it: the counters never run ahead.
+                phases_by_queue.setdefault(group.queue, Counter())[group.known_phase] += 1
                 continue
-            self._write_podgroup(group)
+            held = self._write_podgroup(group)
+            if held is not None:
+                phases_by_queue.setdefault(group.queue, Counter())[held] += 1
             self._held_pod_events(group)
         self._set_gauges(phases_by_queue)
         for queue in queues:
@@ -217,75 +187,29 @@ class StatusWriter:
 
     # ------------------------------------------------------------------ observing
 
-    def _observe(self) -> tuple[list[_Group], list[_Queue]]:
-        groups: list[_Group] = []
+    def _observe(self) -> tuple[list[GroupStatus], list[QueueStatus]]:
         with self._locked():
-            ssn = self._session()
-            # Volcano's updateQueueStatus: the requests of every task in an allocated status,
-            # summed per queue (assumed pods are not in the cluster yet, so not counted).
-            allocated: dict[str, Resource] = {}
-            for job in ssn.jobs.values():
-                allocated.setdefault(job.queue, Resource.empty()).add(job.allocated)
-            queues = [
-                _Queue(name, allocated.get(name) or Resource.empty())
-                for name, queue in sorted(ssn.queues.items())
-                if not queue.implicit
-            ]
-            for job in ssn.jobs.values():
-                if job.synthesized:
-                    continue
-                if self._namespaces and job.namespace not in self._namespaces:
-                    continue
-                groups.append(self._group(ssn, job))
-            close_session(ssn, update_phases=False)
-        return groups, queues
-
-    def _group(self, ssn: Session, job: JobInfo) -> _Group:
-        queue = ssn.queues.get(job.queue)
-        held: list[tuple[str, str, str, str]] = []
-        hold: Hold | None = None
-        ready = job.is_ready()
-        invalid = ssn.job_valid(job)
-        if not ready:
-            if invalid is not None:
-                hold = Hold(invalid.reason or NOT_ENOUGH_TASKS, invalid.message or invalid.reason)
-            else:
-                pending = sorted(job.tasks_with(TaskStatus.PENDING), key=lambda t: t.name)
-                for task in pending:
-                    found = self._hold_reason(ssn, job, task)
-                    if found is None:
-                        continue
-                    code, sentence = found
-                    if hold is None:
-                        unready = max(0, job.min_available - job.ready_task_num())
-                        hold = Hold(
-                            RULE_REASONS.get(code, NOT_ENOUGH_RESOURCES),
-                            f"{unready}/{len(job.tasks)} tasks in gang unschedulable: {sentence}",
-                        )
-                    if task.scheduler_name in self._managed:
-                        held.append((task.namespace, task.name, task.uid, code))
-        admitted = (
-            queue is not None
-            and queue.is_open()
-            and invalid is None
-            and (job.min_resources is None or ssn.job_enqueueable(job))
-        )
-        facts = PodGroupFacts(
-            min_member=job.min_available,
-            scheduled=job.scheduled_task_num() + job.releasing_scheduled_task_num(),
-            running=len(job.status_index.get(TaskStatus.RUNNING, {})),
-            succeeded=len(job.status_index.get(TaskStatus.SUCCEEDED, {})),
-            failed=len(job.status_index.get(TaskStatus.FAILED, {})),
-            ready=ready,
-            admitted=admitted,
-            hold=hold,
-        )
-        return _Group(job.namespace, job.name, job.queue, job.phase.value, facts, tuple(held))
+            snapshot = self._snapshot()
+            # The pass replaces jobs and usage sums in its snapshot: its own maps, the
+            # cluster's job objects untouched.
+            snapshot = snapshot.around(dict(snapshot.jobs), dict(snapshot.nodes))
+            result = derive(
+                snapshot,
+                self._conf(),
+                self._phase,
+                self._hold_reason,
+                managed=self._managed,
+                namespaces=self._namespaces,
+                memos=self.memos,
+            )
+        return result.groups, result.queues
 
     # ------------------------------------------------------------------ PodGroups
 
-    def _write_podgroup(self, group: _Group) -> None:
-        key = f"{group.namespace}/{group.name}"
+    def _write_podgroup(self, group: GroupStatus) -> str | None:
+        """Write the group's status; the phase the API server holds afterwards as far as
+        this replica knows (None: the PodGroup is gone)."""
+        key = group.key
         path = (
             f"/apis/{GROUP}/{VERSION}/namespaces/{quote(group.namespace)}/podgroups/"
             f"{quote(group.name)}"
@@ -296,17 +220,17 @@ class StatusWriter:
             except ApiError as exc:
                 if exc.not_found:
                     self._pg_known.pop(key, None)
-                    return
+                    return None
                 log.warning("status write-back: cannot read PodGroup %s: %s", key, exc)
                 self._dirty = True
-                return
+                return group.known_phase
             current = fresh.get("status") or {}
             status = next_status(current, group.facts, _now())
             phase = str(status.get("phase"))
             if status == current:
                 self._pg_known[key] = (phase, group.facts)
                 self._phase[key] = phase
-                return
+                return phase
             fresh["status"] = status
             try:
                 self._rest.put(path, fresh, "podgroups")
@@ -314,16 +238,17 @@ class StatusWriter:
                 if exc.conflict:
                     continue  # someone wrote in between: read again, recompute
                 if exc.not_found:
-                    return
+                    return None
                 log.warning("status write-back: cannot update PodGroup %s: %s", key, exc)
                 self._dirty = True
-                return
+                return str(current.get("phase") or group.known_phase)
             self._pg_known[key] = (phase, group.facts)
             self._phase[key] = phase
             self._podgroup_events(fresh, current, status)
-            return
+            return phase
         log.warning("status write-back: PodGroup %s kept changing; retrying later", key)
         self._dirty = True
+        return group.known_phase
 
     def _podgroup_events(
         self, obj: dict[str, Any], before: dict[str, Any], after: dict[str, Any]
@@ -345,7 +270,7 @@ class StatusWriter:
                 action="Schedule",
             )
 
-    def _held_pod_events(self, group: _Group) -> None:
+    def _held_pod_events(self, group: GroupStatus) -> None:
         for namespace, name, uid, code in group.held_pods:
             if group.facts.hold is None:
                 break
@@ -359,11 +284,11 @@ class StatusWriter:
 
     # ------------------------------------------------------------------ Queues
 
-    def _queue_needs_write(self, queue: _Queue, counts: Counter[str]) -> bool:
+    def _queue_needs_write(self, queue: QueueStatus, counts: Counter[str]) -> bool:
         wanted = (resource_list(queue.allocated), tuple(sorted(counts.items())))
         return self._queue_known.get(queue.name) != wanted
 
-    def _write_queue(self, queue: _Queue, counts: Counter[str]) -> None:
+    def _write_queue(self, queue: QueueStatus, counts: Counter[str]) -> None:
         wanted = (resource_list(queue.allocated), tuple(sorted(counts.items())))
         path = f"/apis/{GROUP}/{VERSION}/queues/{quote(queue.name)}"
         for _ in range(CONFLICT_RETRIES):

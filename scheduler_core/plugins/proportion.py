@@ -37,7 +37,6 @@ from scheduler_core.framework.hooks import (
     OVERUSED,
     PREEMPTIVE,
     QUEUE_ORDER,
-    QUEUE_SHARE,
     RECLAIMABLE,
     SIMULATE_ALLOCATABLE,
 )
@@ -519,7 +518,6 @@ class ProportionPlugin(QueueCharging, Plugin):
         ssn.add_hook(QUEUE_ORDER, self.name, self._queue_order)
         ssn.add_hook(RECLAIMABLE, self.name, self._reclaimable)
         ssn.add_hook(OVERUSED, self.name, self._overused)
-        ssn.add_hook(QUEUE_SHARE, self.name, self._queue_share)
         ssn.add_hook(ALLOCATABLE, self.name, self._allocatable)
         ssn.add_hook(PREEMPTIVE, self.name, self._queue_allocatable)
         ssn.add_hook(SIMULATE_ALLOCATABLE, self.name, self._simulate_allocatable)

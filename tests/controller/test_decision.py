@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.actions.preempt import PreemptAction
-from scheduler_core.actions.util.reclaim_rules import ReclaimGuard, ReclaimRules
+from scheduler_core.actions.util.reclaim_rules import (
+    ReclaimGuard,
+    ReclaimRules,
+    compared_dimensions,
+)
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.controller.decision import decide, live_configuration
 from scheduler_core.framework.arguments import Arguments
 from tests.builders import (
+    CAPACITY_CONF,
     HELM_CONF,
     Obj,
     configuration,
@@ -63,6 +70,46 @@ def test_equal_queues_end_at_their_deserved_share_and_no_further() -> None:
         world.place()
     running = [world.queue_of(n) for n in world.running()]
     assert running.count("q1") == 4 and running.count("q2") == 4
+
+
+def capacity_queues_as_their_users_write_them() -> list[Obj]:
+    """An 8-cpu cluster; capacity queues deserving 1/1/2/4 cpu (and 4Gi each), q1 and q2
+    holding 4 cpu each, q3 waiting with two 1-cpu pods and q4 with four, all of one priority."""
+    objs: list[Obj] = [node(f"n{i}", cpu="2", memory="8Gi") for i in range(4)]
+    for name, cpu in (("q1", "1"), ("q2", "1"), ("q3", "2"), ("q4", "4")):
+        objs.append(queue(name, deserved={"cpu": cpu, "memory": "4Gi"}))
+    started = "2024-01-01T00:00:00Z"
+    for i in range(4):
+        objs.append(
+            pod(f"a{i}", queue="q1", memory="128Mi", node_name=f"n{i // 2}", started=started)
+        )
+        objs.append(
+            pod(f"b{i}", queue="q2", memory="128Mi", node_name=f"n{2 + i // 2}", started=started)
+        )
+    objs += [pod(f"c{i}", queue="q3", memory="128Mi") for i in range(2)]
+    objs += [pod(f"d{i}", queue="q4", memory="128Mi") for i in range(4)]
+    return objs
+
+
+def test_capacity_queues_get_their_deserved_back_and_the_lenders_keep_exactly_theirs() -> None:
+    live = live_configuration(configuration(CAPACITY_CONF, "enqueue, allocate, preempt, reclaim"))
+    objs = capacity_queues_as_their_users_write_them()
+    first = decide(snapshot(objs), live)
+    given = {q: sum(1 for e in first.evictions if e.preemptor_queue == q) for q in ("q3", "q4")}
+    taken = {q: sum(1 for e in first.evictions if e.victim_queue == q) for q in ("q1", "q2")}
+    assert given == {"q3": 2, "q4": 4} and taken == {"q1": 3, "q2": 3}
+    # The cluster after it: victims gone (their controllers make them again, pending), every
+    # preemptor bound where it was pipelined. The next cycle takes nothing back.
+    by_name = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Pod"}
+    for planned in first.evictions:
+        victim = by_name[planned.victim.name]
+        victim["spec"].pop("nodeName")
+        victim["status"] = {"phase": "Pending"}
+        assert planned.preemptor is not None
+        preemptor = by_name[planned.preemptor.name]
+        preemptor["spec"]["nodeName"] = planned.preemptor.node_name
+        preemptor["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
+    assert decide(snapshot(objs), live).evictions == []
 
 
 def test_the_rule_names_the_overused_queue_with_numbers_and_the_preemptor() -> None:
@@ -284,3 +331,80 @@ def test_a_preemptor_that_fits_idle_room_evicts_nothing() -> None:
     objs = one_queue_low_then_high(high_pods=1)
     objs.append(node("spare", cpu="2", memory="8Gi"))
     assert decide(snapshot(objs), WITH_PREEMPT).evictions == []
+
+
+GPU = "nvidia.com/gpu"
+deserved_specs = st.fixed_dictionaries(
+    {},
+    optional={
+        "cpu": st.sampled_from(["1", "2", "4"]),
+        "memory": st.just("8Gi"),
+        GPU: st.sampled_from(["0", "1", "2"]),
+    },
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    deserved=st.lists(deserved_specs, min_size=3, max_size=3),
+    running=st.lists(st.tuples(st.integers(0, 2), st.booleans()), max_size=8),
+    waiting=st.lists(st.tuples(st.integers(0, 2), st.booleans()), min_size=1, max_size=6),
+)
+def test_capacity_queues_whose_deserved_omits_dimensions_never_reclaim_back_and_forth(
+    deserved: list[dict[str, str]],
+    running: list[tuple[int, bool]],
+    waiting: list[tuple[int, bool]],
+) -> None:
+    """Random capacity queues, their ``spec.deserved`` leaving out cpu, memory or the GPU (or
+    naming a GPU at zero), 1-cpu pods some of which also want a GPU: after one cycle of the
+    loop, the preemptors' queues are within their share in every dimension both it names and
+    their preemptors request (a GPU a queue already held is not the CPU preemptor's doing), and the
+    next cycle evicts none of the pods just placed."""
+    live = live_configuration(configuration(CAPACITY_CONF, "enqueue, allocate, preempt, reclaim"))
+    objs: list[Obj] = [node(f"n{i}", cpu="2", memory="8Gi", extra={GPU: "1"}) for i in range(4)]
+    objs += [queue(f"q{i}", deserved=spec) for i, spec in enumerate(deserved)]
+    room = {f"n{i}": [2, 1] for i in range(4)}
+    for k, (q, gpu) in enumerate(running):
+        where = next((n for n, (c, g) in room.items() if c >= 1 and g >= int(gpu)), None)
+        if where is None:
+            continue
+        room[where][0] -= 1
+        room[where][1] -= int(gpu)
+        objs.append(
+            pod(
+                f"r{k}",
+                queue=f"q{q}",
+                memory="1Gi",
+                extra={GPU: "1"} if gpu else None,
+                node_name=where,
+                started="2024-01-01T00:00:00Z",
+            )
+        )
+    objs += [
+        pod(f"w{k}", queue=f"q{q}", memory="1Gi", extra={GPU: "1"} if gpu else None)
+        for k, (q, gpu) in enumerate(waiting)
+    ]
+    first = decide(snapshot(objs), live)
+    placed = {e.preemptor.name for e in first.evictions if e.preemptor is not None}
+    by_name = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Pod"}
+    for planned in first.evictions:
+        victim = by_name[planned.victim.name]
+        victim["spec"].pop("nodeName")
+        victim["status"] = {"phase": "Pending"}
+        assert planned.preemptor is not None
+        preemptor = by_name[planned.preemptor.name]
+        preemptor["spec"]["nodeName"] = planned.preemptor.node_name
+        preemptor["status"] = {"phase": "Running", "startTime": "2024-01-01T00:00:00Z"}
+    second = decide(snapshot(objs), live)
+    asked: dict[str, set[str]] = {}  # queue -> what its placed preemptors request
+    for e in first.evictions:
+        assert e.preemptor is not None
+        wanted = asked.setdefault(e.preemptor_queue, {"cpu", "memory"})
+        if e.preemptor.resreq.get(GPU) > 0:
+            wanted.add(GPU)
+    for name, share in second.shares.items():
+        if share is None or name not in asked:
+            continue
+        for dim in compared_dimensions(share, sorted(asked[name])):
+            assert share.allocated.get(dim) <= share.deserved.get(dim) + 1e-6, (name, dim)
+    assert not [e.victim.name for e in second.evictions if e.victim.name in placed]

@@ -11,11 +11,13 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from scheduler_core.conf import DEFAULT_CONF
 from tests.e2e.controlplane import ControlPlane, Extender, wait_for
 from tests.e2e.kube import Kube
 
@@ -360,3 +362,52 @@ def test_the_loop_preempts_inside_a_queue_where_kube_scheduler_never_would(
     preempted = [m for m in notes if m.startswith("Preempted: ")]
     assert len(preempted) == 2 and all(f"preempted within queue {q1}" in m for m in preempted)
     assert any(m.startswith("Preempting: ") for n in urgent_pods for m in events(kube, ns, n))
+
+
+CAPACITY_SCHEDULER = "capacity-scheduler"
+
+
+def test_capacity_queues_get_their_deserved_and_the_lenders_keep_exactly_theirs(
+    kube: Kube, reclaimer: Any, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Volcano's capacity plugin with queues as its guide writes them (``spec.deserved`` of
+    cpu and memory): an extender serving that configuration, with the loop on, behind a
+    kube-scheduler of its own."""
+    conf = tmp_path / "capacity.conf"
+    conf.write_text(DEFAULT_CONF.replace("name: proportion", "name: capacity"))
+    loop = reclaimer("--conf", str(conf), "--scheduler-names", CAPACITY_SCHEDULER)
+    scheduler = control_plane.start_scheduler(
+        "capacity-kube-scheduler", [CAPACITY_SCHEDULER], loop.url + "/"
+    )
+    try:
+        ns = kube.namespace("reclaim")
+        tag = "r" + ns.replace("reclaim-", "")
+        for i in range(4):
+            kube.node(f"{tag}-n{i}", cpu="2", memory="8Gi")
+        queues = {}
+        for name, cpu in (("q1", "1"), ("q2", "1"), ("q3", "2"), ("q4", "4")):
+            queues[name] = kube.queue(f"{tag}-{name}", deserved={"cpu": cpu, "memory": "4Gi"})
+        held = [
+            kube.pod(
+                ns,
+                f"{q}-{i}",
+                queue=queues[q],
+                node=f"{tag}-n{2 * k + i // 2}",
+                scheduler=CAPACITY_SCHEDULER,
+            )
+            for k, q in enumerate(("q1", "q2"))
+            for i in range(4)
+        ]
+        kube.wait_running(ns, held, timeout=60)
+        for q, count in (("q3", 2), ("q4", 4)):
+            for i in range(count):
+                kube.pod(ns, f"{q}-{i}", queue=queues[q], scheduler=CAPACITY_SCHEDULER)
+        wanted = {queues["q1"]: 1, queues["q2"]: 1, queues["q3"]: 2, queues["q4"]: 4}
+        wait_for(lambda: running_by_queue(kube, ns) == wanted, 90, f"running {wanted}")
+        evicted = metric(loop, "queue_extender_reclaim_evictions_total", result="ok")
+        assert evicted == 6
+        time.sleep(QUIET)
+        assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == evicted
+        assert running_by_queue(kube, ns) == wanted
+    finally:
+        scheduler.stop()

@@ -198,3 +198,38 @@ def test_a_burst_of_pod_events_costs_a_bounded_number_of_writes(kube: Kube, stac
     # the 400 pod events
     assert written <= 2 * looked + 2
     assert written < pods / 2
+
+
+def test_a_job_its_queue_cannot_hold_beside_a_running_one_stays_pending_until_there_is_room(
+    kube: Kube,
+) -> None:
+    ns = kube.namespace()
+    kube.node("st-cap-n1", cpu="4")
+    kube.queue("st-cap", capability={"cpu": "1"})
+    settle()
+    kube.podgroup(ns, "j2", 1, "st-cap")
+    kube.pod(ns, "j2-0", cpu="1", group="j2")
+    kube.wait_running(ns, ["j2-0"])
+    # Created once j2 runs, while its PodGroup may still read Pending.
+    kube.podgroup(ns, "j2x", 1, "st-cap", min_resources={"cpu": "1"})
+    kube.pod(ns, "j2x-0", cpu="1", group="j2x")
+    counts = ("inqueue", "running", "pending")
+
+    def counters() -> tuple[int, ...]:
+        status = queue_status(kube, "st-cap")
+        return tuple(int(status.get(c, 0)) for c in counts)
+
+    wait_for(lambda: phase_is(kube, ns, "j2", "Running"), 20, "j2 Running")
+    wait_for(lambda: counters() == (0, 1, 1), 20, "inqueue 0, running 1, pending 1")
+    for _ in range(4):  # several cycles: j2x is never admitted, and the counters agree
+        assert phase_is(kube, ns, "j2x", "Pending")
+        assert counters() == (0, 1, 1)
+        time.sleep(1)
+    assert kube.get_pod(ns, "j2x-0").spec.node_name is None
+    # j2 ends: now there is room, j2x is admitted and starts.
+    kube.delete_pod(ns, "j2-0")
+    kube.wait_running(ns, ["j2x-0"], timeout=30)
+    wait_for(lambda: phase_is(kube, ns, "j2x", "Running"), 20, "j2x Running")
+    # j2, its pod gone, is below its gang again: Pending, as Volcano would have it.
+    wait_for(lambda: counters() == (0, 1, 1), 20, "the counters to follow the phases")
+    assert phase_is(kube, ns, "j2", "Pending")

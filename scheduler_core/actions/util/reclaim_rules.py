@@ -12,7 +12,9 @@ through the action's arguments (``configurations: - name: reclaim``):
     far, stays at or above its deserved share in every dimension the preemptor asks for;
     and the preemptor's queue may not go above its own deserved share by the placement.
     Together: after a reclaim neither side can reclaim the other's pods back while demands
-    stay the same.
+    stay the same. Both sides compare only the dimensions the queue's deserved names (see
+    ``compared_dimensions``): a capacity queue whose ``spec.deserved`` says cpu and memory
+    has no opinion on a GPU or on the pod count.
 ``reclaim.minimalVictims``
     on a node, victims are chosen by the minimal-set search (remove lowest value first until
     the preemptor fits every predicate, then reprieve whoever is not needed), not greedily.
@@ -43,6 +45,7 @@ own:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -50,10 +53,13 @@ from datetime import UTC, datetime
 from scheduler_core.api.duration import DurationError, parse_duration
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
-from scheduler_core.api.resource import IGNORED_SCALARS, Resource
+from scheduler_core.api.resource import IGNORED_SCALARS, MIN_RESOURCE, Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.session import QueueShare, Session
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.actions.reclaim")
 
 NO_BOUNDARY_VICTIMS = "reclaim.noBoundaryVictims"
 MINIMAL_VICTIMS = "reclaim.minimalVictims"
@@ -126,11 +132,68 @@ def reclaimed_dimensions(preemptor: TaskInfo) -> list[str]:
     return [n for n in preemptor.init_resreq.resource_names() if n not in IGNORED_SCALARS]
 
 
+def names_dimension(deserved: Resource, name: str) -> bool:
+    """Whether a deserved share says anything about ``name``. Volcano's Resource always has
+    cpu and memory, so for those a share below the epsilon says nothing (what its
+    ``*_with_relevant_dimensions`` comparisons skip); a scalar is named when its key is
+    there, even at zero: a missing scalar is no opinion, a zero one is "deserves none"."""
+    if name == "cpu":
+        return deserved.milli_cpu >= MIN_RESOURCE
+    if name == "memory":
+        return deserved.memory >= MIN_RESOURCE
+    return deserved.scalars is not None and name in deserved.scalars
+
+
+def compared_dimensions(share: QueueShare, dims: Sequence[str]) -> list[str]:
+    """The dimensions among ``dims`` (what the preemptor asks for) that the queue's deserved
+    share names: the only ones the live rules weigh for that queue. Comparing the others
+    as if their share were zero would make a queue deserving "cpu: 2, memory: 4Gi" look
+    above its share in anything else the preemptor happens to request."""
+    return [n for n in dims if n not in IGNORED_SCALARS and names_dimension(share.deserved, n)]
+
+
 def overused_dimensions(share: QueueShare, dims: list[str]) -> list[str]:
-    """The dimensions among ``dims`` in which the queue holds more than its deserved share:
-    the ones a reclaim takes back (memory a queue holds within its share is not reclaimed
-    just because the preemptor also asks for some)."""
-    return [n for n in dims if share.allocated.get(n) > share.deserved.get(n) + _SLACK]
+    """The dimensions among ``dims`` that the queue's deserved names and in which it holds
+    more than that share: the ones a reclaim takes back (memory a queue holds within its
+    share is not reclaimed just because the preemptor also asks for some)."""
+    return [
+        n
+        for n in compared_dimensions(share, dims)
+        if share.allocated.get(n) > share.deserved.get(n) + _SLACK
+    ]
+
+
+def lends_beyond_share(share: QueueShare, dims: list[str]) -> bool:
+    """Whether the queue may give up something of ``dims`` at all: it is above its deserved
+    share in one of them, or its share names none of them (it deserves none of what the
+    preemptor asks for, so all it holds there is lent; Volcano's capacity plugin lets such
+    a queue be reclaimed whole). Such a queue can never reclaim back: by
+    ``within_share`` a placement in it is never within a share that names nothing."""
+    return not compared_dimensions(share, dims) or bool(overused_dimensions(share, dims))
+
+
+def within_share(share: QueueShare, request: Resource, dims: list[str]) -> bool:
+    """Whether adding ``request`` keeps the queue at or below its deserved share in every
+    dimension of ``dims`` the share names; False when it names none of them (the queue
+    deserves none of what is asked, so any placement would put it above its share)."""
+    compared = compared_dimensions(share, dims)
+    if not compared:
+        return False
+    return all(
+        share.allocated.get(n) + request.get(n) <= share.deserved.get(n) + _SLACK for n in compared
+    )
+
+
+def keeps_share(share: QueueShare, gone: Resource, dims: list[str]) -> bool:
+    """Whether the queue, without ``gone``, still holds at least its deserved share in every
+    dimension of ``dims`` it is above it in (a queue whose share names none of ``dims``
+    deserves none of them: it keeps its share whatever it gives)."""
+    if not compared_dimensions(share, dims):
+        return True
+    over = overused_dimensions(share, dims)
+    if not over:
+        return False
+    return all(share.allocated.get(n) - gone.get(n) >= share.deserved.get(n) - _SLACK for n in over)
 
 
 def min_runtime_of(
@@ -232,8 +295,9 @@ class ReclaimGuard:
         self._donors.clear()
 
     def donor_queues(self, preemptor: TaskInfo) -> set[str] | None:
-        """With no boundary victims, the only queues a victim can come from: at or above
-        their deserved share in every dimension the preemptor asks for. Evictions only
+        """With no boundary victims, the only queues a victim can come from: above their
+        deserved share in a dimension the preemptor asks for, or deserving none of them
+        (``lends_beyond_share``). Evictions only
         shrink this set, so it is computed once per job and dimension set (a superset is
         safe: ``narrow`` decides each victim exactly). None: every queue may give."""
         if not self.rules.no_boundary_victims:
@@ -246,7 +310,7 @@ class ReclaimGuard:
                 share = self.ssn.queue_share(queue)
                 if share is None:
                     continue
-                if overused_dimensions(share, list(dims)):
+                if lends_beyond_share(share, list(dims)):
                     donors.add(queue.name)
             self._donors[dims] = donors
         return donors
@@ -255,17 +319,21 @@ class ReclaimGuard:
 
     def preemptor_within_share(self, queue: QueueInfo, preemptor: TaskInfo) -> bool:
         """The placement keeps the preemptor's queue at or below its deserved share in the
-        dimensions it asks for (else it would be the next cycle's victim)."""
+        dimensions it asks for that the share names (else it would be the next cycle's
+        victim); a share naming none of them is never within."""
         if not self.rules.no_boundary_victims:
             return True
         share = self.ssn.queue_share(queue)
         if share is None:
+            log.log(
+                v(3),
+                "Queue <%s> has no deserved share from any fair-share plugin: nothing is "
+                "reclaimed for task <%s>",
+                queue.name,
+                preemptor.key,
+            )
             return False
-        for name in reclaimed_dimensions(preemptor):
-            after = share.allocated.get(name) + preemptor.resreq.get(name)
-            if after > share.deserved.get(name) + _SLACK:
-                return False
-        return True
+        return within_share(share, preemptor.resreq, reclaimed_dimensions(preemptor))
 
     def could_go(
         self, victim: TaskInfo, dims: list[str], shares: dict[str, QueueShare | None]
@@ -288,11 +356,7 @@ class ReclaimGuard:
         share = shares[job.queue]
         if share is None:
             return False
-        over = overused_dimensions(share, dims)
-        return bool(over) and all(
-            share.allocated.get(n) - victim.resreq.get(n) >= share.deserved.get(n) - _SLACK
-            for n in over
-        )
+        return keeps_share(share, victim.resreq, dims)
 
     # --- narrowing a victim list --------------------------------------------------------
 
@@ -342,14 +406,7 @@ class ReclaimGuard:
         share = self.ssn.queue_share(queue) if queue is not None else None
         if share is None:
             return False
-        over = overused_dimensions(share, dims)
-        if not over:
-            return False
-        for name in over:
-            after = share.allocated.get(name) - taken.get(name) - victim.resreq.get(name)
-            if after < share.deserved.get(name) - _SLACK:
-                return False
-        return True
+        return keeps_share(share, taken.clone().add(victim.resreq), dims)
 
     def complete_gangs(
         self,

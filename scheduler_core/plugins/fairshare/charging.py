@@ -10,7 +10,12 @@ from typing import ClassVar
 
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.hooks import CYCLE_STATE, SIMULATE_ADD_TASK, SIMULATE_REMOVE_TASK
+from scheduler_core.framework.hooks import (
+    CYCLE_STATE,
+    QUEUE_SHARE,
+    SIMULATE_ADD_TASK,
+    SIMULATE_REMOVE_TASK,
+)
 from scheduler_core.framework.session import EventHandler, QueueShare, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare.attrs import QueueAttr, QueueAttrs, trace
@@ -104,9 +109,12 @@ class QueueCharging:
 
 
 def register(ssn: Session, plugin: QueueCharging) -> None:
-    """Wire the plugin's charging into the session: the allocate/evict event handler and the
+    """Wire the plugin's charging into the session: the allocate/evict event handler, the
     what-if copy (cycle state, simulated add and remove) topology-aware preemption and the
-    extender's victim selection use."""
+    extender's victim selection use, and the queue's share as it stands (the live reclaim
+    rules read it: a plugin that charged queues but kept its shares to itself would leave
+    the loop judging every queue as unknown, and reclaiming nothing)."""
+    ssn.add_hook(QUEUE_SHARE, plugin.name, plugin._queue_share)
     ssn.add_hook(CYCLE_STATE, plugin.name, plugin._cycle_state)
     ssn.add_hook(SIMULATE_ADD_TASK, plugin.name, plugin._simulate_add_task)
     ssn.add_hook(SIMULATE_REMOVE_TASK, plugin.name, plugin._simulate_remove_task)
