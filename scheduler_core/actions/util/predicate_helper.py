@@ -81,10 +81,16 @@ class PredicateHelper:
 
 
 def constraints_signature(task: TaskInfo) -> str:
-    """What the node-static predicates read of a pod: node selector, required node
-    affinity, tolerations. Pods with equal signatures get equal static verdicts."""
+    """What the unresolvable predicates read of a pod: node selector, required node
+    affinity, tolerations, and its volumes, device claims and scheduling gates (with its
+    namespace, where claims are looked up). Pods with equal signatures get equal verdicts."""
     selector = sorted(task.node_selector.items())
-    return f"{selector!r}|{task.required_affinity!r}|{task.tolerations!r}"
+    signature = f"{selector!r}|{task.required_affinity!r}|{task.tolerations!r}"
+    if task.volumes or task.resource_claims or task.scheduling_gates:
+        signature += (
+            f"|{task.namespace}|{task.volumes!r}|{task.resource_claims!r}|{task.scheduling_gates!r}"
+        )
+    return signature
 
 
 @dataclass
