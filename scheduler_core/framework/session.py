@@ -110,7 +110,7 @@ class Session:
     #: task key -> why the engine cannot judge where that task fits, for the tasks a
     #: pre-predicate found so while actions or verbs considered them (the reclaim loop
     #: reports them as events, the preempt verb keeps kube-scheduler's victims for them).
-    not_evaluable: dict[str, FitError] = field(default_factory=dict)
+    not_evaluable: dict[str, tuple[TaskInfo, FitError]] = field(default_factory=dict)
 
     #: hook -> plugin name -> function, filled by the plugins' ``on_session_open``
     _hooks: dict[Hook[Any], dict[str, Any]] = field(default_factory=dict)

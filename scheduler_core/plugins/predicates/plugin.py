@@ -125,7 +125,7 @@ class PredicatesPlugin(Plugin):
         self._rwop.pop(task.uid, None)
         err = self.not_evaluable(task)
         if err is not None:
-            ssn.not_evaluable[task.key] = err
+            ssn.not_evaluable[task.key] = (task, err)
             log.log(v(3), "Task <%s> is not evaluable: %s", task.key, "; ".join(err.reasons))
             return "not evaluable: " + "; ".join(err.reasons)
         ssn.not_evaluable.pop(task.key, None)
