@@ -42,10 +42,12 @@ def test_storage_objects_reach_the_catalog_and_follow_updates(
     fake_api.add("ResourceClaim", resource_claim("gpu"))
     catalog = state.snapshot().storage
     wait_until(
-        lambda: "ns/data" in catalog.claims
-        and "fast" in catalog.classes
-        and "n1" in catalog.csi_nodes
-        and "ns/gpu" in catalog.resource_claims,
+        lambda: (
+            "ns/data" in catalog.claims
+            and "fast" in catalog.classes
+            and "n1" in catalog.csi_nodes
+            and "ns/gpu" in catalog.resource_claims
+        ),
         message="storage objects listed",
     )
     assert catalog.claims["ns/data"].volume_name == ""
@@ -57,9 +59,11 @@ def test_storage_objects_reach_the_catalog_and_follow_updates(
     fake_api.update("PersistentVolumeClaim", pvc("data", volume="pv-1", storage_class="fast"))
     fake_api.update("ResourceClaim", resource_claim("gpu", allocated_on="n1"))
     wait_until(
-        lambda: catalog.claims["ns/data"].volume_name == "pv-1"
-        and "pv-1" in catalog.volumes
-        and catalog.resource_claims["ns/gpu"].allocated,
+        lambda: (
+            catalog.claims["ns/data"].volume_name == "pv-1"
+            and "pv-1" in catalog.volumes
+            and catalog.resource_claims["ns/gpu"].allocated
+        ),
         message="claim bound, devices allocated",
     )
     fake_api.delete("PersistentVolumeClaim", "ns/data")
