@@ -326,11 +326,13 @@ def pvc(
     phase: str | None = None,
     deleting: bool = False,
 ) -> Obj:
-    """A PersistentVolumeClaim, bound to ``volume`` when given (phase Bound) else Pending."""
+    """A PersistentVolumeClaim, bound to ``volume`` when given (phase Bound, the volume
+    controller's bind-completed annotation) else Pending."""
     spec: Obj = {"storageClassName": storage_class, "accessModes": list(access_modes)}
+    meta: Obj = {"name": name, "namespace": namespace}
     if volume:
         spec["volumeName"] = volume
-    meta: Obj = {"name": name, "namespace": namespace}
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
     if deleting:
         meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
     return {

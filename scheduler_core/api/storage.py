@@ -44,6 +44,13 @@ class PersistentVolumeClaimInfo:
     storage_class: str = ""
     access_modes: tuple[str, ...] = ()
     deleting: bool = False
+    #: The volume controller finished binding (``pv.kubernetes.io/bind-completed``): until
+    #: then kube-scheduler treats a claim as unbound even with a volume name.
+    bind_completed: bool = False
+
+    @property
+    def bound(self) -> bool:
+        return bool(self.volume_name) and self.bind_completed
 
     @property
     def key(self) -> str:

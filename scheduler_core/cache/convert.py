@@ -46,6 +46,8 @@ HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 #: How long a pod must have run before the reclaim loop may evict it: on a pod, a PodGroup
 #: (every pod of the group) or a Queue (the default of its pods). Go duration syntax.
 MIN_RUNTIME_ANNOTATION = "kube-queue-extender.io/min-runtime"
+#: Set on a PersistentVolumeClaim by the volume controller once it is bound.
+BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
 
 
 class ConversionError(ValueError):
@@ -590,6 +592,7 @@ def pvc_to_info(pvc: Mapping[str, Any]) -> PersistentVolumeClaimInfo:
         storage_class=str(spec.get("storageClassName") or ""),
         access_modes=_access_modes(spec),
         deleting=bool(_map(pvc, "metadata").get("deletionTimestamp")),
+        bind_completed=BIND_COMPLETED_ANNOTATION in _map(_map(pvc, "metadata"), "annotations"),
     )
 
 

@@ -487,3 +487,11 @@ def test_pods_with_different_volumes_never_share_a_cached_verdict() -> None:
         constraints_signature(task_of(ssn, key)) for key in ("ns/a", "ns/b", "other/c", "ns/d")
     }
     assert len(signatures) == 4
+
+
+def test_a_claim_naming_its_volume_before_binding_completed_is_not_bound() -> None:
+    """kube-scheduler waits for the volume controller's bind-completed mark, so does this."""
+    early = pvc("data", volume="pv-1")
+    del early["metadata"]["annotations"]
+    code, reasons, _ = verdict([*nodes(), early, pv("pv-1")], claimant(claim_volume("v", "data")))
+    assert code is NE and any("is not bound" in r for r in reasons)

@@ -123,7 +123,7 @@ def pod_not_evaluable(task: TaskInfo, storage: StorageCatalog) -> list[str]:
             reasons.append(f"PersistentVolumeClaim {key} not in the cache")
         elif pvc.phase == CLAIM_LOST:
             reasons.append(f"PersistentVolumeClaim {key} lost its volume")
-        elif not pvc.volume_name:
+        elif not pvc.bound:
             reasons.append(_unbound(pvc, storage))
         else:
             pv = storage.volumes.get(pvc.volume_name)
@@ -181,7 +181,7 @@ def _zone_conflict(pv: PersistentVolumeInfo, node: NodeInfo) -> bool:
 def bound_volumes(task: TaskInfo, storage: StorageCatalog) -> Iterator[PersistentVolumeInfo]:
     for volume in _claim_volumes(task):
         pvc = storage.claims.get(claim_key(task, volume))
-        if pvc is not None and pvc.volume_name:
+        if pvc is not None and pvc.bound:
             pv = storage.volumes.get(pvc.volume_name)
             if pv is not None:
                 yield pv
