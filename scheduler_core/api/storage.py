@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scheduler_core.api.task import NodeSelectorRequirement
+from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
@@ -126,6 +126,14 @@ class StorageCatalog:
     csi_nodes: dict[str, CSINodeInfo] = field(default_factory=dict)
     resource_claims: dict[str, ResourceClaimInfo] = field(default_factory=dict)
 
+    def merge(self, other: StorageCatalog) -> None:
+        """Add (or replace) ``other``'s objects: a file or a what-if adds to what is known."""
+        self.claims.update(other.claims)
+        self.volumes.update(other.volumes)
+        self.classes.update(other.classes)
+        self.csi_nodes.update(other.csi_nodes)
+        self.resource_claims.update(other.resource_claims)
+
     def copy(self) -> StorageCatalog:
         """A catalog whose maps can change without changing this one's (a what-if fork)."""
         return StorageCatalog(
@@ -135,3 +143,32 @@ class StorageCatalog:
             csi_nodes=dict(self.csi_nodes),
             resource_claims=dict(self.resource_claims),
         )
+
+
+_CLAIM_KINDS = ("persistentVolumeClaim", "ephemeral")
+
+
+def placement_signature(task: TaskInfo, storage: StorageCatalog) -> tuple[object, ...]:
+    """Everything of the pod's volumes, device claims and gates a hard verdict (a node the
+    pod can never use, or cannot be judged on) may read: two pods with equal signatures
+    (and equal node constraints) get equal hard verdicts on every node, so those can be
+    worked out once for both. A bound claim stands for its volume's source, node affinity
+    and labels (pods of a hundred groups, each with its own claim on like volumes, share
+    one signature); anything not plainly bound, and device claims and gates, make the
+    signature the pod's own."""
+    own = ("pod", task.namespace, task.name)
+    if task.scheduling_gates or task.resource_claims:
+        return own
+    parts: list[object] = []
+    for volume in task.volumes:
+        if volume.kind not in _CLAIM_KINDS:
+            parts.append((volume.kind, bool(volume.driver)))
+            continue
+        pvc = storage.claims.get(f"{task.namespace}/{volume.claim}")
+        if pvc is None or not pvc.bound or pvc.deleting or pvc.phase == CLAIM_LOST:
+            return own
+        pv = storage.volumes.get(pvc.volume_name)
+        if pv is None:
+            return own
+        parts.append((pv.source, pv.node_affinity, tuple(sorted(pv.labels.items()))))
+    return tuple(parts)

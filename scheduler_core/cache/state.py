@@ -226,7 +226,7 @@ class ClusterState:
                 self._put_podgroup(pg)
             for pdb in objects.pdbs:
                 self._pdbs[pdb.key] = pdb
-            self._storage = objects.storage.copy()
+            self._storage.merge(objects.storage)
             for pod in objects.pods:
                 self._put_pod(dict(pod))
             self.changes.structural()

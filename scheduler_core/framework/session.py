@@ -412,6 +412,14 @@ class Session:
                 return err
         return None
 
+    def not_evaluable_verdict(self, task: TaskInfo) -> FitError | None:
+        """Why the engine cannot judge where ``task`` fits (the pre-predicates failed and a
+        plugin recorded it as not evaluable), or None: for the read-only answers."""
+        if self.pre_predicate(task) is None:
+            return None
+        record = self.not_evaluable.get(task.key)
+        return record[1] if record is not None else None
+
     def node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         scores = {node.name: 0.0 for node in nodes}
         for fns in self._tiered(NODE_ORDER):

@@ -364,13 +364,10 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
 
 
 def _not_evaluable(ctx: CachedPodContext) -> FitError | None:
-    """The predicates' pre-predicate verdict: why the engine cannot judge where the pod
-    fits (volumes, device claims, scheduling gates), or None when it can."""
+    """Why the engine cannot judge where the pod fits (volumes, device claims, scheduling
+    gates), or None when it can."""
     task = ctx.job.tasks.get(ctx.task.uid, ctx.task) if ctx.job is not None else ctx.task
-    if ctx.ssn.pre_predicate(task) is None:
-        return None
-    record = ctx.ssn.not_evaluable.get(task.key)
-    return record[1] if record is not None else None
+    return ctx.ssn.not_evaluable_verdict(task)
 
 
 def _evaluable_step(unjudged: FitError) -> Step:

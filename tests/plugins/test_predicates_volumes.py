@@ -472,26 +472,34 @@ def test_inline_csi_volumes_count_against_the_limit() -> None:
 # --- the hard-verdict cache -------------------------------------------------------------------
 
 
-def test_pods_with_different_volumes_never_share_a_cached_verdict() -> None:
+def test_pods_share_a_cached_hard_verdict_only_when_their_volumes_constrain_alike() -> None:
     ssn = session(
         [
             *nodes(),
+            pvc("one", volume="pv-1"),
+            pvc("two", volume="pv-2"),
+            pvc("three", volume="pv-3"),
+            pv("pv-1", source={"nfs": {"server": "s", "path": "/1"}}),
+            pv("pv-2", source={"nfs": {"server": "s", "path": "/2"}}),
+            pv("pv-3", hostname="n2"),
+            pvc("unbound"),
             with_volumes(pod("a"), claim_volume("v", "one")),
             with_volumes(pod("b"), claim_volume("v", "two")),
-            with_volumes(pod("c", namespace="other"), claim_volume("v", "one")),
-            pod("d"),
+            with_volumes(pod("c"), claim_volume("v", "three")),
+            with_volumes(pod("d"), claim_volume("v", "unbound")),
+            with_volumes(pod("e"), claim_volume("v", "unbound")),
+            with_volumes(pod("f", namespace="other"), claim_volume("v", "one")),
+            pod("g"),
         ],
         PREDICATES,
     )
-    signatures = {
-        constraints_signature(task_of(ssn, key)) for key in ("ns/a", "ns/b", "other/c", "ns/d")
-    }
-    assert len(signatures) == 4
+    storage = ssn.snapshot.storage
 
+    def signature(key: str) -> str:
+        return constraints_signature(task_of(ssn, key), storage)
 
-def test_a_claim_naming_its_volume_before_binding_completed_is_not_bound() -> None:
-    """kube-scheduler waits for the volume controller's bind-completed mark, so does this."""
-    early = pvc("data", volume="pv-1")
-    del early["metadata"]["annotations"]
-    code, reasons, _ = verdict([*nodes(), early, pv("pv-1")], claimant(claim_volume("v", "data")))
-    assert code is NE and any("is not bound" in r for r in reasons)
+    assert signature("ns/a") == signature("ns/b")  # like volumes, no node constraint
+    assert signature("ns/c") != signature("ns/a")  # a local volume pins its node
+    assert signature("ns/d") != signature("ns/e")  # not evaluable: each its own
+    assert signature("other/f") != signature("ns/a")  # no such claim there
+    assert signature("ns/g") != signature("ns/a")
