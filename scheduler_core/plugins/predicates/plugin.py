@@ -52,6 +52,10 @@ CACHE_ENABLE = "predicate.CacheEnable"
 _UNEVALUATED = "ports, inter-pod affinity and topology spread"
 
 SCHEDULING_GATES = "SchedulingGates"
+
+#: How many preemptors' ReadWriteOncePod claim users a session remembers at most (a verb's
+#: shared session lives for many calls; one action or verb call needs a handful).
+_RWOP_MEMO = 64
 _unevaluated_logged = False
 
 # --- the plugin ---------------------------------------------------------------------------
@@ -138,6 +142,8 @@ class PredicatesPlugin(Plugin):
             assert self._ssn is not None
             claims = volumes.rwop_claims(task, self._ssn.snapshot.storage) if task.volumes else []
             users = volumes.claim_users(self._ssn.nodes.values()) if claims else {}
+            if len(self._rwop) >= _RWOP_MEMO:  # a long-lived session must not grow
+                self._rwop.clear()
             found = self._rwop[task.uid] = (claims, users)
         return found
 
