@@ -7,7 +7,8 @@ added, finished or deleted in an existing group; a PodGroup's phase) leaves stal
 each plugin here says how it is brought up to date:
 
 - priority, gang, conformance and predicates keep nothing a change of sums moves (they
-  read jobs and tasks live; predicates' memo is of node labels, taints and pod specs);
+  read jobs and tasks live; predicates' memo is of node labels, taints and pod specs, and
+  the users of a preemptor's ReadWriteOncePod claims are found again by each pre-predicate);
 - proportion re-derives the affected queues from the cache's per-queue sums, and the
   deserved shares when a request moved;
 - drf forgets the affected queues' job shares (re-derived on next use from the live jobs);

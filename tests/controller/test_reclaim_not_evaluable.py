@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from scheduler_core.controller.decision import decide
 from tests.builders import (
     Obj,
     claim_volume,
@@ -18,10 +21,12 @@ from tests.builders import (
     pvc,
     queue,
     resource_claim,
+    snapshot,
     storage_class,
     with_resource_claims,
     with_volumes,
 )
+from tests.controller.reclaim_world import reclaim_conf
 from tests.controller.test_reclaim_loop import Harness
 
 HOST = "kubernetes.io/hostname"
@@ -108,3 +113,54 @@ def test_dry_run_also_reports_not_evaluable() -> None:
     )
     h.loop.run_once()
     assert [(n, r) for n, r, _ in h.recorder.events] == [("b0", "NotEvaluable")]
+
+
+# --- the invariant, over generated volume mixes -----------------------------------------------
+
+#: A volume of the waiting pod, and the objects it needs: (pod volume, cluster objects).
+VOLUME_KINDS: dict[str, tuple[Obj | None, list[Obj]]] = {
+    "emptyDir": ({"name": "e", "emptyDir": {}}, []),
+    "configMap": ({"name": "c", "configMap": {"name": "x"}}, []),
+    "gcePersistentDisk": ({"name": "g", "gcePersistentDisk": {"pdName": "d"}}, []),
+    "unbound": (claim_volume("u", "unbound"), [storage_class("fast"), pvc("unbound")]),
+    "missing": (claim_volume("m", "missing"), []),
+    "local-n0": (claim_volume("l0", "l0"), [pvc("l0", volume="pv-l0"), pv("pv-l0", hostname="n0")]),
+    "local-n1": (claim_volume("l1", "l1"), [pvc("l1", volume="pv-l1"), pv("pv-l1", hostname="n1")]),
+    "network": (
+        claim_volume("nw", "nw"),
+        [pvc("nw", volume="pv-nw"), pv("pv-nw", source={"nfs": {"server": "s", "path": "/"}})],
+    ),
+    "claim": (None, [resource_claim("gpu")]),  # a device claim, not a volume
+}
+
+JUDGED = {"emptyDir", "configMap", "local-n0", "local-n1", "network"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sets(st.sampled_from(sorted(VOLUME_KINDS)), max_size=4))
+def test_nothing_is_ever_evicted_for_a_pod_that_is_not_evaluable(kinds: set[str]) -> None:
+    """Whatever mix of volumes the waiting pod has: evictions happen only for a pod the
+    engine judged, only on a node all its local volumes allow, and a pod it could not judge
+    is reported instead."""
+    preemptor = pod("b0", queue="q2")
+    extra: list[Obj] = []
+    volumes: list[Obj] = []
+    for kind in sorted(kinds):
+        volume, objects = VOLUME_KINDS[kind]
+        extra += objects
+        if kind == "claim":
+            preemptor = with_resource_claims(preemptor, "gpu")
+        elif volume is not None:
+            volumes.append(volume)
+    preemptor = with_volumes(preemptor, *volumes)
+    decision = decide(snapshot(starving(preemptor, *extra)), reclaim_conf())
+    if kinds <= JUDGED:
+        assert "ns/b0" not in decision.not_evaluable
+        pinned = {k.removeprefix("local-") for k in kinds if k.startswith("local-")}
+        if len(pinned) > 1:
+            assert decision.evictions == []  # no node holds both local volumes
+        for planned in decision.evictions:
+            assert not pinned or {planned.node} == pinned
+    else:
+        assert decision.evictions == []
+        assert "ns/b0" in decision.not_evaluable
