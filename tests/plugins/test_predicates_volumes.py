@@ -121,7 +121,7 @@ CASES: list[tuple[str, list[Obj], Obj, str, FitCode | None, str, str]] = [
         "n1",
         UU,
         "is being deleted",
-        "VolumeRestrictions",
+        "VolumeBinding",
     ),
     # --- what cannot be judged
     (
@@ -162,11 +162,11 @@ CASES: list[tuple[str, list[Obj], Obj, str, FitCode | None, str, str]] = [
     ),
     (
         "claim lost its volume",
-        [*nodes(), pvc("data", volume="pv-1", phase="Lost"), pv("pv-1")],
+        [*nodes(), pvc("data", volume="pv-1", phase="Lost")],
         claimant(claim_volume("v", "data")),
         "n1",
-        NE,
-        "lost its volume",
+        UU,
+        'bound to non-existent persistentvolume "pv-1"',
         "VolumeBinding",
     ),
     (

@@ -149,7 +149,8 @@ class PredicatesPlugin(Plugin):
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """Pod count first (``Unschedulable``: evictions free slots), then the node-static
-        checks; the most severe code wins and every reason is kept."""
+        checks, then volumes and device claims; the most severe code wins and every reason
+        is kept."""
         reasons: list[str] = []
         if node.allocatable.max_task_num <= len(node.tasks):
             log.log(

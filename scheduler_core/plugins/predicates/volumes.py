@@ -121,8 +121,8 @@ def pod_not_evaluable(task: TaskInfo, storage: StorageCatalog) -> list[str]:
         pvc = storage.claims.get(key)
         if pvc is None:
             reasons.append(f"PersistentVolumeClaim {key} not in the cache")
-        elif pvc.phase == CLAIM_LOST:
-            reasons.append(f"PersistentVolumeClaim {key} lost its volume")
+        elif pvc.phase == CLAIM_LOST or pvc.deleting:
+            continue  # judged: no node will do (``volume_binding_error``)
         elif not pvc.bound:
             reasons.append(_unbound(pvc, storage))
         else:
@@ -190,17 +190,24 @@ def bound_volumes(task: TaskInfo, storage: StorageCatalog) -> Iterator[Persisten
 def volume_binding_error(
     task: TaskInfo, node: NodeInfo, storage: StorageCatalog
 ) -> FitError | None:
-    """Bound volumes the node cannot reach (node affinity, zone), a claim being deleted:
-    ``UnschedulableAndUnresolvable``, no eviction changes a volume's place."""
+    """Bound volumes the node cannot reach (node affinity, zone), a claim that lost its
+    volume or is being deleted: ``UnschedulableAndUnresolvable``, no eviction changes a
+    volume's place."""
     for volume in _claim_volumes(task):
         pvc = storage.claims.get(claim_key(task, volume))
-        if pvc is not None and pvc.deleting:
+        if pvc is None:
+            continue
+        why = ""
+        if pvc.phase == CLAIM_LOST:
+            why = (
+                f'persistentvolumeclaim "{pvc.name}" bound to non-existent persistentvolume '
+                f'"{pvc.volume_name}"'
+            )
+        elif pvc.deleting:
+            why = f'persistentvolumeclaim "{pvc.name}" is being deleted'
+        if why:
             return FitError(
-                task.key,
-                node.name,
-                FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                [f'persistentvolumeclaim "{pvc.name}" is being deleted'],
-                VOLUME_RESTRICTIONS,
+                task.key, node.name, FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE, [why], VOLUME_BINDING
             )
     for pv in bound_volumes(task, storage):
         if pv.node_affinity is not None and not selector_matches(pv.node_affinity, node):
