@@ -74,6 +74,9 @@ class VictimSearch:
     def __init__(self, ssn: Session, preemptor: TaskInfo, *, share_queue_sums: bool = True) -> None:
         self.ssn = ssn
         self.preemptor = preemptor
+        #: Why the engine cannot judge where the preemptor fits, when it cannot (see
+        #: ``on_node``); None: it can.
+        self.not_evaluable: FitError | None = None
         #: Queue verdicts by the victims' net charges, when the plugins' what-if is only
         #: queue sums (see ``QueueSumSimulation``); None: every node simulates its own.
         self._queue_verdicts: dict[frozenset[tuple[Charge, int]], bool] | None = (
@@ -90,9 +93,6 @@ class VictimSearch:
         if job is None or queue is None:
             log.log(v(4), "Task <%s> has no job or queue in the session: no victims", preemptor.key)
             return
-        #: Why the engine cannot judge where the preemptor fits, when it cannot (see
-        #: ``on_node``); None: it can.
-        self.not_evaluable: FitError | None = None
         if preemptor.preemption_policy == PREEMPTION_POLICY_NEVER:
             return
         if ssn.pre_predicate(preemptor) is not None:
