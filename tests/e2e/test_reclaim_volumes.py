@@ -166,3 +166,49 @@ def test_a_local_volume_on_one_node_confines_the_evictions_to_it(
     gone = set(names) - set(kube.bound(ns))
     assert gone and gone <= on_target
     assert not any(m.startswith("NotEvaluable: ") for m in events(kube, ns, "b0"))
+
+
+def test_no_eviction_for_a_pod_whose_device_claim_is_not_allocated(
+    kube: Kube, reclaimer: Any, api: Any
+) -> None:
+    """No DRA driver publishes devices here: the claim stays unallocated, kube-scheduler
+    cannot place the pod, and the loop must not evict for it."""
+    ns, _tag, _q1, q2, _ = first_queue_fills_two_nodes(kube)
+    client.ResourceV1Api(api).create_namespaced_resource_claim(
+        ns,
+        {
+            "metadata": {"name": "gpu"},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "req", "exactly": {"deviceClassName": "gpu.example.com"}}]
+                }
+            },
+        },
+    )
+    loop = reclaimer()
+    client.CoreV1Api(api).create_namespaced_pod(
+        ns,
+        {
+            "metadata": {"name": "b0", "annotations": {"scheduling.volcano.sh/queue-name": q2}},
+            "spec": {
+                "schedulerName": QUEUE_SCHEDULER,
+                "terminationGracePeriodSeconds": 0,
+                "resourceClaims": [{"name": "gpu", "resourceClaimName": "gpu"}],
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.k8s.io/pause:3.10",
+                        "resources": {
+                            "requests": {"cpu": "1", "memory": "128Mi"},
+                            "claims": [{"name": "gpu"}],
+                        },
+                    }
+                ],
+            },
+        },
+    )
+    note = kube.wait_message(ns, "b0", "NotEvaluable: ", timeout=60)
+    assert f"ResourceClaim {ns}/gpu is not allocated" in note
+    time.sleep(QUIET / 2)
+    assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
+    assert "b0" not in kube.bound(ns)
