@@ -324,6 +324,11 @@ class SyntheticCluster:
         yield "Node", self.nodes()
         yield "PodGroup", self.podgroups()
         yield "PodDisruptionBudget", self.pdbs()
+        yield "StorageClass", iter(())
+        yield "CSINode", iter(())
+        yield "ResourceClaim", iter(())
+        yield "PersistentVolume", self.volumes()
+        yield "PersistentVolumeClaim", self.claims()
         yield "Pod", self.pods()
 
     def feed(self, sink: Sink) -> None:
@@ -412,6 +417,47 @@ class SyntheticCluster:
             },
             "status": status,
         }
+
+    def _data_groups(self) -> list[Group]:
+        return [*self.groups, *([_probe_group()] if self.spec.probe else [])]
+
+    def volumes(self) -> Iterator[dict[str, Any]]:
+        """A network volume per group for its data claim (no node affinity, no attach
+        limit), bound as the volume controller leaves it."""
+        for group in self._data_groups():
+            yield {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": f"pv-{group.namespace}-{group.name}"},
+                "spec": {
+                    "capacity": {"storage": "10Gi"},
+                    "accessModes": ["ReadWriteMany"],
+                    "nfs": {"server": "nfs.example.com", "path": f"/{group.name}"},
+                    "claimRef": {"namespace": group.namespace, "name": f"{group.name}-data"},
+                    "storageClassName": "",
+                },
+                "status": {"phase": "Bound"},
+            }
+
+    def claims(self) -> Iterator[dict[str, Any]]:
+        """Each group's ``<group>-data`` claim, which every pod of it mounts: bound."""
+        for group in self._data_groups():
+            yield {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": f"{group.name}-data",
+                    "namespace": group.namespace,
+                    "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+                },
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "",
+                    "volumeName": f"pv-{group.namespace}-{group.name}",
+                    "resources": {"requests": {"storage": "10Gi"}},
+                },
+                "status": {"phase": "Bound"},
+            }
 
     def pdbs(self) -> Iterator[dict[str, Any]]:
         for group in self.groups[:: max(1, len(self.groups) // 20)]:

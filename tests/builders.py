@@ -295,6 +295,187 @@ def pdb(name: str, match_labels: Mapping[str, str], allowed: int, namespace: str
     }
 
 
+# --- storage and devices --------------------------------------------------------------------
+
+
+def claim_volume(name: str, claim: str) -> Obj:
+    """A pod's ``spec.volumes`` entry reading PersistentVolumeClaim ``claim``."""
+    return {"name": name, "persistentVolumeClaim": {"claimName": claim}}
+
+
+def with_volumes(p: Obj, *volumes: Obj) -> Obj:
+    """``p`` with ``spec.volumes`` set (raw entries: ``claim_volume``, ``{"name": "x",
+    "emptyDir": {}}``, ``{"name": "e", "ephemeral": {...}}``...)."""
+    p["spec"]["volumes"] = [dict(v) for v in volumes]
+    return p
+
+
+def with_resource_claims(p: Obj, *claims: str, statuses: Mapping[str, str] | None = None) -> Obj:
+    """``p`` with ``spec.resourceClaims`` naming ResourceClaims directly (``claim``), or a
+    template (``claim=template:<name>``) whose created claim ``statuses`` may name."""
+    entries = []
+    for claim in claims:
+        if claim.startswith("template:"):
+            name = claim.removeprefix("template:")
+            entries.append({"name": name, "resourceClaimTemplateName": name})
+        else:
+            entries.append({"name": claim, "resourceClaimName": claim})
+    p["spec"]["resourceClaims"] = entries
+    if statuses:
+        p["status"]["resourceClaimStatuses"] = [
+            {"name": k, "resourceClaimName": v} for k, v in statuses.items()
+        ]
+    return p
+
+
+def pvc(
+    name: str,
+    *,
+    namespace: str = "ns",
+    volume: str = "",
+    storage_class: str = "standard",
+    access_modes: Iterable[str] = ("ReadWriteOnce",),
+    phase: str | None = None,
+    deleting: bool = False,
+) -> Obj:
+    """A PersistentVolumeClaim, bound to ``volume`` when given (phase Bound, the volume
+    controller's bind-completed annotation) else Pending."""
+    spec: Obj = {"storageClassName": storage_class, "accessModes": list(access_modes)}
+    meta: Obj = {"name": name, "namespace": namespace}
+    if volume:
+        spec["volumeName"] = volume
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+    if deleting:
+        meta["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    return {
+        "kind": "PersistentVolumeClaim",
+        "apiVersion": "v1",
+        "metadata": meta,
+        "spec": spec,
+        "status": {"phase": phase or ("Bound" if volume else "Pending")},
+    }
+
+
+def pv(
+    name: str,
+    *,
+    hostname: str = "",
+    node_affinity: Iterable[Mapping[str, Any]] = (),
+    labels: Mapping[str, str] | None = None,
+    csi_driver: str = "",
+    source: Mapping[str, Any] | None = None,
+) -> Obj:
+    """A PersistentVolume: local to node ``hostname`` (the ``kubernetes.io/hostname`` label)
+    when given, or with raw ``node_affinity`` terms; a CSI volume of ``csi_driver``; else of
+    the raw ``source`` (``{"hostPath": {...}}`` by default)."""
+    spec: Obj = {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}
+    terms = [dict(t) for t in node_affinity]
+    if hostname:
+        terms.append(
+            {
+                "matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [hostname]}
+                ]
+            }
+        )
+    if terms:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": terms}}
+    if csi_driver:
+        spec["csi"] = {"driver": csi_driver, "volumeHandle": f"handle-{name}"}
+    elif hostname:
+        spec["local"] = {"path": f"/mnt/{name}"}
+    else:
+        spec.update(source or {"hostPath": {"path": f"/tmp/{name}"}})
+    return {
+        "kind": "PersistentVolume",
+        "apiVersion": "v1",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+        "spec": spec,
+    }
+
+
+def storage_class(name: str, binding_mode: str = "WaitForFirstConsumer") -> Obj:
+    return {
+        "kind": "StorageClass",
+        "apiVersion": "storage.k8s.io/v1",
+        "metadata": {"name": name},
+        "provisioner": "example.com/provisioner",
+        "volumeBindingMode": binding_mode,
+    }
+
+
+def csinode(name: str, drivers: Mapping[str, int | None]) -> Obj:
+    """A CSINode: driver -> its ``allocatable.count`` (None: the driver reports none)."""
+    entries = []
+    for driver, count in drivers.items():
+        entry: Obj = {"name": driver, "nodeID": name}
+        if count is not None:
+            entry["allocatable"] = {"count": count}
+        entries.append(entry)
+    return {
+        "kind": "CSINode",
+        "apiVersion": "storage.k8s.io/v1",
+        "metadata": {"name": name},
+        "spec": {"drivers": entries},
+    }
+
+
+def resource_claim(
+    name: str,
+    *,
+    namespace: str = "ns",
+    device_class: str = "gpu.example.com",
+    count: int = 1,
+    allocated_on: str | None = None,
+    reserved_for: Iterable[str] = (),
+) -> Obj:
+    """A ``resource.k8s.io/v1`` ResourceClaim for ``count`` devices of ``device_class``;
+    allocated (devices chosen, usable on node ``allocated_on``) when that is given."""
+    claim: Obj = {
+        "kind": "ResourceClaim",
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": "req",
+                        "exactly": {
+                            "deviceClassName": device_class,
+                            "allocationMode": "ExactCount",
+                            "count": count,
+                        },
+                    }
+                ]
+            }
+        },
+        "status": {},
+    }
+    if allocated_on is not None:
+        claim["status"]["allocation"] = {
+            "devices": {
+                "results": [
+                    {"request": "req", "driver": "d", "pool": allocated_on, "device": f"dev{i}"}
+                    for i in range(count)
+                ]
+            },
+            "nodeSelector": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": [allocated_on]}
+                        ]
+                    }
+                ]
+            },
+        }
+    if reserved_for:
+        claim["status"]["reservedFor"] = [
+            {"resource": "pods", "name": uid, "uid": uid} for uid in reserved_for
+        ]
+    return claim
+
+
 PRIORITY_CLASSES = [
     priority_class("low", 1),
     priority_class("mid", 10),

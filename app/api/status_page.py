@@ -221,6 +221,9 @@ def render_queue(view: QueueView, pending: PendingPage) -> str:
         ("Share", f"{view.share:.3f}"),
         ("Bars", _bars(view)),
     ]
+    if view.devices:
+        held = ", ".join(f"{name}: {count}" for name, count in sorted(view.devices.items()))
+        facts.append(("Devices (DRA claims, not in the share)", escape(held)))
     table = (
         "<table id=queue>"
         + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)

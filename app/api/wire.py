@@ -61,6 +61,11 @@ class Queue(_Out):
     overused: bool
     jobs: int
     pending_jobs: int
+    devices: dict[str, int] = Field(
+        default_factory=dict,
+        description="DRA devices its placed pods' allocated ResourceClaims hold, by "
+        "deviceclass.resource.kubernetes.io/<device class> (not part of the shares)",
+    )
     derivation: Derivation | None = None
 
 

@@ -138,7 +138,7 @@ class ReclaimAction(Action):
         # Nodes in a stable order, computed once: sorting 5,000 names per waiting task cost
         # more than the rest of reclaim at that scale.
         self._nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
-        self._verdicts = HardVerdicts(self._nodes, ssn.predicate_for_preempt)
+        self._verdicts = HardVerdicts(self._nodes, ssn.predicate_for_preempt, ssn.snapshot.storage)
         guard = self._guard = ReclaimGuard(ssn, self.rules)
         while not queues.empty():
             if guard.exhausted():
@@ -224,7 +224,9 @@ class ReclaimAction(Action):
         if not self._nodes:
             self._nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
         if self._verdicts is None:
-            self._verdicts = HardVerdicts(self._nodes, ssn.predicate_for_preempt)
+            self._verdicts = HardVerdicts(
+                self._nodes, ssn.predicate_for_preempt, ssn.snapshot.storage
+            )
         if self._guard is None:
             self._guard = ReclaimGuard(ssn, self.rules)
         guard = self._guard

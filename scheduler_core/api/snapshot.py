@@ -9,6 +9,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
+from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.usage import JobUsage, job_usage
 
@@ -31,6 +32,9 @@ class ClusterSnapshot:
     #: Per-queue job usage sums when the source keeps them current (the live cache); a
     #: session may use them instead of summing every job. None: sum the jobs.
     queue_usage: dict[str, JobUsage] | None = None
+    #: Claims, volumes, storage classes, CSI nodes, resource claims: the live cache's own
+    #: catalog, shared by every copy (looked up by key, never changed by a session).
+    storage: StorageCatalog = field(default_factory=StorageCatalog)
 
     def clone(self) -> ClusterSnapshot:
         jobs = {uid: job.clone() for uid, job in self.jobs.items()}
@@ -83,4 +87,5 @@ class ClusterSnapshot:
                 if self.queue_usage is not None
                 else None
             ),
+            storage=self.storage,
         )

@@ -23,6 +23,28 @@ class NodeSelectorRequirement:
     values: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class PodVolume:
+    """One entry of ``spec.volumes``: ``kind`` is its source's field name
+    (``persistentVolumeClaim``, ``ephemeral``, ``emptyDir``, ``csi``...); ``claim`` the
+    PersistentVolumeClaim it reads (for an ephemeral volume, the ``<pod>-<volume>`` claim
+    Kubernetes creates for it); ``driver`` an inline CSI volume's driver."""
+
+    name: str
+    kind: str
+    claim: str = ""
+    driver: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """One entry of ``spec.resourceClaims``: ``claim`` is the ResourceClaim's name, empty
+    while a template's claim is not created yet (``status.resourceClaimStatuses``)."""
+
+    name: str
+    claim: str = ""
+
+
 @dataclass(slots=True)
 class TaskInfo:
     """A pod as a Volcano task.
@@ -58,6 +80,9 @@ class TaskInfo:
     preferred_affinity: tuple[tuple[int, tuple[NodeSelectorRequirement, ...]], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
+    volumes: tuple[PodVolume, ...] = ()
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
     #: Seconds this pod must have run before reclaim may take it (its own annotation);
     #: None: its PodGroup's, its queue's or the configured default decides.
     min_runtime: float | None = None
@@ -98,6 +123,9 @@ class TaskInfo:
             preferred_affinity=self.preferred_affinity,
             tolerations=self.tolerations,
             labels=self.labels,
+            volumes=self.volumes,
+            resource_claims=self.resource_claims,
+            scheduling_gates=self.scheduling_gates,
             min_runtime=self.min_runtime,
         )
 

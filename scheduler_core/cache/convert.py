@@ -17,7 +17,21 @@ from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.quantity import QuantityError
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
-from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo, Toleration
+from scheduler_core.api.storage import (
+    CSINodeInfo,
+    PersistentVolumeClaimInfo,
+    PersistentVolumeInfo,
+    ResourceClaimInfo,
+    SelectorTerm,
+    StorageClassInfo,
+)
+from scheduler_core.api.task import (
+    NodeSelectorRequirement,
+    PodResourceClaim,
+    PodVolume,
+    TaskInfo,
+    Toleration,
+)
 from scheduler_core.api.types import PodGroupPhase, QueueState, task_status_from_pod
 
 log = logging.getLogger(__name__)
@@ -32,6 +46,8 @@ HIERARCHY_WEIGHTS_ANNOTATION = "volcano.sh/hierarchy-weights"
 #: How long a pod must have run before the reclaim loop may evict it: on a pod, a PodGroup
 #: (every pod of the group) or a Queue (the default of its pods). Go duration syntax.
 MIN_RUNTIME_ANNOTATION = "kube-queue-extender.io/min-runtime"
+#: Set on a PersistentVolumeClaim by the volume controller once it is bound.
+BIND_COMPLETED_ANNOTATION = "pv.kubernetes.io/bind-completed"
 
 
 class ConversionError(ValueError):
@@ -214,6 +230,59 @@ def _preferred_affinity(
     return tuple(terms)
 
 
+#: The volume source fields of ``spec.volumes[]`` (any other key is the volume's name).
+_NOT_A_SOURCE = frozenset({"name"})
+
+
+def pod_volumes(pod_name: str, spec: Mapping[str, Any]) -> tuple[PodVolume, ...]:
+    """``spec.volumes`` by source kind. A generic ephemeral volume reads the claim
+    Kubernetes names ``<pod>-<volume>``; an entry with no source at all is an ``emptyDir``
+    (the API server's default)."""
+    out = []
+    for raw in _list(spec, "volumes"):
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+            continue
+        name = raw["name"]
+        sources = [k for k in raw if k not in _NOT_A_SOURCE and raw[k] is not None]
+        kind = sources[0] if len(sources) == 1 else ("emptyDir" if not sources else "mixed")
+        claim = ""
+        driver = ""
+        if kind == "persistentVolumeClaim":
+            claim = str(_map(raw, kind).get("claimName") or "")
+        elif kind == "ephemeral":
+            claim = f"{pod_name}-{name}"
+        elif kind == "csi":
+            driver = str(_map(raw, kind).get("driver") or "")
+        out.append(PodVolume(name=name, kind=kind, claim=claim, driver=driver))
+    return tuple(out)
+
+
+def pod_resource_claims(
+    spec: Mapping[str, Any], status: Mapping[str, Any]
+) -> tuple[PodResourceClaim, ...]:
+    """``spec.resourceClaims`` with the ResourceClaim each names: directly, or (from a
+    template) as ``status.resourceClaimStatuses`` reports once it is created."""
+    created = {
+        str(s.get("name")): str(s.get("resourceClaimName") or "")
+        for s in _list(status, "resourceClaimStatuses")
+        if isinstance(s, dict)
+    }
+    out = []
+    for raw in _list(spec, "resourceClaims"):
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+            continue
+        name = raw["name"]
+        claim = str(raw.get("resourceClaimName") or "") or created.get(name, "")
+        out.append(PodResourceClaim(name=name, claim=claim))
+    return tuple(out)
+
+
+def _scheduling_gates(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(
+        str(g.get("name") or "") for g in _list(spec, "schedulingGates") if isinstance(g, dict)
+    )
+
+
 def _preemptable(meta: Mapping[str, Any], default: bool) -> bool:
     """Annotation first, then label; unparsable is false; absent is ``default``."""
     for source in ("annotations", "labels"):
@@ -320,6 +389,9 @@ def pod_to_task(
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
         start_time=str(status.get("startTime") or ""),
         gated=bool(_list(spec, "schedulingGates")),
+        scheduling_gates=_scheduling_gates(spec),
+        volumes=pod_volumes(name, spec),
+        resource_claims=pod_resource_claims(spec, status),
         disruption_target=_disruption_target(status),
         node_selector=_str_map(spec.get("nodeSelector")),
         required_affinity=_required_affinity(spec),
@@ -485,4 +557,144 @@ def pdb_to_info(pdb: Mapping[str, Any]) -> PodDisruptionBudget:
         ),
         disruptions_allowed=allowed if isinstance(allowed, int) else 0,
         selects_nothing=selector is None,
+    )
+
+
+# --- storage and devices --------------------------------------------------------------------
+
+
+def selector_terms(raw: Any) -> tuple[SelectorTerm, ...]:
+    """A ``NodeSelector``'s terms with their label expressions and field expressions."""
+    terms = []
+    for term in _list(raw, "nodeSelectorTerms"):
+        if isinstance(term, dict):
+            terms.append(
+                SelectorTerm(
+                    expressions=_requirements(term.get("matchExpressions")),
+                    fields=_requirements(term.get("matchFields")),
+                )
+            )
+    return tuple(terms)
+
+
+def _access_modes(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(str(m) for m in _list(spec, "accessModes"))
+
+
+def pvc_to_info(pvc: Mapping[str, Any]) -> PersistentVolumeClaimInfo:
+    namespace, name = object_name(pvc, "PersistentVolumeClaim")
+    spec = _map(pvc, "spec")
+    return PersistentVolumeClaimInfo(
+        namespace=namespace or "default",
+        name=name,
+        volume_name=str(spec.get("volumeName") or ""),
+        phase=str(_map(pvc, "status").get("phase") or ""),
+        storage_class=str(spec.get("storageClassName") or ""),
+        access_modes=_access_modes(spec),
+        deleting=bool(_map(pvc, "metadata").get("deletionTimestamp")),
+        bind_completed=BIND_COMPLETED_ANNOTATION in _map(_map(pvc, "metadata"), "annotations"),
+    )
+
+
+#: The fields of a PersistentVolume's spec that are not its volume source.
+_PV_NOT_A_SOURCE = frozenset(
+    {
+        "accessModes",
+        "capacity",
+        "claimRef",
+        "mountOptions",
+        "nodeAffinity",
+        "persistentVolumeReclaimPolicy",
+        "storageClassName",
+        "volumeMode",
+        "volumeAttributesClassName",
+    }
+)
+
+
+def pv_to_info(pv: Mapping[str, Any]) -> PersistentVolumeInfo:
+    _, name = object_name(pv, "PersistentVolume")
+    spec = _map(pv, "spec")
+    required = _map(_map(spec, "nodeAffinity"), "required")
+    csi = _map(spec, "csi")
+    return PersistentVolumeInfo(
+        name=name,
+        node_affinity=selector_terms(required) if required else None,
+        labels=_str_map(_map(pv, "metadata").get("labels")),
+        csi_driver=str(csi.get("driver") or ""),
+        csi_handle=str(csi.get("volumeHandle") or ""),
+        source=next((k for k in spec if k not in _PV_NOT_A_SOURCE), ""),
+    )
+
+
+def storage_class_to_info(sc: Mapping[str, Any]) -> StorageClassInfo:
+    _, name = object_name(sc, "StorageClass")
+    return StorageClassInfo(
+        name=name,
+        binding_mode=str(sc.get("volumeBindingMode") or "Immediate"),
+        provisioner=str(sc.get("provisioner") or ""),
+    )
+
+
+def csinode_to_info(csinode: Mapping[str, Any]) -> CSINodeInfo:
+    _, name = object_name(csinode, "CSINode")
+    where = describe("CSINode", "", name)
+    drivers: dict[str, int | None] = {}
+    for i, driver in enumerate(_list(_map(csinode, "spec"), "drivers")):
+        if not isinstance(driver, dict) or not isinstance(driver.get("name"), str):
+            continue
+        count = _map(driver, "allocatable").get("count")
+        if count is not None:
+            count = _int_field(count, f"{where}: spec.drivers[{i}].allocatable.count", 0)
+        drivers[driver["name"]] = count
+    return CSINodeInfo(name=name, drivers=drivers)
+
+
+def _request_classes(spec: Mapping[str, Any]) -> dict[str, str]:
+    """Request name (``req``, or ``req/sub`` for a ``firstAvailable`` alternative) -> the
+    device class it asks for."""
+    classes: dict[str, str] = {}
+    for request in _list(_map(spec, "devices"), "requests"):
+        if not isinstance(request, dict):
+            continue
+        name = str(request.get("name") or "")
+        exactly = _map(request, "exactly")
+        if exactly.get("deviceClassName"):
+            classes[name] = str(exactly["deviceClassName"])
+        elif request.get("deviceClassName"):  # the pre-v1 shape, still served by some
+            classes[name] = str(request["deviceClassName"])
+        for sub in _list(request, "firstAvailable"):
+            if isinstance(sub, dict) and sub.get("deviceClassName"):
+                classes[f"{name}/{sub.get('name')}"] = str(sub["deviceClassName"])
+    return classes
+
+
+def resource_claim_to_info(claim: Mapping[str, Any]) -> ResourceClaimInfo:
+    namespace, name = object_name(claim, "ResourceClaim")
+    status = _map(claim, "status")
+    allocation = status.get("allocation")
+    classes = _request_classes(_map(claim, "spec"))
+    devices: dict[str, int] = {}
+    node_selector = None
+    if isinstance(allocation, dict):
+        for result in _list(_map(allocation, "devices"), "results"):
+            if not isinstance(result, dict):
+                continue
+            device_class = classes.get(str(result.get("request") or ""), "")
+            if device_class:
+                devices[device_class] = devices.get(device_class, 0) + 1
+        raw_selector = allocation.get("nodeSelector")
+        node_selector = selector_terms(raw_selector) if raw_selector else None
+    reserved = tuple(
+        str(r.get("uid") or "")
+        for r in _list(status, "reservedFor")
+        if isinstance(r, dict) and r.get("resource") == "pods"
+    )
+    return ResourceClaimInfo(
+        namespace=namespace or "default",
+        name=name,
+        allocated=isinstance(allocation, dict),
+        devices=devices,
+        reserved_for=reserved,
+        node_selector=node_selector,
     )

@@ -79,6 +79,24 @@ QUEUE = KindSpec(
 POD_GROUP = KindSpec(
     "PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True, custom=True
 )
+PERSISTENT_VOLUME_CLAIM = KindSpec(
+    "PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", namespaced=True
+)
+PERSISTENT_VOLUME = KindSpec("PersistentVolume", "", "v1", "persistentvolumes", namespaced=False)
+STORAGE_CLASS = KindSpec("StorageClass", "storage.k8s.io", "v1", "storageclasses", namespaced=False)
+CSI_NODE = KindSpec("CSINode", "storage.k8s.io", "v1", "csinodes", namespaced=False)
+RESOURCE_CLAIM = KindSpec(
+    "ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", namespaced=True
+)
+
+#: What a pod's placement depends on beyond its spec and the nodes: volumes and devices.
+STORAGE_KINDS: tuple[KindSpec, ...] = (
+    PERSISTENT_VOLUME_CLAIM,
+    PERSISTENT_VOLUME,
+    STORAGE_CLASS,
+    CSI_NODE,
+    RESOURCE_CLAIM,
+)
 
 ALL_KINDS: tuple[KindSpec, ...] = (
     POD,
@@ -87,6 +105,7 @@ ALL_KINDS: tuple[KindSpec, ...] = (
     POD_DISRUPTION_BUDGET,
     QUEUE,
     POD_GROUP,
+    *STORAGE_KINDS,
 )
 
 BY_KIND: dict[str, KindSpec] = {spec.kind: spec for spec in ALL_KINDS}

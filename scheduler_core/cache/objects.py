@@ -13,14 +13,20 @@ from typing import Any
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
+from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.cache.convert import (
     PodGroupInfo,
+    csinode_to_info,
     node_to_info,
     pdb_to_info,
     pod_to_task,
     podgroup_to_info,
     priority_class_value,
+    pv_to_info,
+    pvc_to_info,
     queue_to_info,
+    resource_claim_to_info,
+    storage_class_to_info,
 )
 
 
@@ -34,6 +40,7 @@ class ClusterObjects:
     podgroups: list[PodGroupInfo] = field(default_factory=list)
     priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    storage: StorageCatalog = field(default_factory=StorageCatalog)
 
 
 def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
@@ -53,6 +60,45 @@ def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
         out.priority_classes[name] = (value, global_default)
     elif kind == "PodDisruptionBudget":
         out.pdbs.append(pdb_to_info(obj))
+    elif kind in STORAGE_CONVERTERS:
+        put_storage(out.storage, kind, obj)
+
+
+def put_storage(catalog: StorageCatalog, kind: str, obj: Mapping[str, Any]) -> None:
+    """Convert a storage or device object into ``catalog`` (raises ConversionError)."""
+    if kind == "PersistentVolumeClaim":
+        pvc = pvc_to_info(obj)
+        catalog.claims[pvc.key] = pvc
+    elif kind == "PersistentVolume":
+        pv = pv_to_info(obj)
+        catalog.volumes[pv.name] = pv
+    elif kind == "StorageClass":
+        sc = storage_class_to_info(obj)
+        catalog.classes[sc.name] = sc
+    elif kind == "CSINode":
+        csinode = csinode_to_info(obj)
+        catalog.csi_nodes[csinode.name] = csinode
+    elif kind == "ResourceClaim":
+        claim = resource_claim_to_info(obj)
+        catalog.resource_claims[claim.key] = claim
+
+
+def delete_storage(catalog: StorageCatalog, kind: str, key: str) -> None:
+    """Forget a storage or device object by its cache key (``ns/name`` or ``name``)."""
+    tables: dict[str, dict[str, Any]] = {
+        "PersistentVolumeClaim": catalog.claims,
+        "PersistentVolume": catalog.volumes,
+        "StorageClass": catalog.classes,
+        "CSINode": catalog.csi_nodes,
+        "ResourceClaim": catalog.resource_claims,
+    }
+    tables[kind].pop(key, None)
+
+
+#: The storage and device kinds ``put_storage`` converts.
+STORAGE_CONVERTERS = frozenset(
+    {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "ResourceClaim"}
+)
 
 
 def collect(objects: Iterable[Mapping[str, Any]]) -> ClusterObjects:

@@ -26,6 +26,7 @@ from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import DEFAULT_QUEUE, ROOT_QUEUE, QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
 from scheduler_core.api.usage import JobUsage, job_usage
@@ -42,11 +43,28 @@ from scheduler_core.cache.convert import (
     priority_class_value,
     queue_to_info,
 )
-from scheduler_core.cache.objects import ClusterObjects
+from scheduler_core.cache.objects import (
+    STORAGE_CONVERTERS,
+    ClusterObjects,
+    delete_storage,
+    put_storage,
+)
 
 log = logging.getLogger("scheduler_core.cache")
 
-KINDS = ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "PodDisruptionBudget")
+KINDS = (
+    "Pod",
+    "Node",
+    "Queue",
+    "PodGroup",
+    "PriorityClass",
+    "PodDisruptionBudget",
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
+    "ResourceClaim",
+)
 
 
 def implicit_queue(name: str) -> QueueInfo:
@@ -158,6 +176,7 @@ class ClusterState:
         self._podgroups: dict[str, PodGroupInfo] = {}
         self._priority_classes: dict[str, tuple[int, bool]] = {}
         self._pdbs: dict[str, PodDisruptionBudget] = {}
+        self._storage = StorageCatalog()
 
     # --- locking ------------------------------------------------------------------------
 
@@ -207,6 +226,7 @@ class ClusterState:
                 self._put_podgroup(pg)
             for pdb in objects.pdbs:
                 self._pdbs[pdb.key] = pdb
+            self._storage.merge(objects.storage)
             for pod in objects.pods:
                 self._put_pod(dict(pod))
             self.changes.structural()
@@ -233,6 +253,9 @@ class ClusterState:
         elif kind == "PodDisruptionBudget":
             pdb = pdb_to_info(obj)
             self._pdbs[pdb.key] = pdb
+        elif kind in STORAGE_CONVERTERS:
+            put_storage(self._storage, kind, obj)
+            self._storage_changed()
 
     def _classify_rest(self) -> None:
         if not self._classified:
@@ -252,6 +275,16 @@ class ClusterState:
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             self._pdbs.pop(key, None)
+        elif kind in STORAGE_CONVERTERS:
+            delete_storage(self._storage, kind, key)
+            self._storage_changed()
+
+    def _storage_changed(self) -> None:
+        """A storage or device object moves no sum and no job or node a session derives
+        (the checks read the catalog live), yet it can change a decision (a claim bound
+        now): the decision version moves, an accounting session follows without a rebuild."""
+        self._classified = True
+        self.changes.sums((), ())
 
     # --- pods ---------------------------------------------------------------------------
 
@@ -468,6 +501,9 @@ class ClusterState:
                 "jobs": len(self._jobs),
                 "priorityclasses": len(self._priority_classes),
                 "pdbs": len(self._pdbs),
+                "persistentvolumeclaims": len(self._storage.claims),
+                "persistentvolumes": len(self._storage.volumes),
+                "resourceclaims": len(self._storage.resource_claims),
             }
 
     def _session_jobs(self, queues: Mapping[str, QueueInfo]) -> dict[str, JobInfo]:
@@ -494,6 +530,7 @@ class ClusterState:
             priority_classes=self.priority_values(),
             total_allocatable=self._total_allocatable.clone(),
             queue_usage={q: u for q, u in self._queue_usage.items() if q in queues},
+            storage=self._storage,
         )
 
     def fork(self) -> ClusterState:
@@ -527,6 +564,7 @@ class ClusterState:
             other._podgroups = dict(self._podgroups)
             other._priority_classes = dict(self._priority_classes)
             other._pdbs = dict(self._pdbs)
+            other._storage = self._storage.copy()
             return other
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:

@@ -27,10 +27,17 @@ KNOWN_KINDS: dict[str, frozenset[str]] = {
     "PodDisruptionBudget": frozenset({"policy"}),
     "Queue": frozenset({"scheduling.volcano.sh"}),
     "PodGroup": frozenset({"scheduling.volcano.sh"}),
+    "PersistentVolumeClaim": frozenset({""}),
+    "PersistentVolume": frozenset({""}),
+    "StorageClass": frozenset({"storage.k8s.io"}),
+    "CSINode": frozenset({"storage.k8s.io"}),
+    "ResourceClaim": frozenset({"resource.k8s.io"}),
 }
 
 
-NAMESPACED = frozenset({"Pod", "PodDisruptionBudget", "PodGroup"})
+NAMESPACED = frozenset(
+    {"Pod", "PodDisruptionBudget", "PodGroup", "PersistentVolumeClaim", "ResourceClaim"}
+)
 
 
 class ClusterFileError(ValueError):

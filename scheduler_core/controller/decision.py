@@ -35,6 +35,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.fit import FitError
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.registry import action_builder
 from scheduler_core.framework.session import QueueShare, Session
@@ -123,6 +124,9 @@ class CycleDecision:
     #: Whether the same cluster could be decided otherwise later: a minimum runtime is set
     #: somewhere, and a pod it protects now may have run long enough by then.
     time_sensitive: bool = False
+    #: Waiting pods the actions considered and did not evict for because the engine cannot
+    #: judge where they fit (pod key -> the pod and why), in the order they were met.
+    not_evaluable: dict[str, tuple[TaskInfo, FitError]] = field(default_factory=dict)
 
 
 def decide(
@@ -151,6 +155,7 @@ def decide(
             started = time.perf_counter()
             action.execute(ssn)
             result.latency_ms[name] = (time.perf_counter() - started) * 1e3
+        result.not_evaluable = dict(ssn.not_evaluable)
         for eviction in ssn.evictions:
             result.evictions.append(
                 _planned(

@@ -31,12 +31,16 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.memo import SessionMemos
+from scheduler_core.logutil import v
 
 from .decision import CycleDecision, PlannedEviction, decide, live_configuration
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .eviction import EvictionResult, evict
 from .periodic import Periodic
 from .rest import RestClient
+
+#: The event reason on a waiting pod the loop does not evict for because it cannot judge it.
+NOT_EVALUABLE_REASON = "NotEvaluable"
 
 #: How many of the last evictions the loop remembers for people to read.
 HISTORY_SIZE = 50
@@ -218,6 +222,7 @@ class ReclaimLoop:
             self.metrics.latency.labels(action).observe(ms)
         self.metrics.victims.set(len(decision.evictions))
         self._carry_out(decision)
+        self._not_evaluable(decision)
         self.metrics.cycle.observe(time.perf_counter() - started)
         self.cycles += 1
         return decision
@@ -255,6 +260,21 @@ class ReclaimLoop:
             self.metrics.attempts.inc()
         for evicted in done.values():
             self._preemptor_side(evicted)
+
+    def _not_evaluable(self, decision: CycleDecision) -> None:
+        """An event on each waiting pod the cycle would have evicted for if it could judge
+        where the pod fits, naming what it could not judge (recorded as a series: the same
+        note again within the recorder's window only counts)."""
+        for task, err in decision.not_evaluable.values():
+            if not self.is_leader():
+                return
+            ref = ObjectRef(kind="Pod", name=task.name, namespace=task.namespace, uid=task.uid)
+            note = (
+                "not evicting for this pod: the scheduler extender cannot judge where it "
+                f"fits ({err.plugin}): {'; '.join(err.reasons)}"
+            )
+            log.log(v(2), "Pod %s is not evaluable, nothing evicted for it: %s", task.key, note)
+            self.recorder.record(ref, WARNING, NOT_EVALUABLE_REASON, note)
 
     def _evict(self, planned: PlannedEviction) -> EvictionResult:
         victim = planned.victim

@@ -70,7 +70,15 @@ def preempt_pod(
         if choice is None:
             continue
         missing = job.min_available - placed - 1
-        if missing > 0 and not rest_of_gang_fits(ctx, preemptor, node_name, choice, missing):
+        # For a preemptor the engine cannot judge, it cannot judge its gang mates either:
+        # the node is not dropped on that account (kube-scheduler judged the preemptor's
+        # fit; the victims still break no gang, a rule the engine can check).
+        judged = search.not_evaluable is None
+        if (
+            missing > 0
+            and judged
+            and not rest_of_gang_fits(ctx, preemptor, node_name, choice, missing)
+        ):
             log.log(
                 v(3),
                 "Node <%s>: job <%s> would still miss members after evicting %s: left out",

@@ -30,6 +30,7 @@ from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.framework.fit import FitError
 from scheduler_core.framework.hooks import (
     CYCLE_STATE,
     SIMULATE_ADD_TASK,
@@ -73,6 +74,9 @@ class VictimSearch:
     def __init__(self, ssn: Session, preemptor: TaskInfo, *, share_queue_sums: bool = True) -> None:
         self.ssn = ssn
         self.preemptor = preemptor
+        #: Why the engine cannot judge where the preemptor fits, when it cannot (see
+        #: ``on_node``); None: it can.
+        self.not_evaluable: FitError | None = None
         #: Queue verdicts by the victims' net charges, when the plugins' what-if is only
         #: queue sums (see ``QueueSumSimulation``); None: every node simulates its own.
         self._queue_verdicts: dict[frozenset[tuple[Charge, int]], bool] | None = (
@@ -92,7 +96,10 @@ class VictimSearch:
         if preemptor.preemption_policy == PREEMPTION_POLICY_NEVER:
             return
         if ssn.pre_predicate(preemptor) is not None:
-            return
+            record = ssn.not_evaluable.get(preemptor.key)
+            if record is None:
+                return
+            self.not_evaluable = record[1]
         self.queue = queue
         self.rules = (
             (inter_job_filter(ssn, preemptor, job), ssn.preemptable, "preempt"),
@@ -105,14 +112,61 @@ class VictimSearch:
         ssn, preemptor, queue = self.ssn, self.preemptor, self.queue
         if queue is None:
             return None
-        if ssn.predicate_for_preempt(preemptor, node) is not None:
+        err = ssn.predicate_for_preempt(preemptor, node)
+        if err is not None and not (self.not_evaluable is not None and err.not_evaluable):
             return None
+        if self.not_evaluable is not None:
+            return self.keep_proposed(queue, node, proposed_uids)
         for accept, hook, mode in self.rules:
             if mode == "reclaim" and not self.may_reclaim():
                 return None
             victims = self._choose(queue, node, proposed_uids, accept, hook, mode)
             if victims is not None:
                 return NodeVictims([t.uid for t in victims], self.budgets.violations(victims), mode)
+        return None
+
+    def keep_proposed(
+        self, queue: QueueInfo, node: NodeInfo, proposed_uids: list[str] | None
+    ) -> NodeVictims | None:
+        """For a preemptor the engine cannot judge (a volume or device it does not model):
+        kube-scheduler's own victims, unchanged, when the queue rules allow evicting every
+        one of them under one rule set (same-queue preempt: victim filter, the plugins'
+        vote and the queue's allocatable without them; or cross-queue reclaim: victim
+        filter, the plugins' vote and the preemptor's queue may reclaim); else None.
+
+        kube-scheduler has judged the fit itself (volumes and devices included) when it
+        proposes a node, so the node is never dropped, nor a victim spared, for a fit the
+        engine cannot check: only for a queue rule it can."""
+        if not proposed_uids:
+            return None
+        tasks: list[TaskInfo] = []
+        for uid in dict.fromkeys(proposed_uids):
+            task = node.tasks.get(uid)
+            if task is None:
+                return None
+            tasks.append(task)
+        for accept, hook, mode in self.rules:
+            if mode == "reclaim" and not self.may_reclaim():
+                break
+            if not all(accept(t) for t in tasks):
+                continue
+            if {t.uid for t in hook(self.preemptor, tasks)} != {t.uid for t in tasks}:
+                continue
+            if mode == "preempt":
+                sim = self._simulation(queue, node.copy_sharing_tasks(), True)
+                for task in tasks:
+                    sim.remove(task)
+                if not sim.queue_allows():
+                    continue
+            ordered = self.by_importance(tasks)
+            log.log(
+                v(3),
+                "Task <%s> is not evaluable (%s): kube-scheduler's victims on <%s> kept",
+                self.preemptor.key,
+                "; ".join(self.not_evaluable.reasons) if self.not_evaluable else "",
+                node.name,
+            )
+            return NodeVictims([t.uid for t in ordered], self.budgets.violations(ordered), mode)
         return None
 
     def may_reclaim(self) -> bool:

@@ -108,6 +108,10 @@ class Session:
     #: it changes one.
     shared_tasks: bool = False
     _owned: dict[str, TaskInfo] = field(default_factory=dict)
+    #: task key -> why the engine cannot judge where that task fits, for the tasks a
+    #: pre-predicate found so while actions or verbs considered them (the reclaim loop
+    #: reports them as events, the preempt verb keeps kube-scheduler's victims for them).
+    not_evaluable: dict[str, tuple[TaskInfo, FitError]] = field(default_factory=dict)
 
     #: hook -> plugin name -> function, filled by the plugins' ``on_session_open``
     _hooks: dict[Hook[Any], dict[str, Any]] = field(default_factory=dict)
@@ -413,6 +417,14 @@ class Session:
             if err:
                 return err
         return None
+
+    def not_evaluable_verdict(self, task: TaskInfo) -> FitError | None:
+        """Why the engine cannot judge where ``task`` fits (the pre-predicates failed and a
+        plugin recorded it as not evaluable), or None: for the read-only answers."""
+        if self.pre_predicate(task) is None:
+            return None
+        record = self.not_evaluable.get(task.key)
+        return record[1] if record is not None else None
 
     def node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         scores = {node.name: 0.0 for node in nodes}

@@ -28,6 +28,7 @@ from scheduler_core.extender.filter import (
 )
 from scheduler_core.extender.preempt import gangs_broken
 from scheduler_core.extender.preempt_node import select_victims_for_node
+from scheduler_core.framework.fit import FitError
 from scheduler_core.insight.amounts import amounts
 from scheduler_core.insight.lookup import (
     CachedPodContext,
@@ -165,17 +166,34 @@ def _explain(acct: QueueAccounting, cached: TaskInfo, kind: str, name: str) -> E
         )
     steps.extend(_queue_steps(ctx))
     rejection = check_pod(ctx)
+    unjudged = _not_evaluable(ctx)
+    if unjudged is not None:
+        steps.append(_evaluable_step(unjudged))
     fitting, node_step = _node_step(ctx)
     steps.append(node_step)
     victims: list[NodeVictimsView] = []
     stuck = rejection is not None or not fitting
-    if stuck and (rejection is None or rejection.resolvable):
+    if stuck and unjudged is None and (rejection is None or rejection.resolvable):
         victims = _victims(ctx)
         steps.extend(_eviction_steps(ctx, victims))
     else:
-        why = "the pod is not stuck" if not stuck else "preemption cannot change this verdict"
+        if not stuck:
+            why = "the pod is not stuck"
+        elif unjudged is not None:
+            why = (
+                "the extender never evicts for a pod it cannot judge (kube-scheduler's own "
+                "preemption may still, and the extender then keeps its victims)"
+            )
+        else:
+            why = "preemption cannot change this verdict"
         steps.append(_skipped("preempt", "Could it preempt a lower-priority pod?", why))
         steps.append(_skipped("reclaim", "Could it reclaim from another queue?", why))
+    summary = _summary(rejection.reason if rejection else None, fitting, victims)
+    if unjudged is not None:
+        summary += (
+            f"; the extender cannot judge where it fits ({'; '.join(unjudged.reasons)}) "
+            "and never evicts for it"
+        )
     return Explanation(
         kind=kind,
         name=name,
@@ -187,7 +205,7 @@ def _explain(acct: QueueAccounting, cached: TaskInfo, kind: str, name: str) -> E
         code=None if rejection is None else rejection.code,
         reason=None if rejection is None else rejection.reason,
         preemption_may_help=None if rejection is None else rejection.resolvable,
-        summary=_summary(rejection.reason if rejection else None, fitting, victims),
+        summary=summary,
         steps=steps,
         victims=victims,
     )
@@ -345,10 +363,32 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
 # --- nodes ---------------------------------------------------------------------------------
 
 
+def _not_evaluable(ctx: CachedPodContext) -> FitError | None:
+    """Why the engine cannot judge where the pod fits (volumes, device claims, scheduling
+    gates), or None when it can."""
+    task = ctx.job.tasks.get(ctx.task.uid, ctx.task) if ctx.job is not None else ctx.task
+    return ctx.ssn.not_evaluable_verdict(task)
+
+
+def _evaluable_step(unjudged: FitError) -> Step:
+    """Shown only for a pod the engine cannot judge: what it cannot judge, and that the
+    extender therefore never evicts for it."""
+    return Step(
+        "evaluable",
+        "Can the extender judge where it fits?",
+        "fail",
+        f"predicates.{unjudged.plugin}",
+        "not evaluable: " + "; ".join(unjudged.reasons),
+        {"code": unjudged.code.value, "plugin": unjudged.plugin, "reasons": unjudged.reasons},
+    )
+
+
 def _fit(ctx: CachedPodContext, task: TaskInfo, node: NodeInfo) -> str | None:
     if node.unschedulable:
         return "node is unschedulable (cordoned)"
     err = ctx.ssn.predicate(task, node)
+    if err is not None and err.not_evaluable:
+        return "not evaluable"
     if err is not None:
         return ", ".join(err.reasons) or err.code.value
     fits, names = task.init_resreq.less_equal_with_resources_name(node.future_idle(), ZERO)

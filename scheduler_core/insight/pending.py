@@ -78,8 +78,16 @@ def pending_jobs(acct: QueueAccounting, queue: str, limit: int = DEFAULT_LIMIT) 
             request = amounts(total)
         code, reason = "", ""
         if task is not None:
-            rejection = check_pod(CachedPodContext(acct, task))
-            if rejection is None:
+            ctx = CachedPodContext(acct, task)
+            rejection = check_pod(ctx)
+            unjudged = ctx.ssn.not_evaluable_verdict(task) if rejection is None else None
+            if unjudged is not None:
+                code = "not-evaluable"
+                reason = (
+                    "passes the queue and gang checks; the extender cannot judge where it "
+                    f"fits ({'; '.join(unjudged.reasons)}) and never evicts for it"
+                )
+            elif rejection is None:
                 code = "filter-passes"
                 reason = (
                     "passes the queue and gang checks: waiting for kube-scheduler to find "

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
-from scheduler_core.api.types import TaskStatus
+from scheduler_core.api.storage import device_class_resource
+from scheduler_core.api.types import TaskStatus, completed_status
+from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
 from scheduler_core.insight.derivation import Derivation, queue_derivation
 from scheduler_core.report import queue_attrs
@@ -34,6 +36,10 @@ class QueueView:
     pending_jobs: int
     derivation: Derivation | None = None
     notes: list[str] = field(default_factory=list)
+    #: DRA devices held by the allocated ResourceClaims of the queue's placed pods, by
+    #: ``deviceclass.resource.kubernetes.io/<device class>``: shown, not part of the shares
+    #: (nodes report no device capacity the engine could divide).
+    devices: dict[str, int] = field(default_factory=dict)
 
 
 def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list[QueueView]:
@@ -42,6 +48,7 @@ def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list
     ssn = acct.session()
     attrs = queue_attrs(ssn)
     assumed = _assumed_by_queue(acct)
+    devices = devices_by_queue(ssn)
     jobs_by_queue: dict[str, list[int]] = {}
     for job in ssn.jobs.values():
         counts = jobs_by_queue.setdefault(job.queue, [0, 0])
@@ -80,9 +87,35 @@ def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list
                 jobs=njobs,
                 pending_jobs=npending,
                 derivation=queue_derivation(ssn, name) if with_derivation else None,
+                devices=devices.get(name, {}),
             )
         )
     return views
+
+
+def devices_by_queue(ssn: Session) -> dict[str, dict[str, int]]:
+    """Per queue, the devices its placed pods' allocated ResourceClaims hold, by device
+    class resource name; a claim several of a queue's pods share counts once."""
+    storage = ssn.snapshot.storage
+    out: dict[str, dict[str, int]] = {}
+    if not storage.resource_claims:
+        return out
+    seen: set[tuple[str, str]] = set()
+    for job in ssn.jobs.values():
+        for task in job.tasks.values():
+            if not task.resource_claims or not task.node_name or completed_status(task.status):
+                continue
+            for ref in task.resource_claims:
+                key = f"{task.namespace}/{ref.claim}"
+                claim = storage.resource_claims.get(key) if ref.claim else None
+                if claim is None or not claim.allocated or (job.queue, key) in seen:
+                    continue
+                seen.add((job.queue, key))
+                held = out.setdefault(job.queue, {})
+                for device_class, count in claim.devices.items():
+                    name = device_class_resource(device_class)
+                    held[name] = held.get(name, 0) + count
+    return out
 
 
 def queue_view(acct: QueueAccounting, name: str) -> QueueView | None:

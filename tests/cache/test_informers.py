@@ -38,6 +38,11 @@ def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
     server.add("PodDisruptionBudget", {"metadata": {"name": "pdb", "namespace": namespace}})
     server.add("Queue", {"metadata": {"name": "q"}, "spec": {"weight": 1}})
     server.add("PodGroup", {"metadata": {"name": "g", "namespace": namespace}})
+    server.add("PersistentVolumeClaim", {"metadata": {"name": "c", "namespace": namespace}})
+    server.add("PersistentVolume", {"metadata": {"name": "v"}})
+    server.add("StorageClass", {"metadata": {"name": "fast"}})
+    server.add("CSINode", {"metadata": {"name": "n"}})
+    server.add("ResourceClaim", {"metadata": {"name": "gpu", "namespace": namespace}})
 
 
 @pytest.fixture
@@ -71,7 +76,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
     seed_one_of_each(fake_api)
     informers, sink = make_informers()
     assert informers.wait_for_sync(5)
-    assert informers.readiness() == (True, "all 6 informers synced")
+    assert informers.readiness() == (True, "all 11 informers synced")
     expected = {
         "Pod": {"default/p"},
         "Node": {"n"},
@@ -79,6 +84,11 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "PodDisruptionBudget": {"default/pdb"},
         "Queue": {"q"},
         "PodGroup": {"default/g"},
+        "PersistentVolumeClaim": {"default/c"},
+        "PersistentVolume": {"v"},
+        "StorageClass": {"fast"},
+        "CSINode": {"n"},
+        "ResourceClaim": {"default/gpu"},
     }
     assert {spec.kind: sink.keys(spec.kind) for spec in ALL_KINDS} == expected
     assert all(sink.synced_count[spec.kind] == 1 for spec in ALL_KINDS)
@@ -90,6 +100,11 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "/apis/policy/v1/poddisruptionbudgets",
         "/apis/scheduling.volcano.sh/v1beta1/queues",
         "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+        "/api/v1/persistentvolumeclaims",
+        "/api/v1/persistentvolumes",
+        "/apis/storage.k8s.io/v1/storageclasses",
+        "/apis/storage.k8s.io/v1/csinodes",
+        "/apis/resource.k8s.io/v1/resourceclaims",
     }
     assert {r.user_agent for r in fake_api.request_log} == {"kube-queue-extender/informers"}
     fake_api.add("Queue", {"metadata": {"name": "q2"}, "spec": {"weight": 3}})
@@ -196,7 +211,7 @@ def test_metrics_on_the_callers_registry_only(
     informers, sink = make_informers(registry=registry)
     assert informers.registry is registry
     assert informers.wait_for_sync(5)
-    wait_until(lambda: fake_api.open_watches == 6, message="all watching")
+    wait_until(lambda: fake_api.open_watches == len(ALL_KINDS), message="all watching")
 
     def sample(name: str, **labels: str) -> float | None:
         value: float | None = registry.get_sample_value(f"queue_extender_informer_{name}", labels)

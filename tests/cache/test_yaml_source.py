@@ -79,3 +79,39 @@ def test_unreadable_file_is_named(tmp_path: Path) -> None:
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ClusterFileError, match="not a text file"):
         load_cluster_file(binary)
+
+
+def test_storage_and_device_objects_load_into_the_catalog() -> None:
+    text = """
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: example.com/p
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: ns}
+spec: {storageClassName: fast, accessModes: [ReadWriteOnce]}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-1}
+spec: {local: {path: /mnt}, capacity: {storage: 1Gi}}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n1}
+spec: {drivers: [{name: d.example.com, nodeID: n1, allocatable: {count: 4}}]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: gpu, namespace: ns}
+spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu.example.com}}]}}
+"""
+    storage = load_cluster_text(text).objects.storage
+    assert storage.classes["fast"].binding_mode == "WaitForFirstConsumer"
+    assert storage.claims["ns/data"].storage_class == "fast"
+    assert storage.volumes["pv-1"].source == "local"
+    assert storage.csi_nodes["n1"].drivers == {"d.example.com": 4}
+    assert not storage.resource_claims["ns/gpu"].allocated

@@ -41,6 +41,11 @@ INFORMER_GRANTS: set[Grant] = {
         ("policy", "poddisruptionbudgets"),
         ("scheduling.volcano.sh", "queues"),
         ("scheduling.volcano.sh", "podgroups"),
+        ("", "persistentvolumeclaims"),
+        ("", "persistentvolumes"),
+        ("storage.k8s.io", "storageclasses"),
+        ("storage.k8s.io", "csinodes"),
+        ("resource.k8s.io", "resourceclaims"),
     ]
     for verb in READ
 } | {("*", "", "pods", "*", "patch")}  # the parked-pod retry annotation

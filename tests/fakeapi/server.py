@@ -56,6 +56,11 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     Resource("Queue", "scheduling.volcano.sh", "v1beta1", "queues", False),
     Resource("PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups", True),
+    Resource("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", True),
+    Resource("PersistentVolume", "", "v1", "persistentvolumes", False),
+    Resource("StorageClass", "storage.k8s.io", "v1", "storageclasses", False),
+    Resource("CSINode", "storage.k8s.io", "v1", "csinodes", False),
+    Resource("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True),
 )
 _BY_NAME: dict[str, Resource] = {r.kind: r for r in RESOURCES} | {r.plural: r for r in RESOURCES}
 _BY_PATH: dict[tuple[str, str, str], Resource] = {

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.storage import StorageCatalog, placement_signature
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import FitError
 
@@ -80,11 +81,17 @@ class PredicateHelper:
         return found, errors
 
 
-def constraints_signature(task: TaskInfo) -> str:
-    """What the node-static predicates read of a pod: node selector, required node
-    affinity, tolerations. Pods with equal signatures get equal static verdicts."""
+def constraints_signature(task: TaskInfo, storage: StorageCatalog | None = None) -> str:
+    """What the unresolvable predicates read of a pod: node selector, required node
+    affinity, tolerations, and what its volumes, device claims and gates can constrain
+    (``placement_signature``, read in ``storage``). Pods with equal signatures get equal
+    hard verdicts."""
     selector = sorted(task.node_selector.items())
-    return f"{selector!r}|{task.required_affinity!r}|{task.tolerations!r}"
+    signature = f"{selector!r}|{task.required_affinity!r}|{task.tolerations!r}"
+    if task.volumes or task.resource_claims or task.scheduling_gates:
+        catalog = storage if storage is not None else StorageCatalog()
+        signature += f"|{placement_signature(task, catalog)!r}"
+    return signature
 
 
 @dataclass
@@ -101,10 +108,12 @@ class HardVerdicts:
 
     nodes: Sequence[NodeInfo]
     predicate: NodePredicate
+    #: Where the pods' claims and volumes are looked up for their signatures.
+    storage: StorageCatalog | None = None
     _feasible: dict[str, list[int]] = field(default_factory=dict)
 
     def feasible_indices(self, task: TaskInfo) -> list[int]:
-        key = constraints_signature(task)
+        key = constraints_signature(task, self.storage)
         found = self._feasible.get(key)
         if found is None:
             predicate = self.predicate

@@ -7,8 +7,15 @@ use (``UnschedulableAndUnresolvable``: cordoned, wrong labels, untolerated taint
 Resource fit is deliberately not a predicate: actions compare requests with the node's
 future idle resources themselves (``resource_fit_error`` gives them the message).
 
-Not evaluated (the model does not carry the data): host ports, inter-pod affinity, volumes
-and volume limits, topology spread, dynamic resource allocation.
+Volumes (``volumes.py``) and devices (``dra.py``) are judged where the engine can judge them
+(bound claims: the volume's node affinity and zone, ``ReadWriteOncePod`` conflicts, CSI attach
+limits; allocated device claims: where their devices are). Where it cannot (a claim not bound
+or not allocated yet, an object the cache lacks, a volume type it does not model, scheduling
+gates), the pre-predicate fails and every node is ``NotEvaluable``: actions and verbs then
+never evict for the pod, and the session remembers why (``Session.not_evaluable``).
+
+Not evaluated (the model does not carry the data): host ports, inter-pod affinity, topology
+spread.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import FitCode, FitError
-from scheduler_core.framework.hooks import PREDICATE
+from scheduler_core.framework.hooks import PRE_PREDICATE, PREDICATE
 from scheduler_core.framework.registry import (
     FollowStep,
     Plugin,
@@ -29,6 +36,7 @@ from scheduler_core.framework.registry import (
 )
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
+from scheduler_core.plugins.predicates import dra, volumes
 from scheduler_core.plugins.predicates.node_static import (
     ERR_REASON_NODE_AFFINITY,
     ERR_REASON_UNSCHEDULABLE,
@@ -47,7 +55,13 @@ NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
 TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
 CACHE_ENABLE = "predicate.CacheEnable"
 
-_UNEVALUATED = "ports, inter-pod affinity, volumes, topology spread and DRA"
+_UNEVALUATED = "ports, inter-pod affinity and topology spread"
+
+SCHEDULING_GATES = "SchedulingGates"
+
+#: How many preemptors' ReadWriteOncePod claim users a session remembers at most (a verb's
+#: shared session lives for many calls; one action or verb call needs a handful).
+_RWOP_MEMO = 64
 
 # --- the plugin ---------------------------------------------------------------------------
 
@@ -66,27 +80,89 @@ class PredicatesPlugin(Plugin):
         self.cache_enable = arguments.get_bool(CACHE_ENABLE, False)
         #: (job, task role, node) -> verdict of the node-static predicates
         self._cache: dict[tuple[str, str, str], _Verdict] = {}
+        self._ssn: Session | None = None
+        #: task uid -> (claim key -> placed users) for its ReadWriteOncePod claims, found
+        #: when a pre-predicate considers the task (once, not once per node)
+        self._rwop: dict[str, tuple[list[str], volumes.ClaimUsers]] = {}
 
     def can_follow(self, ssn: Session) -> bool:
         return True
 
     def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
         """Nothing to bring up to date: its memo is of node labels, taints and pod specs, which
-        a change of usage does not move; everything else it reads live."""
+        a change of usage does not move, and the users of a preemptor's ReadWriteOncePod
+        claims are found again by each pre-predicate; everything else it reads live."""
         return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
         if ssn.memos.first_time("predicates.unevaluated"):
             log.log(v(4), "predicates: %s are not evaluated by this scheduler", _UNEVALUATED)
         self._cache = {}
+        self._rwop = {}
+        self._ssn = ssn
+        ssn.add_hook(PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_hook(PREDICATE, self.name, self.predicate)
 
     def on_session_close(self, ssn: Session) -> None:
         self._cache = {}
+        self._rwop = {}
+        self._ssn = None
+
+    # --- what the engine cannot judge -----------------------------------------------------
+
+    def not_evaluable(self, task: TaskInfo) -> FitError | None:
+        """Why the engine cannot judge where ``task`` fits (scheduling gates, volumes,
+        device claims), as a ``NotEvaluable`` verdict naming the filter; None: it can."""
+        if not (task.volumes or task.resource_claims or task.scheduling_gates):
+            return None
+        assert self._ssn is not None
+        storage = self._ssn.snapshot.storage
+        found: list[tuple[str, list[str]]] = [
+            (
+                SCHEDULING_GATES,
+                [f"scheduling gates {', '.join(task.scheduling_gates)}"]
+                if task.scheduling_gates
+                else [],
+            ),
+            (volumes.VOLUME_BINDING, volumes.pod_not_evaluable(task, storage)),
+            (dra.DYNAMIC_RESOURCES, dra.pod_not_evaluable(task, storage)),
+        ]
+        reasons = [reason for _, found_reasons in found for reason in found_reasons]
+        if not reasons:
+            return None
+        plugin = next(name for name, found_reasons in found if found_reasons)
+        return FitError(task.key, "", FitCode.NOT_EVALUABLE, reasons, plugin)
+
+    def pre_predicate(self, task: TaskInfo) -> str | None:
+        """Fails for a pod the engine cannot judge (recorded in the session, so whoever
+        skips the pod can say why), and finds the users of its ReadWriteOncePod claims."""
+        assert self._ssn is not None
+        ssn = self._ssn
+        self._rwop.pop(task.uid, None)
+        err = self.not_evaluable(task)
+        if err is not None:
+            ssn.not_evaluable[task.key] = (task, err)
+            log.log(v(3), "Task <%s> is not evaluable: %s", task.key, "; ".join(err.reasons))
+            return "not evaluable: " + "; ".join(err.reasons)
+        ssn.not_evaluable.pop(task.key, None)
+        self._rwop_users(task)
+        return None
+
+    def _rwop_users(self, task: TaskInfo) -> tuple[list[str], volumes.ClaimUsers]:
+        found = self._rwop.get(task.uid)
+        if found is None:
+            assert self._ssn is not None
+            claims = volumes.rwop_claims(task, self._ssn.snapshot.storage) if task.volumes else []
+            users = volumes.claim_users(self._ssn.nodes.values()) if claims else {}
+            if len(self._rwop) >= _RWOP_MEMO:  # a long-lived session must not grow
+                self._rwop.clear()
+            found = self._rwop[task.uid] = (claims, users)
+        return found
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """Pod count first (``Unschedulable``: evictions free slots), then the node-static
-        checks; the most severe code wins and every reason is kept."""
+        checks, then volumes and device claims; the most severe code wins and every reason
+        is kept."""
         reasons: list[str] = []
         if node.allocatable.max_task_num <= len(node.tasks):
             log.log(
@@ -106,9 +182,35 @@ class PredicatesPlugin(Plugin):
             code, static_reasons = verdict
             reasons.extend(static_reasons)
             return FitError(task.key, node.name, code, reasons)
+        if task.volumes or task.resource_claims or task.scheduling_gates:
+            err = self._storage_verdict(task, node)
+            if err is not None:
+                err.reasons[:0] = reasons
+                return err
         if reasons:
             return FitError(task.key, node.name, FitCode.UNSCHEDULABLE, reasons)
         return None
+
+    def _storage_verdict(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """Not evaluable first; then what no eviction changes (where a volume or a device
+        is); then what evictions can fix (a ReadWriteOncePod claim in use, attach limits)."""
+        assert self._ssn is not None
+        storage = self._ssn.snapshot.storage
+        pending = self.not_evaluable(task)
+        if pending is not None:
+            pending.node = node.name
+            return pending
+        err = volumes.volume_binding_error(task, node, storage) or dra.allocated_claims_error(
+            task, node, storage
+        )
+        if err is not None:
+            return err
+        claims, users = self._rwop_users(task)
+        if claims:
+            err = volumes.rwop_conflict_error(task, node, claims, users, self._ssn.nodes)
+            if err is not None:
+                return err
+        return volumes.volume_limits_error(task, node, storage)
 
     def _static_verdict(self, task: TaskInfo, node: NodeInfo) -> _Verdict:
         """Checks that depend only on the pod spec and the node, cached per (job, role,
