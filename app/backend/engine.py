@@ -105,11 +105,20 @@ class EngineBackend:
             informers.registry if informers is not None else None
         )
 
+    def resign(self) -> None:
+        """A stop has begun (SIGTERM): stop leading at once, so the loop evicts nothing more
+        and the status writer writes nothing more; the lease is given back at exit, after
+        they have stopped."""
+        if self.controller is not None:
+            self.controller.resign()
+
     def close(self) -> None:
         """Stop every thread this backend started, writers first (the loop, the status writer,
-        the requeuer, then the controller, which releases a held lease) and the informers last:
+        the requeuer, then the controller, which releases a held lease) and the informers last
+        (leadership is resigned first, so no writer writes while the others stop):
         what a process does at exit, for an embedding (tests, a second backend in one process)
         that outlives it."""
+        self.resign()
         for part in (
             self.conf_watcher,
             self.reclaim_loop,

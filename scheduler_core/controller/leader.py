@@ -163,6 +163,9 @@ class LeaseElection:
         self.timings = timings
         self._monotonic = monotonic
         self._wall = wall
+        #: Seconds a call may take: a hung call must not hold the election (or an exit) up;
+        #: the margin runs out on its own meanwhile.
+        self.request_timeout = timings.retry_period
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0  # monotonic time we first received the observed record
         #: Monotonic time at which the request of our last successful write was sent.
@@ -183,7 +186,9 @@ class LeaseElection:
         raises besides a lost race (a 409, which is False)."""
         sent = self._monotonic()
         try:
-            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.request_timeout
+            )
         except ApiException as exc:
             if exc.status != 404:
                 raise
@@ -207,7 +212,9 @@ class LeaseElection:
         spec.lease_duration_seconds = int(self.timings.lease_duration)
         spec.renew_time = now
         try:
-            written = self.coordination.replace_namespaced_lease(self.name, self.namespace, lease)
+            written = self.coordination.replace_namespaced_lease(
+                self.name, self.namespace, lease, _request_timeout=self.request_timeout
+            )
         except ApiException as exc:
             if exc.status == 409:
                 return False  # another replica wrote first
@@ -228,7 +235,9 @@ class LeaseElection:
             ),
         )
         try:
-            written = self.coordination.create_namespaced_lease(self.namespace, body)
+            written = self.coordination.create_namespaced_lease(
+                self.namespace, body, _request_timeout=self.request_timeout
+            )
         except ApiException as exc:
             if exc.status == 409:
                 return False
@@ -246,7 +255,9 @@ class LeaseElection:
         so a follower takes it at its next retry. Stops counting ourselves leader first."""
         self.forget()
         try:
-            lease = self.coordination.read_namespaced_lease(self.name, self.namespace)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.request_timeout
+            )
             spec = lease.spec
             if spec is None or spec.holder_identity != self.identity:
                 return False
@@ -255,7 +266,9 @@ class LeaseElection:
             spec.lease_duration_seconds = 1
             spec.renew_time = now
             spec.acquire_time = now
-            self.coordination.replace_namespaced_lease(self.name, self.namespace, lease)
+            self.coordination.replace_namespaced_lease(
+                self.name, self.namespace, lease, _request_timeout=self.request_timeout
+            )
         except Exception as exc:  # the lease then simply expires
             log.warning("could not release leader lease %s/%s: %s", self.namespace, self.name, exc)
             return False
@@ -340,7 +353,9 @@ class LeaderElector(_Transitions):
         self.gauge.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
     def leadership_valid_for(self) -> float:
-        return self.election.leadership_valid_for() if self._leading else 0.0
+        if self._stopping.is_set() or not self._leading:
+            return 0.0
+        return self.election.leadership_valid_for()
 
     def is_leader(self) -> bool:
         return self.leadership_valid_for() > 0.0
@@ -353,6 +368,9 @@ class LeaderElector(_Transitions):
             log.warning(
                 "leader election on %s/%s failed: %s", self.lease_namespace, self.lease_name, exc
             )
+        if self._stopping.is_set():  # resigned while this round was under way
+            self.election.forget()
+            return
         valid = self.election.leadership_valid_for() > 0.0
         if not valid:
             self.election.forget()
@@ -374,17 +392,22 @@ class LeaderElector(_Transitions):
         )
         return self
 
+    def resign(self) -> None:
+        """Stop counting ourselves leader now, keeping the lease (a stop has begun: the
+        writers stop before :meth:`stop` gives the lease back). Safe in a signal handler."""
+        self._stopping.set()
+        self.election.forget()
+        self._became(False, "stopping")
+
     def stop(self, timeout: float = 5.0) -> None:
         """Leave the election: stop counting ourselves leader (the writers stop), then give
         the lease back so the next replica takes over at its next retry, not a lease later."""
-        self._stopping.set()
+        self.resign()
         if self._thread is not None:
             self._thread.join(timeout)
-        was_leading = self._leading
-        self.election.forget()
+        self.election.forget()  # a step that was under way when we resigned
         self._became(False, "stopping")
-        if was_leading:
-            self.election.release()
+        self.election.release()  # gives back only a lease that names us
 
     def _run(self) -> None:
         while not self._stopping.is_set():
@@ -458,7 +481,9 @@ class SchedulerLeaseFollower(_Transitions):
         """One poll of the scheduler's Lease, then tell the callbacks of a change."""
         sent = self._monotonic()
         try:
-            lease = self._coordination.read_namespaced_lease(self.lease_name, self.lease_namespace)
+            lease = self._coordination.read_namespaced_lease(
+                self.lease_name, self.lease_namespace, _request_timeout=self.poll_period
+            )
         except ApiException as exc:
             if exc.status == 404:
                 self._observe(sent, None)
@@ -511,12 +536,15 @@ class SchedulerLeaseFollower(_Transitions):
         )
         return self
 
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop leading at once (kube-scheduler gives its own lease back)."""
+    def resign(self) -> None:
+        """Stop leading now (kube-scheduler gives its own lease back when it stops)."""
         self._stopping.set()
+        self._became(False, "stopping")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.resign()
         if self._thread is not None:
             self._thread.join(timeout)
-        self._became(False, "stopping")
 
     def _run(self) -> None:
         while not self._stopping.is_set():
@@ -544,6 +572,9 @@ class AlwaysLeader:
 
     def start(self) -> AlwaysLeader:
         return self
+
+    def resign(self) -> None:
+        self._stopped = True
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stopped = True

@@ -138,6 +138,12 @@ class Controller:
             self._started()
         return self
 
+    def resign(self) -> None:
+        """Stop leading now, before anything else stops: every writer asks ``is_leader()``
+        before each write, so none lands once a stop has begun. The lease is given back by
+        :meth:`stop`, after the writers have stopped. Safe to call from a signal handler."""
+        self.leadership.resign()
+
     def stop(self) -> None:
         """Stop leading (the stop callbacks end the writers), give a held lease back, then
         stop the recorder: the successor leads within one retry period."""

@@ -61,7 +61,7 @@ class FakeCoordination:
         if self.partitioned:
             raise ApiException(status=503, reason="Service Unavailable")
 
-    def read_namespaced_lease(self, name: str, namespace: str) -> Any:
+    def read_namespaced_lease(self, name: str, namespace: str, **_: Any) -> Any:
         self._check()
         self.reads += 1
         with self.store.lock:
@@ -72,7 +72,7 @@ class FakeCoordination:
                 raise exc
             return copy.deepcopy(found)
 
-    def create_namespaced_lease(self, namespace: str, body: Any) -> Any:
+    def create_namespaced_lease(self, namespace: str, body: Any, **_: Any) -> Any:
         self._check()
         with self.store.lock:
             name = body.metadata.name
@@ -84,7 +84,7 @@ class FakeCoordination:
             self.store.leases[(namespace, name)] = created
             return copy.deepcopy(created)
 
-    def replace_namespaced_lease(self, name: str, namespace: str, body: Any) -> Any:
+    def replace_namespaced_lease(self, name: str, namespace: str, body: Any, **_: Any) -> Any:
         self._check()
         with self.store.lock:
             current = self.store.leases[(namespace, name)]
@@ -467,3 +467,31 @@ def test_pod_namespace_comes_from_the_service_account_file(tmp_path: Any) -> Non
     path.write_text("batch-system\n")
     assert pod_namespace(str(path)) == "batch-system"
     assert pod_namespace(str(tmp_path / "absent")) == "default"
+
+
+def test_a_resigned_leader_writes_nothing_more_but_keeps_the_lease_until_it_stops() -> None:
+    w = World()
+    a, _, _ = w.elector("a")
+    b, _, _ = w.elector("b")
+    a.step()
+    a.resign()
+    assert not a.is_leader() and a.leadership_valid_for() == 0.0
+    a.step()  # a round already under way when the stop began does not lead again
+    assert not a.is_leader()
+    b.step()
+    assert not b.is_leader() and w.holder() == "a"
+    a.stop()
+    b.step()
+    assert b.is_leader()
+
+
+def test_stopping_a_replica_that_never_led_leaves_the_leaders_lease_alone() -> None:
+    w = World()
+    a, _, _ = w.elector("a")
+    b, _, _ = w.elector("b")
+    a.step()
+    b.step()
+    b.stop()
+    assert w.holder() == "a"
+    a.step()
+    assert a.is_leader()
