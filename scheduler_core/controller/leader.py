@@ -468,11 +468,18 @@ class SchedulerLeaseFollower(_Transitions):
         """Half the retry period: the renew's lower bound lags by at most one poll."""
         return max(0.25, self.timings.retry_period / 2)
 
+    @property
+    def safety_margin(self) -> float:
+        """The followed lease's duration times our timings' share of slack (a third with
+        kube-scheduler's 15/10 s): a scheduler run with shorter timings than our flags still
+        leaves us a margin in proportion."""
+        return self._duration * self.timings.safety_margin / self.timings.lease_duration
+
     def leadership_valid_for(self) -> float:
         if self._stopping.is_set() or not self._ours or self._renew_floor is None:
             return 0.0
         elapsed = self._monotonic() - self._renew_floor
-        return max(0.0, self._duration - elapsed - self.timings.safety_margin)
+        return max(0.0, self._duration - elapsed - self.safety_margin)
 
     def is_leader(self) -> bool:
         return self.leadership_valid_for() > 0.0

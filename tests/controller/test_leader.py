@@ -164,7 +164,9 @@ class World:
         found = self.store.leases.get(key)
         return None if found is None else found.spec.holder_identity
 
-    def scheduler_renews(self, holder: str, *, wall: datetime | None = None) -> None:
+    def scheduler_renews(
+        self, holder: str, *, wall: datetime | None = None, duration: int = 15
+    ) -> None:
         """kube-scheduler writing its Lease (its own wall clock, whatever it says)."""
         self.store.put(
             lease(
@@ -173,6 +175,7 @@ class World:
                 holder,
                 renew_time=wall
                 or datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self.time[0]),
+                duration=duration,
             )
         )
 
@@ -495,3 +498,14 @@ def test_stopping_a_replica_that_never_led_leaves_the_leaders_lease_alone() -> N
     assert w.holder() == "a"
     a.step()
     assert a.is_leader()
+
+
+def test_the_sidecar_keeps_back_a_margin_in_proportion_to_the_schedulers_own_lease() -> None:
+    w = World()
+    f, _ = w.follower("pod-a")  # our flags: kube-scheduler's defaults, 15/10 s
+    for _ in range(2):
+        w.scheduler_renews("pod-a_1", duration=6)
+        f.step()
+        w.advance(0.5)
+    # The scheduler runs a 6 s lease: a third of it kept back, counted from the read before.
+    assert f.leadership_valid_for() == pytest.approx(6 - 1.0 - 2.0)
