@@ -170,6 +170,8 @@ class LeaseElection:
         self._observed_at = 0.0  # monotonic time we first received the observed record
         #: Monotonic time at which the request of our last successful write was sent.
         self.renewed_at: float | None = None
+        #: Whether we ever wrote the lease: only then can it name us, and need giving back.
+        self.ever_held = False
 
     def leadership_valid_for(self) -> float:
         if self.renewed_at is None:
@@ -247,6 +249,7 @@ class LeaseElection:
 
     def _wrote(self, sent: float, written: Any) -> None:
         self.renewed_at = sent
+        self.ever_held = True
         if written is not None and getattr(written, "spec", None) is not None:
             self._observed, self._observed_at = _record_of(written.spec), self._monotonic()
 
@@ -254,6 +257,8 @@ class LeaseElection:
         """Give the lease up (client-go's ``ReleaseOnCancel``: no holder, one-second duration)
         so a follower takes it at its next retry. Stops counting ourselves leader first."""
         self.forget()
+        if not self.ever_held:
+            return False
         try:
             lease = self.coordination.read_namespaced_lease(
                 self.name, self.namespace, _request_timeout=self.request_timeout
