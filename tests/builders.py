@@ -8,6 +8,7 @@ the model the service builds from the API server, with the real plugins.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -474,6 +475,35 @@ def resource_claim(
             {"resource": "pods", "name": uid, "uid": uid} for uid in reserved_for
         ]
     return claim
+
+
+def lease(
+    name: str,
+    namespace: str,
+    holder: str | None,
+    *,
+    renew_time: datetime | None = None,
+    duration: int = 15,
+    transitions: int = 0,
+    resource_version: str = "1",
+) -> Any:
+    """A ``coordination.k8s.io/v1`` Lease as the kubernetes client returns it (leader election
+    reads and writes the typed object, not a dict)."""
+    from kubernetes import client as k8s_client
+
+    at = renew_time or datetime(2026, 1, 1, tzinfo=UTC)
+    return k8s_client.V1Lease(
+        metadata=k8s_client.V1ObjectMeta(
+            name=name, namespace=namespace, resource_version=resource_version
+        ),
+        spec=k8s_client.V1LeaseSpec(
+            holder_identity=holder,
+            lease_duration_seconds=duration,
+            acquire_time=at,
+            renew_time=at,
+            lease_transitions=transitions,
+        ),
+    )
 
 
 PRIORITY_CLASSES = [

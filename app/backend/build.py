@@ -120,6 +120,9 @@ def build_backend(options: BuildOptions) -> EngineBackend:
                 options.reclaim, conf, state, controller, backend
             )
         watch_configuration(backend, options)
+        # Registered last, so it runs first at exit: no writer writes while the others stop,
+        # and the controller's own stop (registered first, run last) gives the lease back.
+        atexit.register(backend.resign)
         return backend
     if source.cluster_file:
         loaded = load_cluster_file(source.cluster_file)

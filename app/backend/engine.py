@@ -105,11 +105,20 @@ class EngineBackend:
             informers.registry if informers is not None else None
         )
 
+    def resign(self) -> None:
+        """A stop has begun (SIGTERM): stop leading at once, so the loop evicts nothing more
+        and the status writer writes nothing more; the lease is given back at exit, after
+        they have stopped."""
+        if self.controller is not None:
+            self.controller.resign()
+
     def close(self) -> None:
         """Stop every thread this backend started, writers first (the loop, the status writer,
-        the requeuer, then the controller, which releases a held lease) and the informers last:
+        the requeuer, then the controller, which releases a held lease) and the informers last
+        (leadership is resigned first, so no writer writes while the others stop):
         what a process does at exit, for an embedding (tests, a second backend in one process)
         that outlives it."""
+        self.resign()
         for part in (
             self.conf_watcher,
             self.reclaim_loop,
@@ -250,11 +259,16 @@ class EngineBackend:
         self, pod: dict[str, Any], candidates: dict[str, list[str]], chosen: dict[str, Any]
     ) -> None:
         """Events on a preemptor whose proposed victims the queue rules protect: its
-        preempt answer carries no text, so this is where a person reads why."""
+        preempt answer carries no text, so this is where a person reads why.
+
+        Written by whichever replica answered the verb, leader or not: the replica that
+        refused is the only one that knows, and a lease gap (a restart, a handover) must not
+        leave kube-scheduler's "no candidate node for preemption" the only word. The
+        recorder makes the repeats of one reason on one pod a single Event with a count."""
         controller = self.controller
         if controller is None or not controller.options.write_status:
             return
-        if not controller.is_leader() or not any(candidates.values()):
+        if not any(candidates.values()):
             return
         try:
             refusals = preempt_refusals(self.accounting, pod, candidates, chosen)
@@ -264,7 +278,12 @@ class EngineBackend:
         regarding = ObjectRef.of(pod, kind="Pod", api_version="v1")
         for refusal in refusals:
             controller.recorder.record(
-                regarding, WARNING, refusal.reason, refusal.message, action="Preempt"
+                regarding,
+                WARNING,
+                refusal.reason,
+                refusal.message,
+                action="Preempt",
+                leader_only=False,
             )
 
     def queue_metrics(self) -> list[QueueMetrics]:

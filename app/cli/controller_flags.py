@@ -9,7 +9,12 @@ import logging
 
 from app.cli.flag_types import positive_seconds
 from scheduler_core.controller.leader import ElectionTimings, pod_namespace, validate_timings
-from scheduler_core.controller.runtime import DEFAULT_LEASE_NAME, ControllerOptions
+from scheduler_core.controller.runtime import (
+    DEFAULT_LEASE_NAME,
+    DEFAULT_SCHEDULER_LEASE_NAME,
+    DEFAULT_SCHEDULER_LEASE_NAMESPACE,
+    ControllerOptions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +55,33 @@ def add_controller_group(p: argparse.ArgumentParser) -> None:
         metavar="BOOL",
         help="write PodGroup and Queue status, conditions and events back to the cluster "
         "(default true with --kubeconfig/--in-cluster; --write-status=false turns it off)",
+    )
+    ctl.add_argument(
+        "--leader-elect-mode",
+        choices=("standalone", "sidecar"),
+        default="standalone",
+        help="standalone: elect through the extender's own Lease (--leader-elect-lease-name); "
+        "sidecar: lead exactly while the kube-scheduler of this pod holds its Lease "
+        "(--scheduler-lease-name), so the replica answering the active scheduler is the one "
+        "that reclaims and writes status (default standalone)",
+    )
+    ctl.add_argument(
+        "--scheduler-lease-name",
+        default=DEFAULT_SCHEDULER_LEASE_NAME,
+        help="sidecar mode: kube-scheduler's leaderElection.resourceName "
+        f"(default {DEFAULT_SCHEDULER_LEASE_NAME})",
+    )
+    ctl.add_argument(
+        "--scheduler-lease-namespace",
+        default=DEFAULT_SCHEDULER_LEASE_NAMESPACE,
+        help="sidecar mode: kube-scheduler's leaderElection.resourceNamespace "
+        f"(default {DEFAULT_SCHEDULER_LEASE_NAMESPACE})",
+    )
+    ctl.add_argument(
+        "--leader-elect-hostname",
+        default=None,
+        help="sidecar mode: the host name kube-scheduler's holder identity starts with "
+        "(it writes hostname_uuid; default this host's name, which a pod's containers share)",
     )
     ctl.add_argument(
         "--leader-elect-lease-name",
@@ -103,10 +135,28 @@ def controller_options_from_args(args: argparse.Namespace) -> ControllerOptions:
     namespace = args.leader_elect_lease_namespace
     if namespace is not None and not namespace.strip():
         raise ValueError("--leader-elect-lease-namespace must not be empty")
+    mode = args.leader_elect_mode
+    if mode == "sidecar" and args.leader_elect is False:
+        raise ValueError(
+            "--leader-elect-mode=sidecar needs leader election: drop --leader-elect=false"
+        )
+    scheduler_lease = args.scheduler_lease_name.strip()
+    scheduler_namespace = args.scheduler_lease_namespace.strip()
+    if not scheduler_lease or not scheduler_namespace:
+        raise ValueError("--scheduler-lease-name and --scheduler-lease-namespace must not be empty")
+    hostname = args.leader_elect_hostname
+    if hostname is not None and (not hostname.strip() or "_" in hostname):
+        raise ValueError(
+            f"--leader-elect-hostname must be a host name (no underscore), not {hostname!r}"
+        )
     return ControllerOptions(
         write_status=args.write_status is not False,
         leader_elect=args.leader_elect is not False,
         lease_name=name,
         lease_namespace=namespace.strip() if namespace else pod_namespace(),
         timings=timings,
+        leader_elect_mode=mode,
+        scheduler_lease_name=scheduler_lease,
+        scheduler_lease_namespace=scheduler_namespace,
+        hostname=hostname.strip() if hostname else None,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import shlex
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -367,7 +368,11 @@ def build_servers(
     if callable(assumptions):
         settings.assumptions = assumptions
     app = create_app(backend, settings)
-    server = uvicorn.Server(uvicorn_config(app, args.host, args.port, tls, reloading))
+    resign = getattr(backend, "resign", None)
+    server = ResigningServer(
+        uvicorn_config(app, args.host, args.port, tls, reloading),
+        resign if callable(resign) else None,
+    )
     sides: list[SideServer] = []
     if metrics_address is not None:
         host, port = metrics_address
@@ -394,6 +399,7 @@ def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
         log.error("cannot start: %s", one_line(str(exc)))
         return 2
     print(banner(args), flush=True)
+    leave_through_atexit_on_sigterm()
     try:
         if not sides:
             server.run()
@@ -403,6 +409,38 @@ def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
         log.error("serving failed: %s", exc)
         return 1
     return 0
+
+
+class ResigningServer(uvicorn.Server):
+    """The main listener. On SIGINT/SIGTERM it first tells the backend to stop leading, then
+    shuts down as uvicorn does: the replica stops writing the moment its stop begins, not
+    once the listeners have drained, and gives its lease back at exit."""
+
+    def __init__(self, config: uvicorn.Config, resign: Callable[[], None] | None) -> None:
+        super().__init__(config)
+        self._resign = resign
+
+    def handle_exit(self, sig: int, frame: Any) -> None:
+        if self._resign is not None:
+            try:
+                self._resign()
+            except Exception:  # stopping must go on whatever the backend does
+                log.exception("resigning leadership on signal %d failed", sig)
+        super().handle_exit(sig, frame)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM once uvicorn has shut down: nothing left to do but return normally."""
+
+
+def leave_through_atexit_on_sigterm() -> None:
+    """uvicorn catches SIGTERM, shuts the listeners down, then raises the signal again for
+    whatever handler was there before. With the default handler that kills the process
+    before ``atexit`` runs, so a leader never stopped its loop nor gave its Lease back, and its
+    successor waited the whole lease out. With this (empty) handler in place the process
+    returns from serving and leaves through ``atexit``: writers stop, the lease is released.
+    Installed only once serving starts: a SIGTERM while the caches sync still ends it."""
+    signal.signal(signal.SIGTERM, _terminated)
 
 
 def build_options_from_args(args: argparse.Namespace) -> BuildOptions:

@@ -1,14 +1,22 @@
 """``events.k8s.io/v1`` Events, deduplicated the way client-go's recorder does it.
 
-The same (object, reason, note) seen again within ten minutes is not a new Event: it becomes
-a ``series`` (count and last observed time) on the first one, patched in place. Recording
-never blocks and never raises: ``record`` only updates an in-memory entry and queues its key;
-one worker thread writes, at a bounded rate, and only while this replica leads. A burst of the
-same event between two writes costs one write carrying the summed count.
+The same reason on the same object (and action) seen again within ten minutes is not a new
+Event: it becomes a ``series`` (count and last observed time) on the first one, patched in
+place; the note is the first one's (the API server keeps an Event's note immutable), as
+client-go's key leaves the note out. One object gets at most one write per reason every
+:data:`MIN_WRITE_INTERVAL` seconds: repeats in between only grow the count the next write
+carries, so a pod kube-scheduler retries every second costs one write per half minute.
+
+Recording never blocks and never raises: ``record`` only updates an in-memory entry and queues
+its key; one worker thread writes, at a bounded rate (a token bucket over every write). Most
+events are the leader's (its decisions: evictions, status); ``leader_only=False`` is for what
+any replica must tell, such as the refusals of the verb it answered itself.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import queue
 import threading
@@ -31,6 +39,8 @@ WARNING: Final = "Warning"
 
 #: client-go's aggregation window: the same event within it is a series, not a new Event.
 SERIES_WINDOW: Final = 600.0
+#: At most one write of one series this often: later repeats wait and are summed.
+MIN_WRITE_INTERVAL: Final = 30.0
 #: The API server rejects a note longer than 1 KiB.
 MAX_NOTE: Final = 1024
 
@@ -105,8 +115,12 @@ class _Entry:
     namespace: str = ""
     written: int = 0  # the count the API server holds
     queued: bool = False
+    leader_only: bool = True
+    written_at: float | None = None  # clock() of the last successful write
 
 
+#: client-go's aggregation key, less the fields every Event of ours shares: the object, the
+#: reason and the action (not the note).
 _Key = tuple[ObjectRef, str, str]
 
 
@@ -137,6 +151,9 @@ class EventRecorder:
         self._bucket = bucket or TokenBucket(qps, burst, clock)
         self._clock = clock
         self._queue: queue.Queue[_Key] = queue.Queue(maxsize=queue_size)
+        #: (due on ``clock``, tie-breaker, key): repeats waiting out the minimum interval.
+        self._deferred: list[tuple[float, int, _Key]] = []
+        self._sequence = itertools.count()
         self._cache: OrderedDict[_Key, _Entry] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
@@ -147,8 +164,9 @@ class EventRecorder:
         self.events = Counter(
             "queue_extender_events",
             "Events recorded, by result: created, series (a repeat patched into a series), "
-            "coalesced (a repeat folded into a pending write), dropped (queue full), "
-            "not_leader (this replica does not write), failed.",
+            "coalesced (a repeat folded into a pending write), deferred (a repeat waiting "
+            "out the minimum interval), dropped (queue full), not_leader (this replica "
+            "does not write), failed.",
             ["result"],
             registry=registry,
         )
@@ -162,29 +180,48 @@ class EventRecorder:
         reason: str,
         note: str,
         action: str = "Scheduling",
+        *,
+        leader_only: bool = True,
     ) -> None:
-        """Queues an Event; returns at once and never raises."""
-        if not self._is_leader():
+        """Queues an Event; returns at once and never raises. ``leader_only=False``: written
+        whether or not this replica leads (what the replica answering a verb must tell)."""
+        if leader_only and not self._is_leader():
             self.events.labels("not_leader").inc()
             return
         note = note if len(note) <= MAX_NOTE else note[: MAX_NOTE - 3] + "..."
-        key: _Key = (regarding, reason, note)
+        key: _Key = (regarding, reason, action)
         now = self._clock()
         with self._lock:
             entry = self._cache.get(key)
             if entry is not None and now - entry.first_seen < SERIES_WINDOW:
                 entry.count += 1
                 entry.last_observed = datetime.now(UTC)
+                entry.leader_only = entry.leader_only and leader_only
                 self._cache.move_to_end(key)
                 if entry.queued:
                     self.events.labels("coalesced").inc()
                     return
             else:
-                entry = _Entry(regarding, event_type, reason, action, note, first_seen=now)
+                entry = _Entry(
+                    regarding,
+                    event_type,
+                    reason,
+                    action,
+                    note,
+                    first_seen=now,
+                    leader_only=leader_only,
+                )
                 self._cache[key] = entry
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
             entry.queued = True
+            due = None if entry.written_at is None else entry.written_at + MIN_WRITE_INTERVAL
+            if due is not None and due > now:
+                heapq.heappush(self._deferred, (due, next(self._sequence), key))
+                self.events.labels("deferred").inc()
+                with self._idle:
+                    self._busy += 1
+                return
         try:
             self._queue.put_nowait(key)
         except queue.Full:
@@ -220,12 +257,21 @@ class EventRecorder:
                 self._idle.wait(remaining)
         return True
 
+    def _due(self) -> _Key | None:
+        """The deferred repeat whose minimum interval is over, if any."""
+        with self._lock:
+            if self._deferred and self._deferred[0][0] <= self._clock():
+                return heapq.heappop(self._deferred)[2]
+        return None
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            try:
-                key = self._queue.get(timeout=0.5)
-            except queue.Empty:
-                continue
+            key = self._due()
+            if key is None:
+                try:
+                    key = self._queue.get(timeout=0.2 if self._deferred else 0.5)
+                except queue.Empty:
+                    continue
             try:
                 self._wait_for_token()
                 if not self._stop.is_set():
@@ -252,7 +298,7 @@ class EventRecorder:
                 return
             entry.queued = False
             count, observed, name = entry.count, entry.last_observed, entry.name
-        if not self._is_leader():
+        if entry.leader_only and not self._is_leader():
             self.events.labels("not_leader").inc()
             return
         try:
@@ -260,7 +306,8 @@ class EventRecorder:
                 try:
                     self._patch_series(entry, count, observed)
                     self.events.labels("series").inc()
-                    entry.written = count
+                    with self._lock:
+                        entry.written, entry.written_at = count, self._clock()
                     return
                 except ApiError as exc:
                     if not exc.not_found:
@@ -302,6 +349,7 @@ class EventRecorder:
         self._rest.post(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body, "events")
         with self._lock:
             entry.name, entry.namespace, entry.written = name, namespace, count
+            entry.written_at = self._clock()
 
     def _patch_series(self, entry: _Entry, count: int, observed: datetime) -> None:
         body = {"series": {"count": count, "lastObservedTime": _micro_time(observed)}}

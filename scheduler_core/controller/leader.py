@@ -1,17 +1,35 @@
-"""Leader election over a ``coordination.k8s.io/v1`` Lease, with the official client's module.
+"""Who leads: our own ``coordination.k8s.io/v1`` Lease, or the Lease of the kube-scheduler we
+sit beside.
 
-``kubernetes.leaderelection`` does the protocol (acquire, renew, take over an expired lease).
-It has three traits this module works around:
+Two modes:
 
-* its ``LeaseLock`` builds its API object from the process-wide default client; we point it at
-  the ApiClient the informers already authenticated;
-* its ``Config`` calls ``sys.exit`` on inconsistent durations; :func:`validate_timings` says what
-  is wrong first, as a ``ValueError``;
-* it notices a lost lease only after a whole renew deadline of failed retries, and ``run()``
-  returns for good after that. :class:`LeaderElector` re-enters the election in a loop and its
-  :meth:`~LeaderElector.is_leader` is False as soon as the last successful renew is older than
-  the renew deadline, so a replica cut off from the API server stops writing before another one
-  can take the lease over (lease duration > renew deadline).
+* **standalone** (:class:`LeaderElector`): the extender elects itself through its own Lease,
+  the same protocol as client-go's leader election (acquire an empty or expired lease, renew
+  it every retry period, optimistic concurrency on the resourceVersion, give it back on a clean
+  stop as ``ReleaseOnCancel`` does);
+* **sidecar** (:class:`SchedulerLeaseFollower`): the extender leads exactly while the
+  kube-scheduler of its own pod leads. It only reads that scheduler's Lease and compares the
+  holder identity, which kube-scheduler builds as ``hostname + "_" + uuid``, with its own host
+  name (the containers of a pod share it). The decisions (the loop's reservations, the status,
+  the events) are then made by the process that answers the active scheduler's verbs.
+
+Why not the ``kubernetes`` client's ``leaderelection`` module: it judges a lease's expiry
+with the wall clock (``time.time()`` compared with the time it observed the record), so a
+clock step forward on a follower makes it take a lease the leader is still renewing, while
+the leader keeps counting itself leader. Here every duration is measured on this process's
+monotonic clock (``time.monotonic()``), and only intervals are compared, never two hosts'
+wall clocks: a follower takes over once it has seen no change of the record for the lease
+duration, counted from when *it* observed the last change; a leader counts its lease from
+the moment it *sent* its last successful renew (the write landed after that, and every
+follower saw it later still). The wall clock only fills the Lease's informational
+``acquireTime`` / ``renewTime``.
+
+:meth:`leadership_valid_for` is the fencing margin the eviction path reads: the seconds for
+which this process is still guaranteed to hold the lease (the lease duration, minus the time
+since the last renew judged as above, minus a safety margin of lease duration - renew
+deadline), 0.0 when not leading. ``is_leader()`` is ``leadership_valid_for() > 0``, so a
+replica cut off from the API server stops writing a whole safety margin before another one
+could take the lease over.
 """
 
 from __future__ import annotations
@@ -24,17 +42,21 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
 
 from kubernetes import client as k8s_client
-from kubernetes.leaderelection import electionconfig, leaderelection
-from kubernetes.leaderelection.resourcelock import leaselock
+from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Gauge
+
+from scheduler_core.logutil import v
 
 log = logging.getLogger(__name__)
 
-#: The jitter factor ``electionconfig.Config`` applies to the retry period when validating.
+#: client-go's jitter factor: the renew deadline must exceed this many retry periods.
 _JITTER_FACTOR = 1.2
+
+LeaderElectMode = Literal["standalone", "sidecar"]
 
 
 class Leadership(Protocol):
@@ -43,6 +65,8 @@ class Leadership(Protocol):
     identity: str
 
     def is_leader(self) -> bool: ...
+
+    def leadership_valid_for(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +77,15 @@ class ElectionTimings:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
 
+    @property
+    def safety_margin(self) -> float:
+        """What :meth:`leadership_valid_for` keeps back from the lease duration: the slack
+        between giving up (renew deadline) and a follower's takeover (lease duration)."""
+        return self.lease_duration - self.renew_deadline
+
 
 def validate_timings(t: ElectionTimings) -> None:
-    """Raises ``ValueError`` naming the rule a set of timings breaks (the library would exit)."""
+    """Raises ``ValueError`` naming the rule a set of timings breaks."""
     if t.retry_period < 1:
         raise ValueError(f"leader election retry period must be at least 1s, not {t.retry_period}")
     if t.renew_deadline <= _JITTER_FACTOR * t.retry_period:
@@ -75,65 +105,215 @@ def validate_timings(t: ElectionTimings) -> None:
         )
 
 
-def new_identity() -> str:
+def new_identity(hostname: str | None = None) -> str:
     """Hostname plus a random suffix: two replicas on one host (or a restarted pod that kept
     its name) must not mistake each other's lease for their own."""
     suffix = "".join(random.choices(string.ascii_lowercase + string.digits, k=8))
-    return f"{socket.gethostname()}_{suffix}"
+    return f"{hostname or socket.gethostname()}_{suffix}"
 
 
-class _Stopped(Exception):
-    """Raised inside the library's loops to end them when the elector stops."""
+def holder_hostname(holder: str) -> str:
+    """The host part of a kube-scheduler holder identity (``hostname_uuid``; a host name has no
+    underscore, a UUID neither)."""
+    return holder.rsplit("_", 1)[0] if "_" in holder else holder
 
 
-class _TrackedLeaseLock(leaselock.LeaseLock):
-    """The library's LeaseLock on our client, remembering when our own record was last written,
-    and able to break the library's endless acquire loop when the elector stops."""
+def _wall_now() -> datetime:
+    return datetime.now(UTC)
 
-    def __init__(self, name: str, namespace: str, identity: str, coordination: Any) -> None:
-        super().__init__(name, namespace, identity)  # type: ignore[no-untyped-call]
-        self.api_instance = coordination
-        self.stopping = threading.Event()
-        self.last_renew: float | None = None  # time.monotonic() of our last successful write
 
-    def get(self, name: str, namespace: str) -> Any:
-        if self.stopping.is_set():
-            raise _Stopped
-        return super().get(name, namespace)  # type: ignore[no-untyped-call]
+def _leader_gauge(registry: CollectorRegistry | None) -> Gauge:
+    return Gauge(
+        "queue_extender_leader",
+        "1 while this replica leads (only the leader runs the reclaim loop and the status writer).",
+        registry=registry,
+    )
 
-    def create(self, name: str, namespace: str, election_record: Any) -> bool:
-        ok = bool(super().create(name, namespace, election_record))  # type: ignore[no-untyped-call]
-        self._written(ok, election_record)
-        return ok
 
-    def update(self, name: str, namespace: str, updated_record: Any) -> bool:
-        if self.stopping.is_set():
-            raise _Stopped
-        ok = bool(super().update(name, namespace, updated_record))  # type: ignore[no-untyped-call]
-        self._written(ok, updated_record)
-        return ok
+def _record_of(spec: Any) -> tuple[Any, ...]:
+    """What changes on every write of a Lease: a follower compares these, never the times."""
+    return (
+        spec.holder_identity or "",
+        spec.renew_time,
+        spec.acquire_time,
+        spec.lease_transitions,
+        spec.lease_duration_seconds,
+    )
 
-    def _written(self, ok: bool, record: Any) -> None:
-        if ok and record.holder_identity == self.identity:
-            self.last_renew = time.monotonic()
 
-    def release(self) -> None:
-        """Give the lease up on a clean stop so another replica takes over at once (client-go's
-        ``ReleaseOnCancel``): empty holder, a one-second duration."""
+class LeaseElection:
+    """One replica's side of the election protocol, one step at a time (no thread, no sleep):
+    :class:`LeaderElector` drives it, tests drive it with fake clocks."""
+
+    def __init__(
+        self,
+        coordination: Any,
+        *,
+        name: str,
+        namespace: str,
+        identity: str,
+        timings: ElectionTimings,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = _wall_now,
+    ) -> None:
+        self.coordination = coordination
+        self.name = name
+        self.namespace = namespace
+        self.identity = identity
+        self.timings = timings
+        self._monotonic = monotonic
+        self._wall = wall
+        #: Seconds a call may take: a hung call must not hold the election (or an exit) up;
+        #: the margin runs out on its own meanwhile.
+        self.request_timeout = timings.retry_period
+        self._observed: tuple[Any, ...] | None = None
+        self._observed_at = 0.0  # monotonic time we first received the observed record
+        #: Monotonic time at which the request of our last successful write was sent.
+        self.renewed_at: float | None = None
+        #: Whether we ever wrote the lease: only then can it name us, and need giving back.
+        self.ever_held = False
+
+    def leadership_valid_for(self) -> float:
+        if self.renewed_at is None:
+            return 0.0
+        elapsed = self._monotonic() - self.renewed_at
+        return max(0.0, self.timings.lease_duration - elapsed - self.timings.safety_margin)
+
+    def forget(self) -> None:
+        """Count ourselves leader no more (a stop, or renewals failed past the deadline)."""
+        self.renewed_at = None
+
+    def try_acquire_or_renew(self) -> bool:
+        """One round: True when this replica holds the lease after it. Raises what the API
+        raises besides a lost race (a 409, which is False)."""
+        sent = self._monotonic()
         try:
-            lease = self.api_instance.read_namespaced_lease(self.name, self.namespace)
-            if lease.spec is None or lease.spec.holder_identity != self.identity:
-                return
-            lease.spec.holder_identity = None
-            lease.spec.lease_duration_seconds = 1
-            self.api_instance.replace_namespaced_lease(self.name, self.namespace, lease)
-            log.info("released leader lease %s/%s", self.namespace, self.name)
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.request_timeout
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return self._create(sent)
+        received = self._monotonic()
+        spec = lease.spec or k8s_client.V1LeaseSpec()
+        lease.spec = spec
+        record = _record_of(spec)
+        if record != self._observed:
+            self._observed, self._observed_at = record, received
+        holder = spec.holder_identity or ""
+        if holder and holder != self.identity:
+            duration = spec.lease_duration_seconds or int(self.timings.lease_duration)
+            if received - self._observed_at < duration:
+                return False  # held, and renewed within a lease duration of our watching
+        now = self._wall()
+        if holder != self.identity:
+            spec.acquire_time = now
+            spec.lease_transitions = (spec.lease_transitions or 0) + 1
+        spec.holder_identity = self.identity
+        spec.lease_duration_seconds = int(self.timings.lease_duration)
+        spec.renew_time = now
+        try:
+            written = self.coordination.replace_namespaced_lease(
+                self.name, self.namespace, lease, _request_timeout=self.request_timeout
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                return False  # another replica wrote first
+            raise
+        self._wrote(sent, written)
+        return True
+
+    def _create(self, sent: float) -> bool:
+        now = self._wall()
+        body = k8s_client.V1Lease(
+            metadata=k8s_client.V1ObjectMeta(name=self.name, namespace=self.namespace),
+            spec=k8s_client.V1LeaseSpec(
+                holder_identity=self.identity,
+                lease_duration_seconds=int(self.timings.lease_duration),
+                acquire_time=now,
+                renew_time=now,
+                lease_transitions=0,
+            ),
+        )
+        try:
+            written = self.coordination.create_namespaced_lease(
+                self.namespace, body, _request_timeout=self.request_timeout
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                return False
+            raise
+        self._wrote(sent, written)
+        return True
+
+    def _wrote(self, sent: float, written: Any) -> None:
+        self.renewed_at = sent
+        self.ever_held = True
+        if written is not None and getattr(written, "spec", None) is not None:
+            self._observed, self._observed_at = _record_of(written.spec), self._monotonic()
+
+    def release(self) -> bool:
+        """Give the lease up (client-go's ``ReleaseOnCancel``: no holder, one-second duration)
+        so a follower takes it at its next retry. Stops counting ourselves leader first."""
+        self.forget()
+        if not self.ever_held:
+            return False
+        try:
+            lease = self.coordination.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self.request_timeout
+            )
+            spec = lease.spec
+            if spec is None or spec.holder_identity != self.identity:
+                return False
+            now = self._wall()
+            spec.holder_identity = None
+            spec.lease_duration_seconds = 1
+            spec.renew_time = now
+            spec.acquire_time = now
+            self.coordination.replace_namespaced_lease(
+                self.name, self.namespace, lease, _request_timeout=self.request_timeout
+            )
         except Exception as exc:  # the lease then simply expires
             log.warning("could not release leader lease %s/%s: %s", self.namespace, self.name, exc)
+            return False
+        log.info("released leader lease %s/%s", self.namespace, self.name)
+        return True
 
 
-class LeaderElector:
-    """Runs the election in a daemon thread for as long as the process lives.
+class _Transitions:
+    """The start / stop callbacks and the gauge shared by both kinds of leadership."""
+
+    def __init__(
+        self,
+        identity: str,
+        on_start: Callable[[], None] | None,
+        on_stop: Callable[[], None] | None,
+    ) -> None:
+        self.identity = identity
+        self._on_start = on_start
+        self._on_stop = on_stop
+        self._leading = False
+
+    def _became(self, leading: bool, what: str) -> None:
+        if leading == self._leading:
+            return
+        self._leading = leading
+        if leading:
+            log.info("%s became the leader (%s)", self.identity, what)
+            callback = self._on_start
+        else:
+            log.warning("%s is no longer the leader (%s)", self.identity, what)
+            callback = self._on_stop
+        if callback is not None:
+            try:
+                callback()
+            except Exception:
+                log.exception("a leadership callback failed")
+
+
+class LeaderElector(_Transitions):
+    """Standalone mode: runs the election on our own Lease in a daemon thread.
 
     ``on_start`` / ``on_stop`` are called from the election thread when this replica gains and
     loses the lease; they must return quickly (start a thread of their own for long work).
@@ -151,35 +331,56 @@ class LeaderElector:
         on_stop: Callable[[], None] | None = None,
         registry: CollectorRegistry | None = None,
         coordination_api: Any = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], datetime] = _wall_now,
     ) -> None:
         """``coordination_api`` replaces the ``CoordinationV1Api`` built on ``api_client``."""
         self.timings = timings or ElectionTimings()
         validate_timings(self.timings)
         if not lease_name or not lease_namespace:
             raise ValueError("leader election needs a lease name and a lease namespace")
-        self.identity = identity or new_identity()
+        super().__init__(identity or new_identity(), on_start, on_stop)
         self.lease_name = lease_name
         self.lease_namespace = lease_namespace
-        self._on_start = on_start
-        self._on_stop = on_stop
         coordination = coordination_api or k8s_client.CoordinationV1Api(api_client)
-        self._lock = _TrackedLeaseLock(lease_name, lease_namespace, self.identity, coordination)
-        self._leading = False
-        self._thread: threading.Thread | None = None
-        self.gauge = Gauge(
-            "queue_extender_leader",
-            "1 while this replica holds the leader lease (only the leader writes to the API).",
-            registry=registry,
+        self.election = LeaseElection(
+            coordination,
+            name=lease_name,
+            namespace=lease_namespace,
+            identity=self.identity,
+            timings=self.timings,
+            monotonic=monotonic,
+            wall=wall,
         )
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.gauge = _leader_gauge(registry)
         self.gauge.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
+    def leadership_valid_for(self) -> float:
+        if self._stopping.is_set() or not self._leading:
+            return 0.0
+        return self.election.leadership_valid_for()
+
     def is_leader(self) -> bool:
-        last = self._lock.last_renew
-        return (
-            self._leading
-            and last is not None
-            and time.monotonic() - last < self.timings.renew_deadline
-        )
+        return self.leadership_valid_for() > 0.0
+
+    def step(self) -> None:
+        """One round of the election: acquire or renew, then tell the callbacks of a change."""
+        try:
+            self.election.try_acquire_or_renew()
+        except Exception as exc:  # a dead link: the margin runs out by itself
+            log.warning(
+                "leader election on %s/%s failed: %s", self.lease_namespace, self.lease_name, exc
+            )
+        if self._stopping.is_set():  # resigned while this round was under way
+            self.election.forget()
+            return
+        valid = self.election.leadership_valid_for() > 0.0
+        if not valid:
+            self.election.forget()
+        log.log(v(4), "lease %s/%s: leading=%s", self.lease_namespace, self.lease_name, valid)
+        self._became(valid, f"lease {self.lease_namespace}/{self.lease_name}")
 
     def start(self) -> LeaderElector:
         if self._thread is not None:
@@ -196,64 +397,171 @@ class LeaderElector:
         )
         return self
 
+    def resign(self) -> None:
+        """Stop counting ourselves leader now, keeping the lease (a stop has begun: the
+        writers stop before :meth:`stop` gives the lease back). Safe in a signal handler."""
+        self._stopping.set()
+        self.election.forget()
+        self._became(False, "stopping")
+
     def stop(self, timeout: float = 5.0) -> None:
-        """Leave the election; a leader releases the lease so the next one need not wait."""
-        was_leading = self._leading
-        self._lock.stopping.set()
+        """Leave the election: stop counting ourselves leader (the writers stop), then give
+        the lease back so the next replica takes over at its next retry, not a lease later."""
+        self.resign()
         if self._thread is not None:
             self._thread.join(timeout)
-        if was_leading:
-            self._lock.release()
-
-    def _config(self) -> Any:
-        t = self.timings
-        return electionconfig.Config(  # type: ignore[no-untyped-call]
-            self._lock,
-            lease_duration=int(t.lease_duration),
-            renew_deadline=t.renew_deadline,
-            retry_period=t.retry_period,
-            onstarted_leading=self._started,
-            onstopped_leading=self._stopped,
-        )
+        self.election.forget()  # a step that was under way when we resigned
+        self._became(False, "stopping")
+        self.election.release()  # gives back only a lease that names us
 
     def _run(self) -> None:
-        while not self._lock.stopping.is_set():
-            try:
-                election = leaderelection.LeaderElection(self._config())  # type: ignore[no-untyped-call]
-                election.run()  # type: ignore[no-untyped-call]
-            except _Stopped:
-                break
-            except Exception as exc:  # transport errors escape the library: retry after a period
+        while not self._stopping.is_set():
+            self.step()
+            # A follower polls a little irregularly so two of them do not always collide.
+            jitter = 0.0 if self._leading else random.uniform(0.0, 0.1)
+            self._stopping.wait(self.timings.retry_period * (1.0 + jitter))
+
+
+class SchedulerLeaseFollower(_Transitions):
+    """Sidecar mode: leads while the kube-scheduler of this pod holds its Lease, freshly.
+
+    Every poll reads the scheduler's Lease. A record that differs from the last one read means
+    the scheduler wrote it after that last read was sent: that send time (our monotonic clock)
+    is a lower bound of the renew, and the lease stays this scheduler's at least a lease
+    duration after it. On first sight the renew's age is unknown, so we lead only from the
+    first renew we watch happen.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        lease_name: str,
+        lease_namespace: str,
+        timings: ElectionTimings | None = None,
+        hostname: str | None = None,
+        identity: str | None = None,
+        on_start: Callable[[], None] | None = None,
+        on_stop: Callable[[], None] | None = None,
+        registry: CollectorRegistry | None = None,
+        coordination_api: Any = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.timings = timings or ElectionTimings()
+        validate_timings(self.timings)
+        if not lease_name or not lease_namespace:
+            raise ValueError("sidecar leadership needs the scheduler's lease name and namespace")
+        self.hostname = hostname or socket.gethostname()
+        super().__init__(identity or new_identity(self.hostname), on_start, on_stop)
+        self.lease_name = lease_name
+        self.lease_namespace = lease_namespace
+        self._coordination = coordination_api or k8s_client.CoordinationV1Api(api_client)
+        self._monotonic = monotonic
+        self._record: tuple[Any, ...] | None = None
+        self._last_read_sent: float | None = None
+        self._renew_floor: float | None = None  # lower bound of the last renew we watched
+        self._duration = self.timings.lease_duration
+        self._ours = False
+        self.holder = ""
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.gauge = _leader_gauge(registry)
+        self.gauge.set_function(lambda: 1.0 if self.is_leader() else 0.0)
+
+    @property
+    def poll_period(self) -> float:
+        """Half the retry period: the renew's lower bound lags by at most one poll."""
+        return max(0.25, self.timings.retry_period / 2)
+
+    @property
+    def safety_margin(self) -> float:
+        """The followed lease's duration times our timings' share of slack (a third with
+        kube-scheduler's 15/10 s): a scheduler run with shorter timings than our flags still
+        leaves us a margin in proportion."""
+        return self._duration * self.timings.safety_margin / self.timings.lease_duration
+
+    def leadership_valid_for(self) -> float:
+        if self._stopping.is_set() or not self._ours or self._renew_floor is None:
+            return 0.0
+        elapsed = self._monotonic() - self._renew_floor
+        return max(0.0, self._duration - elapsed - self.safety_margin)
+
+    def is_leader(self) -> bool:
+        return self.leadership_valid_for() > 0.0
+
+    def step(self) -> None:
+        """One poll of the scheduler's Lease, then tell the callbacks of a change."""
+        sent = self._monotonic()
+        try:
+            lease = self._coordination.read_namespaced_lease(
+                self.lease_name, self.lease_namespace, _request_timeout=self.poll_period
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                self._observe(sent, None)
+            else:
                 log.warning(
-                    "leader election on %s/%s failed (%s); retrying",
+                    "reading kube-scheduler's lease %s/%s failed: %s",
                     self.lease_namespace,
                     self.lease_name,
                     exc,
                 )
-            finally:
-                if self._leading:
-                    self._stopped()
-            # Lost the lease (or failed): wait a period, then run for it again.
-            self._lock.stopping.wait(self.timings.retry_period)
+        except Exception as exc:
+            log.warning(
+                "reading kube-scheduler's lease %s/%s failed: %s",
+                self.lease_namespace,
+                self.lease_name,
+                exc,
+            )
+        else:
+            self._observe(sent, lease.spec)
+        self._became(
+            self.is_leader(),
+            f"kube-scheduler lease {self.lease_namespace}/{self.lease_name} "
+            f"held by {self.holder or 'nobody'}",
+        )
 
-    def _started(self) -> None:
-        self._leading = True
+    def _observe(self, sent: float, spec: Any) -> None:
+        record = _record_of(spec) if spec is not None else None
+        if record != self._record:
+            # Written after our previous read was served, so after it was sent.
+            self._renew_floor = self._last_read_sent
+            self._record = record
+        self._last_read_sent = sent
+        self.holder = (spec.holder_identity or "") if spec is not None else ""
+        self._ours = bool(self.holder) and holder_hostname(self.holder) == self.hostname
+        if spec is not None and spec.lease_duration_seconds:
+            self._duration = float(spec.lease_duration_seconds)
+
+    def start(self) -> SchedulerLeaseFollower:
+        if self._thread is not None:
+            raise RuntimeError("scheduler lease follower already started")
+        self._thread = threading.Thread(
+            target=self._run, name=f"scheduler-lease-{self.lease_name}", daemon=True
+        )
+        self._thread.start()
         log.info(
-            "%s became the leader (lease %s/%s)",
-            self.identity,
+            "leading while kube-scheduler holds lease %s/%s as host %s",
             self.lease_namespace,
             self.lease_name,
+            self.hostname,
         )
-        if self._on_start is not None:
-            self._on_start()
+        return self
 
-    def _stopped(self) -> None:
-        if not self._leading:
-            return
-        self._leading = False
-        log.warning("%s is no longer the leader", self.identity)
-        if self._on_stop is not None:
-            self._on_stop()
+    def resign(self) -> None:
+        """Stop leading now (kube-scheduler gives its own lease back when it stops)."""
+        self._stopping.set()
+        self._became(False, "stopping")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.resign()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self.step()
+            self._stopping.wait(self.poll_period)
 
 
 class AlwaysLeader:
@@ -263,21 +571,25 @@ class AlwaysLeader:
         self, identity: str | None = None, registry: CollectorRegistry | None = None
     ) -> None:
         self.identity = identity or new_identity()
-        self.gauge = Gauge(
-            "queue_extender_leader",
-            "1 while this replica holds the leader lease (only the leader writes to the API).",
-            registry=registry,
-        )
-        self.gauge.set(1)
+        self._stopped = False
+        self.gauge = _leader_gauge(registry)
+        self.gauge.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
     def is_leader(self) -> bool:
-        return True
+        return not self._stopped
+
+    def leadership_valid_for(self) -> float:
+        """Unbounded while running: nothing else may write."""
+        return float("inf") if not self._stopped else 0.0
 
     def start(self) -> AlwaysLeader:
         return self
 
+    def resign(self) -> None:
+        self._stopped = True
+
     def stop(self, timeout: float = 5.0) -> None:
-        return None
+        self._stopped = True
 
 
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"

@@ -60,3 +60,46 @@ def test_a_non_positive_duration_is_refused_by_the_parser(value: str) -> None:
 def test_leader_elect_takes_only_true_or_false() -> None:
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--leader-elect=maybe"])
+
+
+def test_standalone_is_the_default_mode_and_sidecar_follows_kube_schedulers_lease() -> None:
+    assert options("--kubeconfig", "kc").leader_elect_mode == "standalone"
+    opts = options(
+        "--in-cluster",
+        "--leader-elect-mode=sidecar",
+        "--scheduler-lease-name",
+        "queue-scheduler",
+        "--scheduler-lease-namespace",
+        "ops",
+        "--leader-elect-hostname",
+        "queue-scheduler-7d9f-abcde",
+    )
+    assert (opts.leader_elect_mode, opts.scheduler_lease_name, opts.scheduler_lease_namespace) == (
+        "sidecar",
+        "queue-scheduler",
+        "ops",
+    )
+    assert opts.hostname == "queue-scheduler-7d9f-abcde"
+    defaults = options("--in-cluster", "--leader-elect-mode=sidecar")
+    assert (defaults.scheduler_lease_name, defaults.scheduler_lease_namespace) == (
+        "kube-scheduler",
+        "kube-system",
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--leader-elect-mode=sidecar", "--leader-elect=false"], "needs leader election"),
+        (["--leader-elect-mode=sidecar", "--scheduler-lease-name", " "], "must not be empty"),
+        (["--leader-elect-hostname", "a_b"], "no underscore"),
+    ],
+)
+def test_inconsistent_sidecar_flags_are_one_clear_error(flags: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        options("--kubeconfig", "kc", *flags)
+
+
+def test_an_unknown_mode_is_refused_by_the_parser() -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["serve", "--leader-elect-mode", "both"])

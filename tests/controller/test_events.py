@@ -1,5 +1,6 @@
-"""The event recorder: client-go's series deduplication, a rate limit, leader-only writes,
-and failures that are counted instead of raised."""
+"""The event recorder: client-go's series deduplication, one write per series per interval,
+a rate limit, leader-only writes unless told otherwise, and failures that are counted
+instead of raised."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from scheduler_core.controller.events import (
+    MIN_WRITE_INTERVAL,
     NORMAL,
     SERIES_WINDOW,
     WARNING,
@@ -96,12 +98,15 @@ def test_a_new_event_is_created_with_the_projects_reporting_controller() -> None
 
 def test_the_same_event_again_becomes_a_series_count_on_the_first() -> None:
     rest = FakeRest()
-    r, registry = recorder(rest)
+    clock = Clock()
+    r, registry = recorder(rest, clock=clock)
     r.start()
     r.record(POD, NORMAL, "Inqueue", "admitted")
     assert r.flush()
+    clock.now += MIN_WRITE_INTERVAL
     r.record(POD, NORMAL, "Inqueue", "admitted")
     assert r.flush()
+    clock.now += MIN_WRITE_INTERVAL
     r.record(POD, NORMAL, "Inqueue", "admitted")
     assert r.flush()
     r.stop()
@@ -128,17 +133,65 @@ def test_a_burst_of_one_event_between_two_writes_costs_one_write() -> None:
     assert count(registry, "coalesced") == 499
 
 
-def test_a_different_note_or_reason_or_object_is_a_new_event() -> None:
+def test_a_different_reason_or_object_or_action_is_a_new_event() -> None:
     rest = FakeRest()
     r, _ = recorder(rest)
     r.start()
     r.record(POD, WARNING, "Unschedulable", "queue q1 is full")
-    r.record(POD, WARNING, "Unschedulable", "queue q1 is closed")
     r.record(POD, WARNING, "GangProtected", "queue q1 is full")
+    r.record(POD, WARNING, "GangProtected", "queue q1 is full", action="Preempt")
     r.record(ObjectRef("Pod", "p2", "team"), WARNING, "Unschedulable", "queue q1 is full")
     assert r.flush()
     r.stop()
     assert [verb for verb, _, _ in rest.calls] == ["create"] * 4
+
+
+def test_the_same_reason_with_another_note_grows_the_first_events_series() -> None:
+    rest = FakeRest()
+    clock = Clock()
+    r, _ = recorder(rest, clock=clock)
+    r.start()
+    r.record(POD, WARNING, "NotReclaimable", "victims in q2 (not reclaimable)", action="Preempt")
+    assert r.flush()
+    clock.now += MIN_WRITE_INTERVAL
+    r.record(POD, WARNING, "NotReclaimable", "victims in q3 (not reclaimable)", action="Preempt")
+    assert r.flush()
+    r.stop()
+    assert [verb for verb, _, _ in rest.calls] == ["create", "patch"]
+    assert rest.calls[0][2]["note"] == "victims in q2 (not reclaimable)"
+    assert rest.calls[1][2] == {"series": {"count": 2, "lastObservedTime": ANY_TIME}}
+
+
+class _AnyTime:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.endswith("Z")
+
+
+ANY_TIME: Any = _AnyTime()
+
+
+@pytest.mark.parametrize("repeats", [1, 2, 30])
+def test_repeats_within_the_interval_are_one_write_after_it_carrying_their_count(
+    repeats: int,
+) -> None:
+    rest = FakeRest()
+    clock = Clock()
+    r, registry = recorder(rest, clock=clock)
+    r.start()
+    r.record(POD, WARNING, "NotReclaimable", "q2", action="Preempt")
+    assert r.flush()
+    for _ in range(repeats):
+        clock.now += 0.5
+        r.record(POD, WARNING, "NotReclaimable", "q2", action="Preempt")
+    assert not r.flush(timeout=0.4), "a repeat waits out the interval"
+    assert [verb for verb, _, _ in rest.calls] == ["create"]
+    clock.now += MIN_WRITE_INTERVAL
+    assert r.flush()
+    r.stop()
+    assert [verb for verb, _, _ in rest.calls] == ["create", "patch"]
+    assert rest.calls[1][2]["series"]["count"] == 1 + repeats
+    assert count(registry, "deferred") == 1
+    assert count(registry, "coalesced") == repeats - 1
 
 
 def test_the_same_event_after_ten_minutes_is_a_new_event() -> None:
@@ -166,6 +219,19 @@ def test_a_follower_writes_nothing() -> None:
     assert count(registry, "not_leader") == 1
 
 
+def test_a_follower_writes_what_any_replica_must_tell() -> None:
+    rest = FakeRest()
+    r, registry = recorder(rest, leader=False)
+    r.start()
+    r.record(POD, WARNING, "NotReclaimable", "q2", action="Preempt", leader_only=False)
+    assert r.flush()
+    r.stop()
+    assert [(verb, body["reason"]) for verb, _, body in rest.calls] == [
+        ("create", "NotReclaimable")
+    ]
+    assert count(registry, "not_leader") == 0
+
+
 def test_a_failed_write_is_counted_not_raised_and_the_next_one_retries() -> None:
     rest = FakeRest()
     rest.fail_with = ApiError(500, "Internal Server Error", "etcd timeout")
@@ -183,7 +249,8 @@ def test_a_failed_write_is_counted_not_raised_and_the_next_one_retries() -> None
 
 def test_an_expired_event_is_created_again_instead_of_patched() -> None:
     rest = FakeRest()
-    r, _ = recorder(rest)
+    clock = Clock()
+    r, _ = recorder(rest, clock=clock)
     r.start()
     r.record(POD, NORMAL, "Inqueue", "admitted")
     assert r.flush()
@@ -197,6 +264,7 @@ def test_an_expired_event_is_created_again_instead_of_patched() -> None:
             rest.fail_with = None
 
     rest.merge_patch = patch_then_recover  # type: ignore[method-assign]
+    clock.now += MIN_WRITE_INTERVAL
     r.record(POD, NORMAL, "Inqueue", "admitted")
     assert r.flush()
     r.stop()

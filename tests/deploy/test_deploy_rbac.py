@@ -21,8 +21,10 @@ from .deploy_manifests import (
     find_all,
     load_kustomization,
     object_key,
+    option_value,
     pod_spec,
     rendered_documents,
+    scheduler_configuration,
     without_helm_bookkeeping,
 )
 from .layouts import CHART_LAYOUTS
@@ -61,7 +63,9 @@ RECLAIM_GRANTS: set[Grant] = EVENT_GRANTS | {("*", "", "pods/eviction", "*", "cr
 
 
 def _leader_grants(namespace: str, lease: str) -> set[Grant]:
-    """The extender's own Lease, held by the one replica that writes or evicts."""
+    """The extender's own Lease, held by the one replica that writes or evicts, when
+    kube-scheduler elects no leader (standalone mode); otherwise the extender follows the
+    scheduler's Lease, which ``_lease_grants`` already lets it read."""
     return {
         (namespace, "coordination.k8s.io", "leases", "*", "create"),
         (namespace, "coordination.k8s.io", "leases", lease, "get"),
@@ -141,6 +145,7 @@ def _expected_grants(
     status: bool,
     delegated_auth: bool = False,
     lease: str = "kube-queue-extender",
+    scheduler_elects: bool = True,
 ) -> set[Grant]:
     expected = INFORMER_GRANTS | _lease_grants(namespace)
     if delegated_auth:
@@ -149,7 +154,7 @@ def _expected_grants(
         expected |= RECLAIM_GRANTS
     if status:
         expected |= STATUS_GRANTS
-    if reclaim or status:
+    if (reclaim or status) and not scheduler_elects:
         expected |= _leader_grants(namespace, lease)
     return expected
 
@@ -306,3 +311,22 @@ def test_the_plain_delegated_auth_rights_are_the_charts() -> None:
         assert document == added[key], key
     grants, _ = _granted(list(load_kustomization()) + list(plain.values()))
     assert grants == _expected_grants(NAMESPACE, True, True, delegated_auth=True)
+
+
+@pytest.mark.parametrize("scheduler_elects", [True, False])
+def test_the_extender_follows_the_schedulers_lease_unless_the_scheduler_elects_none(
+    scheduler_elects: bool,
+) -> None:
+    """Sidecar mode (no Lease of its own to write) while kube-scheduler elects a leader;
+    its own Lease, and the rights to it, only when kube-scheduler does not."""
+    documents = rendered_documents({"scheduler": {"leaderElect": scheduler_elects}})
+    grants, _ = _granted(documents)
+    assert grants == _expected_grants(NAMESPACE, True, True, scheduler_elects=scheduler_elects)
+    args = containers(documents)["queue-extender"]["args"]
+    assert ("--leader-elect-mode=sidecar" in args) is scheduler_elects
+    if scheduler_elects:
+        config = scheduler_configuration(documents)["leaderElection"]
+        assert option_value(args, "--scheduler-lease-name") == config["resourceName"]
+        assert option_value(args, "--scheduler-lease-namespace") == config["resourceNamespace"]
+    else:
+        assert option_value(args, "--leader-elect-lease-name") == "kube-queue-extender"

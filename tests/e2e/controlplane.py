@@ -416,13 +416,19 @@ class ControlPlane:
         extender_url: str | None,
         *,
         extender: dict[str, Any] | None = None,
+        leader_election: dict[str, Any] | None = None,
+        hostname: str | None = None,
     ) -> Process:
-        """kube-scheduler with the given profile names and, if ``extender_url``, our extender."""
+        """kube-scheduler with the given profile names and, if ``extender_url``, our extender.
+
+        ``leader_election`` is its ``leaderElection`` block (default: off). ``hostname`` runs
+        it in a UTS namespace of its own with that host name, as in a pod: kube-scheduler's
+        holder identity is ``hostname_uuid``, and two replicas on this one host must differ."""
         config: dict[str, Any] = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
             "clientConnection": {"kubeconfig": str(self.kubeconfig), "qps": 5000, "burst": 5000},
-            "leaderElection": {"leaderElect": False},
+            "leaderElection": leader_election or {"leaderElect": False},
             "percentageOfNodesToScore": 100,
             "profiles": [{"schedulerName": p} for p in profiles],
         }
@@ -443,9 +449,15 @@ class ControlPlane:
         path = self.dir / f"{name}.yaml"
         path.write_text(yaml.safe_dump(config))
         port = free_port()
+        own_host = (
+            ["unshare", "--uts", "sh", "-c", f'hostname {hostname} && exec "$@"', "sh"]
+            if hostname
+            else []
+        )
         proc = self.spawn(
             name,
             [
+                *own_host,
                 str(self.bin / "kube-scheduler"),
                 f"--config={path}",
                 f"--authentication-kubeconfig={self.kubeconfig}",

@@ -25,6 +25,7 @@ from tests.deploy.deploy_manifests import (
     engine_configuration_text,
     find_all,
     rendered_documents,
+    scheduler_configuration,
 )
 from tests.e2e.controlplane import ControlPlane, Extender
 
@@ -134,8 +135,18 @@ class RbacStack:
         self.extender: Extender = cp.start_extender(
             "extender-sa", args=self.args, kubeconfig=self.kubeconfig
         ).wait_ready()
+        # Elected on the chart's own Lease, as the chart runs it: the extender beside it
+        # (same host name) follows that Lease as the ServiceAccount and leads with it.
+        election = scheduler_configuration(self.documents)["leaderElection"]
         self.scheduler = cp.start_scheduler(
-            "kube-scheduler-rbac", ("default-scheduler", "queue-scheduler"), self.extender.url + "/"
+            "kube-scheduler-rbac",
+            ("default-scheduler", "queue-scheduler"),
+            self.extender.url + "/",
+            leader_election={
+                "leaderElect": True,
+                "resourceName": election["resourceName"],
+                "resourceNamespace": election["resourceNamespace"],
+            },
         )
 
     def log(self) -> str:

@@ -112,3 +112,17 @@ def test_delegated_auth_with_the_real_review_apis(rbac_stack: RbacStack) -> None
         assert c.post("/filter", json=FILTER_REQ).status_code == 200
         assert c.get("/healthz").status_code == 200
     assert "cannot create a" not in rbac_stack.log()  # no review failed for want of rights
+
+
+def test_the_extender_leads_beside_its_elected_scheduler_as_the_service_account(
+    rbac_stack: RbacStack,
+) -> None:
+    """The chart's sidecar mode: the ServiceAccount may read kube-scheduler's Lease, and the
+    extender leads once it has seen its own scheduler renew it."""
+    assert "--leader-elect-mode=sidecar" in rbac_stack.args
+    wait_for(
+        lambda: "became the leader (kube-scheduler lease" in rbac_stack.log(),
+        30,
+        "the extender to lead with its kube-scheduler",
+    )
+    assert "reading kube-scheduler's lease" not in rbac_stack.log()
