@@ -5,6 +5,8 @@ ask :meth:`Controller.is_leader` before every write."""
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +77,26 @@ class Controller:
 
     def is_leader(self) -> bool:
         return self.leadership.is_leader()
+
+    def leadership_valid_for(self) -> float:
+        """Monotonic seconds for which this replica is sure to still hold the lease; 0.0 when
+        it does not lead, infinite without an election (``--leader-elect=false``).
+
+        A write that must not land after another replica took over (an eviction) is sent only
+        with a deadline within this margin. Counted from the last successful renew against
+        the renew deadline, which is what :meth:`is_leader` judges: another replica cannot
+        take the lease over before a whole lease duration has passed since it saw that renew,
+        and the renew deadline is shorter than the lease duration by construction
+        (``validate_timings``), so the difference absorbs the renew's own latency."""
+        leadership = self.leadership
+        if isinstance(leadership, AlwaysLeader):
+            return math.inf
+        if not leadership.is_leader():
+            return 0.0
+        last = leadership._lock.last_renew
+        if last is None:
+            return 0.0
+        return max(0.0, leadership.timings.renew_deadline - (time.monotonic() - last))
 
     def on_leading(
         self, start: Callable[[], None] | None = None, stop: Callable[[], None] | None = None
