@@ -220,6 +220,8 @@ def start_reclaim_loop(
         rest=controller.rest,
         recorder=controller.recorder,
         is_leader=controller.is_leader,
+        valid_for=controller.leadership_valid_for,
+        server_now=controller.rest.clock.now,
         ready=lambda: bool(backend.readiness()[0]),
         snapshot=lambda: loop_snapshot(state),
         waiting=lambda: anything_waiting(state),
