@@ -210,6 +210,8 @@ def start_reclaim_loop(
     """The started loop, wired to the backend: its readiness, its queue accounting (the
     preemptor's reservation) and the state (a private snapshot, copied under the lock)."""
 
+    informers = backend.informers
+
     def task(key: str) -> Any:
         with state.locked():
             return state.task(key)
@@ -222,6 +224,8 @@ def start_reclaim_loop(
         is_leader=controller.is_leader,
         valid_for=controller.leadership_valid_for,
         server_now=controller.rest.clock.now,
+        fresh=(lambda: not informers.stale()) if informers is not None else None,
+        heard_since=informers.heard_since if informers is not None else None,
         ready=lambda: bool(backend.readiness()[0]),
         snapshot=lambda: loop_snapshot(state),
         waiting=lambda: anything_waiting(state),

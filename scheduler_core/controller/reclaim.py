@@ -175,10 +175,11 @@ class ReclaimLoop:
     it; ``ready`` says whether the cache can be trusted; ``task`` looks a pod up by key.
 
     ``valid_for`` is the leadership margin in seconds (0: not leading; by default derived
-    from ``is_leader``: unbounded or nothing); ``fresh`` says whether every watch has been
-    heard from within its bound, ``heard_since(t)`` whether every watch has delivered an
-    event or bookmark after monotonic time ``t``; ``server_now`` is the API server's wall
-    clock. ``clock`` is the monotonic clock of deadlines, backoffs and the rate window."""
+    from ``is_leader``: unbounded or nothing); ``fresh`` says whether no watch is stalled or
+    silent past its bound (whether the cache synced at all is ``ready``'s business);
+    ``heard_since(t)`` whether every watch has delivered an event or bookmark after monotonic
+    time ``t``; ``server_now`` is the API server's wall clock. ``clock`` is the monotonic
+    clock of deadlines, backoffs and the rate window."""
 
     def __init__(
         self,
@@ -275,11 +276,11 @@ class ReclaimLoop:
             self.metrics.skipped.labels("not-leader").inc()
             self._quiet_at = None
             return None
+        if not self.fresh():  # first: a stale cache also makes ``ready`` false
+            self.metrics.skipped.labels("stale-cache").inc()
+            return None
         if not self.ready():
             self.metrics.skipped.labels("not-synced").inc()
-            return None
-        if not self.fresh():
-            self.metrics.skipped.labels("stale-cache").inc()
             return None
         if self._awaiting_informers():
             self.metrics.skipped.labels("awaiting-informers").inc()
