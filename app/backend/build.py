@@ -51,6 +51,9 @@ class ClusterSource:
     in_cluster: bool = False
     cluster_file: str | None = None
     demo: bool = False
+    #: Seconds a live watch may deliver no event and no bookmark before it counts as stalled
+    #: (relisted; the cache stale, and nothing decided on it, until then).
+    watch_stall_timeout: float = 90.0
 
     @property
     def live(self) -> bool:
@@ -97,7 +100,7 @@ def build_backend(options: BuildOptions) -> EngineBackend:
         live_configuration(conf, max_evictions=options.reclaim.max_evictions)
     source = options.source
     if source.live:
-        informers = _informers(state, source.kubeconfig)
+        informers = _informers(state, source.kubeconfig, source.watch_stall_timeout)
         informers.start()
         where = "the API server (" + (source.kubeconfig or "in-cluster") + ")"
         controller = start_controller(
@@ -258,7 +261,7 @@ def watch_configuration(backend: EngineBackend, options: BuildOptions) -> None:
     atexit.register(backend.conf_watcher.stop)
 
 
-def _informers(state: ClusterState, kubeconfig: str | None) -> Any:
+def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float = 90.0) -> Any:
     """The informers over the kubeconfig's cluster, or the pod's own when `kubeconfig` is None.
 
     A file that cannot be read, or a client configuration that cannot be built, is a ValueError
@@ -266,6 +269,7 @@ def _informers(state: ClusterState, kubeconfig: str | None) -> Any:
     (ConfigException, YAML errors, TypeError, ...), and a user needs one line, not a traceback.
     """
     from scheduler_core.cache.informers import InformerSet
+    from scheduler_core.cache.reflector import ReflectorOptions
 
     if kubeconfig is not None:
         try:
@@ -277,7 +281,10 @@ def _informers(state: ClusterState, kubeconfig: str | None) -> Any:
         where = "in-cluster configuration (is this running in a pod with a service account?)"
     try:
         return InformerSet(
-            state, kubeconfig=kubeconfig, in_cluster=True if kubeconfig is None else None
+            state,
+            kubeconfig=kubeconfig,
+            in_cluster=True if kubeconfig is None else None,
+            options=ReflectorOptions(watch_read_timeout=stall_timeout),
         )
     except Exception as exc:
         raise ValueError(f"cannot use the {where}: {exc}") from exc
