@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from scheduler_core.api.job import JobInfo
@@ -235,6 +237,9 @@ def test_the_last_evictions_are_kept_for_the_status_page_newest_first() -> None:
     dry = Harness(dry_run=True)
     dry.loop.run_once()
     assert recent_evictions(dry.loop)[0].reason.startswith("dry run: ")
+    lost = Harness(answers={f"a{i}": LOST for i in range(4)})
+    lost.loop.run_once()
+    assert recent_evictions(lost.loop)[0].reason.startswith("unconfirmed (no answer): ")
 
 
 def test_a_new_configuration_is_used_from_the_next_cycle() -> None:
@@ -496,3 +501,32 @@ def test_a_minimum_runtime_is_judged_on_the_api_servers_clock() -> None:
 def test_unusable_brakes_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         ReclaimOptions(**bad)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    margins=st.lists(st.floats(0.0, 20.0, allow_nan=False), min_size=1, max_size=8),
+    answers=st.lists(st.sampled_from([REFUSED, LOST, 201, 429, 500]), min_size=1, max_size=8),
+)
+def test_no_request_ever_outlives_the_margin_it_was_sent_under(
+    margins: list[float], answers: list[int]
+) -> None:
+    """Whatever the lease does between attempts and whatever the answers, every eviction
+    request's deadline is within the leadership margin at the moment it is sent."""
+    h = Harness(
+        objs=big_cluster(4),
+        answers={f"a{i}": list(answers) + [201] * 8 for i in range(8)},
+    )
+    upcoming = iter(margins)
+    h.margin = next(upcoming)
+    under: list[float] = []
+
+    def sent() -> None:
+        under.append(h.margin)
+        h.margin = next(upcoming, h.margin)
+
+    h.rest.on_post = sent
+    h.loop.run_once()
+    assert len(under) == len(h.rest.deadlines)
+    for margin, deadline in zip(under, h.rest.deadlines, strict=True):
+        assert MIN_EVICTION_DEADLINE <= deadline <= min(margin, DEFAULT_EVICTION_TIMEOUT)
