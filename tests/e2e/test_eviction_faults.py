@@ -147,3 +147,7 @@ def test_a_stalled_pod_watch_is_relisted_and_nothing_is_decided_on_it_meanwhile(
     assert len(survivors(kube, ns, names)) == 2
     assert metric(loop, "queue_extender_reclaim_cycles_skipped_total", reason="stale-cache") >= 1
     assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 2
+    # Read from the Date headers of its answers (0.0 exactly only while none was read): the
+    # API server runs on this machine's clock, so the offset is within the header's second.
+    offset = metric(loop, "queue_extender_api_server_clock_offset_seconds")
+    assert offset != 0.0 and abs(offset) < 2.0
