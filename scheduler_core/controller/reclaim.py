@@ -336,11 +336,15 @@ class ReclaimLoop:
         self._backoff[key] = (uid, failures, now + wait)
         log.info("Pod %s is not tried again for %.0fs (%d failures in a row)", key, wait, failures)
 
-    def _held(self, planned: PlannedEviction, now: float) -> str:
-        """Why ``planned`` may not be sent now ("" when it may)."""
-        victim = planned.victim
-        backoff = self._backoff.get(victim.key)
-        if backoff is not None:
+    def _held(self, group: list[PlannedEviction], now: float) -> str:
+        """Why the evictions of one preemptor may not be sent now ("" when they may). They
+        go together or not at all: part of a victim set frees too little for the pod it
+        was chosen for, and would only disrupt."""
+        for planned in group:
+            victim = planned.victim
+            backoff = self._backoff.get(victim.key)
+            if backoff is None:
+                continue
             uid, _, until = backoff
             if uid != victim.uid:
                 del self._backoff[victim.key]  # another pod under the same name
@@ -349,24 +353,48 @@ class ReclaimLoop:
         cap = self.options.max_evictions_per_minute
         while self._sent and self._sent[0] <= now - 60.0:
             self._sent.popleft()
-        if cap and len(self._sent) >= cap:
+        if cap and len(self._sent) + len(group) > cap:
             return HELD_RATE
         return ""
 
     def _carry_out(self, decision: CycleDecision) -> None:
         done: dict[str, list[PlannedEviction]] = {}  # preemptor key -> its evictions that went
         transactions: dict[str, str] = {}  # preemptor job -> action
+        groups: dict[str, list[PlannedEviction]] = {}  # in the decision's order
         for planned in decision.evictions:
-            if self.valid_for() <= 0:  # lost the lease mid-cycle: stop at once
-                log.warning("Lost the leader lease: remaining evictions dropped")
-                break
-            held = self._held(planned, self.clock()) if not self.options.dry_run else ""
+            who = planned.preemptor.key if planned.preemptor is not None else planned.victim.key
+            groups.setdefault(who, []).append(planned)
+        for group in groups.values():
+            held = self._held(group, self.clock()) if not self.options.dry_run else ""
             if held:
-                self.metrics.held.labels(held).inc()
-                log.info("Eviction of pod %s held back: %s", planned.victim.key, held)
+                self.metrics.held.labels(held).inc(len(group))
+                log.info(
+                    "Eviction of pod(s) %s held back: %s",
+                    ", ".join(p.victim.key for p in group),
+                    held,
+                )
                 if held == HELD_RATE:
                     break
                 continue
+            if not self._carry_out_group(group, done, transactions):
+                break
+        for action in transactions.values():
+            self.metrics.transactions.labels(action).inc()
+            self.metrics.attempts.inc()
+        for evicted in done.values():
+            self._preemptor_side(evicted)
+
+    def _carry_out_group(
+        self,
+        group: list[PlannedEviction],
+        done: dict[str, list[PlannedEviction]],
+        transactions: dict[str, str],
+    ) -> bool:
+        """The evictions of one preemptor; False when the cycle must stop (the lease)."""
+        for planned in group:
+            if self.valid_for() <= 0:  # lost the lease mid-cycle: stop at once
+                log.warning("Lost the leader lease: remaining evictions dropped")
+                return False
             result = self._evict(planned)
             if result is None:
                 self.metrics.held.labels(HELD_LEADERSHIP).inc()
@@ -375,7 +403,7 @@ class ReclaimLoop:
                     "remaining evictions dropped",
                     planned.victim.key,
                 )
-                break
+                return False
             self.metrics.evictions.labels(result.value).inc()
             if result in (EvictionResult.OK, EvictionResult.UNKNOWN, EvictionResult.DRY_RUN):
                 self.history.append((self._wall_clock(), result, planned))
@@ -383,11 +411,18 @@ class ReclaimLoop:
                 done.setdefault(key, []).append(planned)
                 if planned.preemptor_job is not None:
                     transactions[planned.preemptor_job.uid] = planned.action
-        for action in transactions.values():
-            self.metrics.transactions.labels(action).inc()
-            self.metrics.attempts.inc()
-        for evicted in done.values():
-            self._preemptor_side(evicted)
+            elif result is not EvictionResult.GONE:
+                # Refused or not sent: the rest of this set would free too little for the
+                # pod it was chosen for. A later cycle decides again.
+                rest = group[group.index(planned) + 1 :]
+                if rest:
+                    log.info(
+                        "Not evicting %s: %s of the same set was not evicted",
+                        ", ".join(p.victim.key for p in rest),
+                        planned.victim.key,
+                    )
+                break
+        return True
 
     def _send(self, planned: PlannedEviction) -> EvictionResult | None:
         """The eviction request, each attempt with a deadline within the leadership margin

@@ -47,8 +47,8 @@ REFUSED = -2
 
 class FakeRest:
     """Answers evictions by pod name: an HTTP status, ``LOST`` or ``REFUSED``; a list of
-    them is used up one request at a time. ``margin`` is asked right after each request
-    (the margin a request landed in)."""
+    them is used up one request at a time (then 201). ``on_post`` runs as each request is
+    sent (a test moves the leadership margin there)."""
 
     def __init__(self, answers: dict[str, int | list[int]] | None = None) -> None:
         self.answers = answers or {}
@@ -65,7 +65,7 @@ class FakeRest:
         self.deadlines.append(deadline)
         self.on_post()
         answer = self.answers.get(name, 201)
-        status = answer.pop(0) if isinstance(answer, list) else answer
+        status = (answer.pop(0) if answer else 201) if isinstance(answer, list) else answer
         if status == LOST:
             raise ApiError(0, "ReadTimeoutError", "read timed out")
         if status == REFUSED:
@@ -530,3 +530,40 @@ def test_no_request_ever_outlives_the_margin_it_was_sent_under(
     assert len(under) == len(h.rest.deadlines)
     for margin, deadline in zip(under, h.rest.deadlines, strict=True):
         assert MIN_EVICTION_DEADLINE <= deadline <= min(margin, DEFAULT_EVICTION_TIMEOUT)
+
+
+def one_preemptor_two_victims() -> list[Obj]:
+    """q2's one waiting pod needs a whole 2-cpu node: two victims of q1 on the same node."""
+    objs: list[Obj] = [node("n0", cpu="2"), node("n1", cpu="2"), queue("q1"), queue("q2")]
+    objs += [pod(f"a{i}", queue="q1", node_name=f"n{i // 2}") for i in range(4)]
+    return [*objs, pod("b0", queue="q2", cpu="2")]
+
+
+def test_a_victim_set_goes_whole_or_stops_at_the_first_refusal() -> None:
+    h = Harness(objs=one_preemptor_two_victims())
+    decision = h.loop.run_once()
+    assert decision is not None and len(decision.evictions) == 2 and len(h.rest.posts) == 2
+    refused = Harness(objs=one_preemptor_two_victims(), answers={f"a{i}": 429 for i in range(4)})
+    refused.loop.run_once()
+    assert len(refused.rest.posts) == 1  # the second would free too little alone
+
+
+def test_a_set_with_one_victim_in_backoff_is_held_whole() -> None:
+    h = Harness(objs=one_preemptor_two_victims(), answers={f"a{i}": [429] for i in range(4)})
+    h.loop.run_once()
+    [first] = h.rest.posts
+    h.tick(1.0)  # within the first's backoff; its set-mate has never failed
+    h.loop.run_once()
+    assert h.rest.posts == [first] and h.held("backoff") == 2
+    h.tick(BACKOFF_INITIAL)
+    h.loop.run_once()
+    assert len(h.rest.posts) == 3  # the whole set again: the first, then its set-mate
+
+
+def test_a_set_that_would_pass_the_minute_cap_is_held_whole() -> None:
+    h = Harness(
+        objs=one_preemptor_two_victims(),
+        options=ReclaimOptions(max_evictions_per_minute=1),
+    )
+    h.loop.run_once()
+    assert h.rest.posts == [] and h.held("rate-limit") == 2
