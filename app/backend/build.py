@@ -51,6 +51,9 @@ class ClusterSource:
     in_cluster: bool = False
     cluster_file: str | None = None
     demo: bool = False
+    #: Seconds a live watch may deliver no event and no bookmark before it counts as stalled
+    #: (relisted; the cache stale, and nothing decided on it, until then).
+    watch_stall_timeout: float = 90.0
 
     @property
     def live(self) -> bool:
@@ -97,7 +100,7 @@ def build_backend(options: BuildOptions) -> EngineBackend:
         live_configuration(conf, max_evictions=options.reclaim.max_evictions)
     source = options.source
     if source.live:
-        informers = _informers(state, source.kubeconfig)
+        informers = _informers(state, source.kubeconfig, source.watch_stall_timeout)
         informers.start()
         where = "the API server (" + (source.kubeconfig or "in-cluster") + ")"
         controller = start_controller(
@@ -208,6 +211,8 @@ def start_reclaim_loop(
     """The started loop, wired to the backend: its readiness, its queue accounting (the
     preemptor's reservation) and the state (a private snapshot, copied under the lock)."""
 
+    informers = backend.informers
+
     def task(key: str) -> Any:
         with state.locked():
             return state.task(key)
@@ -218,6 +223,10 @@ def start_reclaim_loop(
         rest=controller.rest,
         recorder=controller.recorder,
         is_leader=controller.is_leader,
+        valid_for=controller.leadership_valid_for,
+        server_now=controller.rest.clock.now,
+        fresh=(lambda: not informers.stale()) if informers is not None else None,
+        heard_since=informers.heard_since if informers is not None else None,
         ready=lambda: bool(backend.readiness()[0]),
         snapshot=lambda: loop_snapshot(state),
         waiting=lambda: anything_waiting(state),
@@ -250,7 +259,7 @@ def watch_configuration(backend: EngineBackend, options: BuildOptions) -> None:
     atexit.register(backend.conf_watcher.stop)
 
 
-def _informers(state: ClusterState, kubeconfig: str | None) -> Any:
+def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float = 90.0) -> Any:
     """The informers over the kubeconfig's cluster, or the pod's own when `kubeconfig` is None.
 
     A file that cannot be read, or a client configuration that cannot be built, is a ValueError
@@ -258,6 +267,7 @@ def _informers(state: ClusterState, kubeconfig: str | None) -> Any:
     (ConfigException, YAML errors, TypeError, ...), and a user needs one line, not a traceback.
     """
     from scheduler_core.cache.informers import InformerSet
+    from scheduler_core.cache.reflector import ReflectorOptions
 
     if kubeconfig is not None:
         try:
@@ -269,7 +279,10 @@ def _informers(state: ClusterState, kubeconfig: str | None) -> Any:
         where = "in-cluster configuration (is this running in a pod with a service account?)"
     try:
         return InformerSet(
-            state, kubeconfig=kubeconfig, in_cluster=True if kubeconfig is None else None
+            state,
+            kubeconfig=kubeconfig,
+            in_cluster=True if kubeconfig is None else None,
+            options=ReflectorOptions(watch_read_timeout=stall_timeout),
         )
     except Exception as exc:
         raise ValueError(f"cannot use the {where}: {exc}") from exc

@@ -384,7 +384,10 @@ def recent_evictions(loop: ReclaimLoop) -> list[RecentEviction]:
     rows = []
     for at, result, planned in reversed(list(loop.history)):
         stamp = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        prefix = "dry run: " if result is EvictionResult.DRY_RUN else ""
+        prefix = {
+            EvictionResult.DRY_RUN: "dry run: ",
+            EvictionResult.UNKNOWN: "unconfirmed (no answer): ",
+        }.get(result, "")
         rows.append(
             RecentEviction(planned.victim.key, planned.victim_queue, prefix + planned.rule, stamp)
         )

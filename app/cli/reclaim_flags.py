@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 
 from app.cli.flag_types import count, positive_seconds
-from scheduler_core.controller.reclaim import ReclaimOptions
+from scheduler_core.controller.reclaim import (
+    DEFAULT_EVICTION_TIMEOUT,
+    DEFAULT_MAX_EVICTIONS,
+    DEFAULT_MAX_EVICTIONS_PER_MINUTE,
+    MIN_EVICTION_DEADLINE,
+    ReclaimOptions,
+)
 
 
 def add_reclaim_group(p: argparse.ArgumentParser) -> None:
@@ -32,9 +38,25 @@ def add_reclaim_group(p: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--reclaim-max-evictions",
         type=count,
-        default=0,
+        default=DEFAULT_MAX_EVICTIONS,
         metavar="N",
-        help="at most N evictions per cycle (default 0: no limit)",
+        help=f"at most N evictions per cycle (default {DEFAULT_MAX_EVICTIONS}; 0: no limit)",
+    )
+    group.add_argument(
+        "--reclaim-max-evictions-per-minute",
+        type=count,
+        default=DEFAULT_MAX_EVICTIONS_PER_MINUTE,
+        metavar="N",
+        help=f"at most N evictions over any 60 seconds, cluster-wide (only the leader evicts) "
+        f"(default {DEFAULT_MAX_EVICTIONS_PER_MINUTE}; 0: no limit)",
+    )
+    group.add_argument(
+        "--reclaim-eviction-timeout",
+        type=positive_seconds,
+        default=DEFAULT_EVICTION_TIMEOUT,
+        metavar="SECONDS",
+        help=f"the longest one eviction request may take (default {DEFAULT_EVICTION_TIMEOUT:g}; "
+        f"at least {MIN_EVICTION_DEADLINE:g}); shortened to what is left of the leader lease",
     )
     group.add_argument(
         "--reclaim-max-evictions-per-queue",
@@ -58,4 +80,6 @@ def reclaim_options_from_args(args: argparse.Namespace) -> ReclaimOptions | None
         dry_run=args.reclaim_dry_run,
         max_evictions=args.reclaim_max_evictions,
         max_evictions_per_queue=args.reclaim_max_evictions_per_queue,
+        max_evictions_per_minute=args.reclaim_max_evictions_per_minute,
+        eviction_timeout=args.reclaim_eviction_timeout,
     )

@@ -172,6 +172,16 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         help="serve the bundled demo cluster (one of the four sources is required)",
     )
     eng.add_argument(
+        "--watch-stall-timeout",
+        type=positive_seconds,
+        default=90.0,
+        metavar="SECONDS",
+        help="a live watch that delivers no event and no bookmark for this long is stalled: "
+        "it is relisted, /readyz says so and nothing is decided until the cache is current "
+        "again (default 90; the API server sends a bookmark before it ends each watch, and "
+        "each watch is asked to end within two thirds of this)",
+    )
+    eng.add_argument(
         "--scheduler-names",
         type=_names,
         default=["queue-scheduler"],
@@ -455,6 +465,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
             in_cluster=bool(args.in_cluster),
             cluster_file=args.cluster,
             demo=bool(args.demo),
+            watch_stall_timeout=float(args.watch_stall_timeout),
         ),
         backend=BackendOptions(
             scheduler_names=tuple(args.scheduler_names),

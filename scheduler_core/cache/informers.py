@@ -212,6 +212,27 @@ class InformerSet:
                 return False
         return True
 
+    def stale(self) -> list[str]:
+        """The informers whose cache may be behind the API server (a watch stalled, or
+        nothing heard within the stall bound), each as ``name (why)``; empty when fresh."""
+        now = time.monotonic()
+        found = []
+        for reflector in self.all_reflectors():
+            why = reflector.stale(now)
+            if why:
+                found.append(f"{reflector.name} ({why})")
+        return found
+
+    def fresh(self) -> bool:
+        """Every informer synced and heard from within its stall bound: a cache to decide
+        on."""
+        return self.has_synced() and not self.stale()
+
+    def heard_since(self, at: float) -> bool:
+        """Every informer has delivered something after monotonic time ``at`` (and none is
+        relisting after a stall): what the cache shows is newer than ``at``."""
+        return all(r.heard_since(at) for r in self.all_reflectors())
+
     def statuses(self) -> list[ReflectorStatus]:
         return [r.status() for r in self.all_reflectors()]
 
@@ -222,10 +243,13 @@ class InformerSet:
         if self._stopped:
             return False, "informers stopped"
         waiting = [s for s in self.statuses() if not s.synced]
-        if not waiting:
-            return True, f"all {len(self.kinds)} informers synced"
-        parts = [f"{status.name} ({status.describe()})" for status in waiting]
-        return False, "waiting for initial sync: " + ", ".join(parts)
+        if waiting:
+            parts = [f"{status.name} ({status.describe()})" for status in waiting]
+            return False, "waiting for initial sync: " + ", ".join(parts)
+        stale = self.stale()
+        if stale:
+            return False, "cache stale, nothing decided until it catches up: " + ", ".join(stale)
+        return True, f"all {len(self.kinds)} informers synced"
 
 
 class InformerCollector(Collector):
@@ -249,6 +273,7 @@ class InformerCollector(Collector):
             event_counts = dict.fromkeys(EVENT_TYPES, 0)
             restart_counts = dict.fromkeys(RESTART_REASONS, 0)
             relist_count = 0
+            stall_count = 0
             last_event: float | None = None
             durations: list[float] = []
             for reflector in group:
@@ -258,6 +283,7 @@ class InformerCollector(Collector):
                 for reason, count in dict(stats.watch_restarts).items():
                     restart_counts[reason] += count
                 relist_count += stats.relists
+                stall_count += stats.stalls
                 if stats.last_event_at is not None:
                     last_event = max(last_event or stats.last_event_at, stats.last_event_at)
                 if stats.sync_duration is not None:
@@ -267,6 +293,8 @@ class InformerCollector(Collector):
             for reason, count in restart_counts.items():
                 f.restarts.add_metric([kind, reason], count)
             f.relists.add_metric([kind], relist_count)
+            f.stalls.add_metric([kind], stall_count)
+            f.stale.add_metric([kind], 1.0 if any(r.stale(now) for r in group) else 0.0)
             if last_event is not None:
                 f.age.add_metric([kind], max(0.0, now - last_event))
             if durations:
@@ -288,6 +316,18 @@ class _Families:
         )
         self.relists = CounterMetricFamily(
             f"{p}_relists", "Lists after the initial one (410 Gone etc.).", labels=["kind"]
+        )
+        self.stalls = CounterMetricFamily(
+            f"{p}_watch_stalls",
+            "Watches that delivered no event and no bookmark within the stall bound "
+            "(each cut and relisted).",
+            labels=["kind"],
+        )
+        self.stale = GaugeMetricFamily(
+            f"{p}_stale",
+            "1 while the informer's cache may be behind (a stalled watch not yet relisted, "
+            "or nothing heard within the stall bound): nothing is decided meanwhile.",
+            labels=["kind"],
         )
         self.restarts = CounterMetricFamily(
             f"{p}_watch_restarts",
@@ -315,6 +355,8 @@ class _Families:
         return [
             self.events,
             self.relists,
+            self.stalls,
+            self.stale,
             self.restarts,
             self.age,
             self.duration,

@@ -9,8 +9,12 @@ and does the protocol itself:
   sits in memory twice; the reflector keeps ``key -> resourceVersion`` only, enough to turn a
   relist into a diff (absent keys deleted, new or changed versions upserted, the rest skipped);
 * a watch from the list's resourceVersion with bookmarks, renewed with client-go's randomised
-  ``timeoutSeconds`` and guarded by a client-side read timeout so a silent dead connection is
-  noticed;
+  ``timeoutSeconds`` (capped below the stall bound, so even a quiet resource is heard from:
+  the API server sends a bookmark shortly before it ends a watch, then ends it);
+* stall detection: a watch that delivered no event and no bookmark within the stall bound
+  (``watch_read_timeout``) may have lost anything, even on a connection that looks alive; it
+  is cut and the resource relisted, and until that relist is applied the reflector says it
+  is stale (:meth:`Reflector.stale`), so that nothing decides on it;
 * ``410 Gone`` (HTTP status or in-stream ERROR event) and "too old resource version" lead to a
   relist; every other failure to a re-watch from the last resourceVersion after a capped,
   jittered exponential backoff (client-go: 800 ms, x2, cap 30 s, jitter 1.0, reset after 2 min
@@ -68,7 +72,7 @@ RESTART_CLOSED: Final = "closed"  # the server ended the stream at timeoutSecond
 RESTART_EXPIRED: Final = "expired"  # 410 / too old resource version: relist
 RESTART_NOT_FOUND: Final = "not_found"  # resource vanished (CRD removed): relist reports it
 RESTART_DROPPED: Final = "dropped"  # connection broke mid-stream
-RESTART_READ_TIMEOUT: Final = "read_timeout"  # nothing arrived within the read timeout
+RESTART_READ_TIMEOUT: Final = "read_timeout"  # nothing within the stall bound: a stall, relist
 RESTART_CONNECT: Final = "connection_error"  # could not open the watch at all
 RESTART_HTTP: Final = "http_error"  # the watch request got a non-200, non-410 answer
 RESTART_ERROR_EVENT: Final = "error_event"  # in-stream ERROR other than 410
@@ -111,15 +115,22 @@ class ReflectorOptions:
     # timeoutSeconds of each watch is drawn from [min, 2*min], as client-go does, so that many
     # clients restarted together do not renew their watches in lockstep.
     min_watch_timeout: float = 300.0
-    # A healthy API server sends a bookmark about every minute; two minutes of silence means the
-    # connection is dead (or the server sends none), and re-watching from the last version is cheap.
-    watch_read_timeout: float = 120.0
+    # The stall bound: a watch that delivered no event and no bookmark for this long is taken
+    # as stalled (cut, relisted, and the cache stale meanwhile). Each watch asks the server to
+    # end it within two thirds of this (``watch_timeout_range``), and the server sends a
+    # bookmark shortly before it does, so a healthy watch is heard from well within it.
+    watch_read_timeout: float = 90.0
     list_read_timeout: float = 60.0
     connect_timeout: float = 10.0
     # How often (seconds) the initial list logs its progress; 0 logs every page.
     progress_log_interval: float = 2.0
     # How long a failure state is logged at WARNING before repeats are demoted to DEBUG.
     failure_log_interval: float = 60.0
+
+    def watch_timeout_range(self) -> tuple[int, int]:
+        """The bounds of a watch's ``timeoutSeconds`` (drawn at random between them)."""
+        low = max(1, round(min(self.min_watch_timeout, self.watch_read_timeout / 3)))
+        return low, 2 * low
 
 
 class Backoff:
@@ -210,9 +221,12 @@ class ReflectorStats:
         default_factory=lambda: dict.fromkeys(RESTART_REASONS, 0)
     )
     relists: int = 0
+    stalls: int = 0  # watches cut because nothing arrived within the stall bound
     sink_errors: int = 0
     listed: int = 0  # objects seen by the current (or last) list pass
-    last_event_at: float | None = None  # time.monotonic() of the last event or list page
+    #: time.monotonic() of the last event, bookmark or list page, or of a watch the server
+    #: ended on time (it was alive and had delivered what it had)
+    last_event_at: float | None = None
     sync_duration: float | None = None  # seconds the last complete list took
 
 
@@ -343,6 +357,8 @@ class Reflector:
         self._reason = ""
         self._logged_reason = ""
         self._logged_at = 0.0
+        #: A watch stalled and the relist that follows has not been applied yet.
+        self._stalled = False
 
     # ---------------------------------------------------------------- public surface
 
@@ -375,6 +391,26 @@ class Reflector:
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         return self._synced.wait(timeout)
+
+    def stale(self, now: float | None = None) -> str:
+        """Why the cache of this resource may be behind ("" when it is not): a watch stalled
+        and the relist is not done, or nothing (event, bookmark, list page) arrived within
+        the stall bound. Before the first sync the answer is "" (``has_synced`` says that)."""
+        if not self.has_synced():
+            return ""
+        if self._stalled:
+            return "its watch stalled; relisting"
+        heard = self.stats.last_event_at
+        now = time.monotonic() if now is None else now
+        if heard is not None and now - heard > self.options.watch_read_timeout:
+            return f"no event or bookmark for {now - heard:.0f}s"
+        return ""
+
+    def heard_since(self, at: float) -> bool:
+        """Whether the cache has caught up with the API server after monotonic time ``at``:
+        something arrived since, and no stall is pending."""
+        heard = self.stats.last_event_at
+        return not self._stalled and heard is not None and heard > at
 
     @property
     def last_sync_resource_version(self) -> str:
@@ -420,12 +456,15 @@ class Reflector:
             if reason == _STOPPED:
                 break
             self.stats.watch_restarts[reason] += 1
-            if reason in (RESTART_EXPIRED, RESTART_NOT_FOUND):
+            if reason == RESTART_READ_TIMEOUT:
+                self._stalled = True
+                self.stats.stalls += 1
+            if reason in (RESTART_EXPIRED, RESTART_NOT_FOUND, RESTART_READ_TIMEOUT):
                 need_list = True
                 self.stats.relists += 1
             # An expired watch is the server answering: relist at once (a restarted API
             # server expires every old resourceVersion), unless the last watch expired too.
-            relist_now = reason == RESTART_EXPIRED and previous != RESTART_EXPIRED
+            relist_now = reason in (RESTART_EXPIRED, RESTART_READ_TIMEOUT) and previous != reason
             if reason != RESTART_CLOSED and not relist_now:
                 self._wait_backoff()
             previous = reason
@@ -467,6 +506,7 @@ class Reflector:
         self._listed_once = True
         self._phase = Phase.WATCHING
         self._reason = ""
+        self._stalled = False
         log.info(
             "%s: %s %d objects at resourceVersion %s in %.2fs",
             self.name,
@@ -576,8 +616,7 @@ class Reflector:
     def _watch(self) -> str:
         """One watch request, streamed until it ends; returns why it ended."""
         o = self.options
-        low = max(1, round(o.min_watch_timeout))
-        timeout_seconds = self._rng.randint(low, 2 * low)
+        timeout_seconds = self._rng.randint(*o.watch_timeout_range())
         query = [
             ("allowWatchBookmarks", "true"),
             ("resourceVersion", self._rv),
@@ -626,7 +665,11 @@ class Reflector:
         except urllib3.exceptions.ReadTimeoutError:
             if self._stop.is_set():
                 return _STOPPED
-            log.info("%s: no watch data for %.0fs; re-watching", self.name, o.watch_read_timeout)
+            log.warning(
+                "%s: watch stalled (no event or bookmark for %.0fs); relisting",
+                self.name,
+                o.watch_read_timeout,
+            )
             return RESTART_READ_TIMEOUT
         except _TRANSPORT_ERRORS as exc:
             if self._stop.is_set():
@@ -641,6 +684,8 @@ class Reflector:
             # client-go's "very short watch": a server closing at once must not be hammered.
             log.info("%s: watch closed immediately with no events", self.name)
             return RESTART_SHORT
+        # The server ended the watch at its timeout: it was alive to the end.
+        self.stats.last_event_at = time.monotonic()
         return RESTART_CLOSED
 
     def _handle_event(self, line: bytes) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 from scheduler_core.actions.util.reclaim_rules import (
@@ -135,13 +136,16 @@ def decide(
     *,
     clone: bool = False,
     memos: SessionMemos | None = None,
+    now: datetime | None = None,
 ) -> CycleDecision:
     """Run the configuration's evicting actions on ``snapshot`` (its jobs and nodes changed
     in place unless ``clone``) and return the committed evictions, each with its rule.
+    ``now`` is the time minimum runtimes are judged at (the local clock when None).
 
     The session copies a task before changing it, so ``snapshot`` may share its task objects
     with the live cache (``snapshot.sharing_tasks``): they are never changed here."""
     ssn = open_session(snapshot, conf, clone=clone, shared_tasks=True, memos=memos)
+    ssn.now = now
     result = CycleDecision()
     try:
         before = result.shares = {name: ssn.queue_share(q) for name, q in ssn.queues.items()}

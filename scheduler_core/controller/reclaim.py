@@ -9,19 +9,36 @@ hold), an event on the victim and one on the preemptor, and a reservation of the
 queue share (an assumed pod the filter verb counts) so that the capacity goes to the pod it
 was freed for.
 
-It never acts on doubt: not while the cache is unsynced or unhealthy, and not while a pod it
-evicted is still shown Running by the cache (the informers have not caught up: a decision
-then would count that pod twice and evict again). The state's lock is held only to copy the
-snapshot; deciding, evicting and recording happen outside it, on one daemon thread.
+It never acts on doubt:
+
+* not while the cache is unsynced, unhealthy or stale (a watch that delivered no event and no
+  bookmark within its bound may have missed anything);
+* not while a pod it evicted, or may have evicted (an eviction whose answer was lost counts as
+  done), is still shown Running by the cache: a decision then would count that pod twice and
+  evict again. It stops waiting when the cache shows the pod leaving, or when a cache that has
+  heard from the API server since the bound still shows it running (then it was not evicted);
+* not beyond its leadership: every eviction request has a deadline within the margin for
+  which this replica is sure to still hold the lease (the API server is told the same
+  deadline), and a request retried after a failed connection is sized against the margin
+  again; with too little margin left the cycle stops;
+* not faster than its brakes: at most ``max_evictions`` a cycle and ``max_evictions_per_minute``
+  over any minute, and a victim whose eviction failed waits an exponentially growing time
+  before it is tried again.
+
+Minimum runtimes are judged on the API server's clock (``server_now``), not on the local one.
+The state's lock is held only to copy the snapshot; deciding, evicting and recording happen
+outside it, on one daemon thread.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -51,16 +68,52 @@ log = logging.getLogger(__name__)
 #: waiting for the informers and decides again (a watch can lag; it cannot lag forever).
 CONFIRM_TIMEOUT = 30.0
 
+#: Defaults of the brakes: evictions a cycle, evictions over any 60 s (the loop is on the
+#: leader only, so this is the cluster's rate), the deadline of one eviction request, and
+#: the backoff of a victim whose eviction failed (doubling from the first to the cap).
+DEFAULT_MAX_EVICTIONS = 10
+DEFAULT_MAX_EVICTIONS_PER_MINUTE = 50
+DEFAULT_EVICTION_TIMEOUT = 5.0
+BACKOFF_INITIAL = 2.0
+BACKOFF_CAP = 300.0
+
+#: An eviction is not sent with less time than this left to it (the leadership margin ran
+#: short): a request that cannot be answered in time would only end up unknown.
+MIN_EVICTION_DEADLINE = 1.0
+
+#: How often one eviction is sent when no connection could be made (each time sized again
+#: against the leadership margin); a request that may have arrived is never sent twice.
+EVICTION_ATTEMPTS = 3
+
+#: Why an eviction the decision planned was held back (a metrics label each).
+HELD_BACKOFF = "backoff"
+HELD_RATE = "rate-limit"
+HELD_LEADERSHIP = "leadership-margin"
+
 #: Volcano's latency buckets (milliseconds): 5 ms doubling 15 times.
 _LATENCY_BUCKETS = tuple(5.0 * 2**i for i in range(15))
 
 
 @dataclass(frozen=True, slots=True)
 class ReclaimOptions:
+    """0 turns a cap off."""
+
     interval: float = 1.0
     dry_run: bool = False
-    max_evictions: int = 0
+    max_evictions: int = DEFAULT_MAX_EVICTIONS
     max_evictions_per_queue: int = 0
+    max_evictions_per_minute: int = DEFAULT_MAX_EVICTIONS_PER_MINUTE
+    eviction_timeout: float = DEFAULT_EVICTION_TIMEOUT
+
+    def __post_init__(self) -> None:
+        for name in ("max_evictions", "max_evictions_per_queue", "max_evictions_per_minute"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 (no limit) or more, not {getattr(self, name)}")
+        if not self.eviction_timeout >= MIN_EVICTION_DEADLINE:
+            raise ValueError(
+                f"the eviction timeout must be at least {MIN_EVICTION_DEADLINE}s, "
+                f"not {self.eviction_timeout}"
+            )
 
 
 class ReclaimMetrics:
@@ -96,17 +149,27 @@ class ReclaimMetrics:
         )
         self.evictions = Counter(
             "queue_extender_reclaim_evictions",
-            "Evictions the reclaim loop decided, by result (ok, pdb, gone, error, dry-run).",
+            "Evictions the reclaim loop sent, by result (ok, pdb, gone, error, unknown: no "
+            "clear answer, treated as done; not-sent: no connection; dry-run).",
             ["result"],
             registry=registry,
         )
         self.skipped = Counter(
             "queue_extender_reclaim_cycles_skipped",
-            "Cycles not run, by reason (not-leader, not-synced, awaiting-informers, "
-            "nothing-waiting, unchanged, error).",
+            "Cycles not run, by reason (not-leader, not-synced, stale-cache, "
+            "awaiting-informers, nothing-waiting, unchanged, error).",
             ["reason"],
             registry=registry,
         )
+        self.held = Counter(
+            "queue_extender_reclaim_evictions_held",
+            "Planned evictions not sent, by reason (backoff: the victim failed lately; "
+            "rate-limit: the per-minute cap; leadership-margin: too little lease left).",
+            ["reason"],
+            registry=registry,
+        )
+        for reason in (HELD_BACKOFF, HELD_RATE, HELD_LEADERSHIP):
+            self.held.labels(reason)
         for result in EvictionResult:
             self.evictions.labels(result.value)
 
@@ -114,7 +177,14 @@ class ReclaimMetrics:
 class ReclaimLoop:
     """See the module docstring. ``snapshot`` returns a private copy of the live cluster (the
     caller takes the lock for the copy only); ``reserve`` keeps a preemptor's queue share for
-    it; ``ready`` says whether the cache can be trusted; ``task`` looks a pod up by key."""
+    it; ``ready`` says whether the cache can be trusted; ``task`` looks a pod up by key.
+
+    ``valid_for`` is the leadership margin in seconds (0: not leading; by default derived
+    from ``is_leader``: unbounded or nothing); ``fresh`` says whether no watch is stalled or
+    silent past its bound (whether the cache synced at all is ``ready``'s business);
+    ``heard_since(t)`` whether every watch has delivered an event or bookmark after monotonic
+    time ``t``; ``server_now`` is the API server's wall clock. ``clock`` is the monotonic
+    clock of deadlines, backoffs and the rate window."""
 
     def __init__(
         self,
@@ -132,6 +202,10 @@ class ReclaimLoop:
         clock: Callable[[], float] = time.monotonic,
         waiting: Callable[[], bool] | None = None,
         version: Callable[[], int] | None = None,
+        valid_for: Callable[[], float] | None = None,
+        fresh: Callable[[], bool] | None = None,
+        heard_since: Callable[[float], bool] | None = None,
+        server_now: Callable[[], float] = time.time,
     ) -> None:
         self.options = options
         self.conf = self.live(conf)
@@ -146,13 +220,21 @@ class ReclaimLoop:
         self.clock = clock
         self.waiting = waiting
         self.version = version
+        self.valid_for = valid_for or (lambda: math.inf if self.is_leader() else 0.0)
+        self.fresh = fresh or (lambda: True)
+        self.heard_since = heard_since or (lambda _t: True)
+        self.server_now = server_now
+        #: pod key -> (uid, failures in a row, monotonic time before which it is not retried)
+        self._backoff: dict[str, tuple[str, int, float]] = {}
+        #: monotonic times of the evictions of the last minute that may have been applied
+        self._sent: deque[float] = deque()
         #: The cluster's version when a cycle last decided nothing and no time-based rule
         #: could change that: the same cluster needs no second look.
         self._quiet_at: int | None = None
         self.cycles = 0
         #: What the plugins remember from one cycle's session to the next.
         self.memos = SessionMemos()
-        #: pod key -> (uid, deadline): evicted, not yet seen leaving by the cache
+        #: pod key -> (uid, deadline): evicted (or maybe evicted), not yet seen leaving
         self._unconfirmed: dict[str, tuple[str, float]] = {}
         #: The last evictions (and dry-run decisions), newest last, for the status page.
         self.history: deque[tuple[float, EvictionResult, PlannedEviction]] = deque(
@@ -197,9 +279,12 @@ class ReclaimLoop:
     def run_once(self) -> CycleDecision | None:
         """One cycle; None when it did not run (not leading, not synced, waiting, or nothing
         that could be decided otherwise than last time)."""
-        if not self.is_leader():
+        if self.valid_for() <= 0:
             self.metrics.skipped.labels("not-leader").inc()
             self._quiet_at = None
+            return None
+        if not self.fresh():  # first: a stale cache also makes ``ready`` false
+            self.metrics.skipped.labels("stale-cache").inc()
             return None
         if not self.ready():
             self.metrics.skipped.labels("not-synced").inc()
@@ -215,7 +300,8 @@ class ReclaimLoop:
             self.metrics.skipped.labels("unchanged").inc()
             return None
         started = time.perf_counter()
-        decision = decide(self.snapshot(), self.conf, memos=self.memos)
+        now = datetime.fromtimestamp(self.server_now(), UTC)
+        decision = decide(self.snapshot(), self.conf, memos=self.memos, now=now)
         quiet = not decision.evictions and not decision.time_sensitive
         self._quiet_at = version if quiet else None
         for action, ms in decision.latency_ms.items():
@@ -232,29 +318,74 @@ class ReclaimLoop:
         for key, (uid, deadline) in list(self._unconfirmed.items()):
             task = self.task(key)
             gone = task is None or task.uid != uid or task.status != TaskStatus.RUNNING
-            if gone or deadline <= now:
-                if not gone:
-                    log.warning(
-                        "Evicted pod %s still shows Running after %.0fs", key, CONFIRM_TIMEOUT
-                    )
+            if gone:
                 del self._unconfirmed[key]
+                continue
+            # Past the bound, the pod is judged still running only on a cache that has
+            # heard from every watch since: a stalled watch would show it running forever.
+            if deadline <= now and self.heard_since(deadline):
+                log.warning(
+                    "Evicted pod %s still shows Running after %.0fs: taken as not evicted",
+                    key,
+                    CONFIRM_TIMEOUT,
+                )
+                del self._unconfirmed[key]
+                self._failed(key, uid, now)
         return bool(self._unconfirmed)
+
+    # --- brakes -------------------------------------------------------------------------
+
+    def _failed(self, key: str, uid: str, now: float) -> None:
+        """Another failure in a row for the victim ``key``: it waits twice as long as last
+        time (from ``BACKOFF_INITIAL`` up to ``BACKOFF_CAP``) before it is tried again."""
+        previous = self._backoff.get(key)
+        failures = previous[1] + 1 if previous is not None and previous[0] == uid else 1
+        wait = min(BACKOFF_CAP, BACKOFF_INITIAL * 2 ** (failures - 1))
+        self._backoff[key] = (uid, failures, now + wait)
+        log.info("Pod %s is not tried again for %.0fs (%d failures in a row)", key, wait, failures)
+
+    def _held(self, group: list[PlannedEviction], now: float) -> str:
+        """Why the evictions of one preemptor may not be sent now ("" when they may). They
+        go together or not at all: part of a victim set frees too little for the pod it
+        was chosen for, and would only disrupt."""
+        for planned in group:
+            victim = planned.victim
+            backoff = self._backoff.get(victim.key)
+            if backoff is None:
+                continue
+            uid, _, until = backoff
+            if uid != victim.uid:
+                del self._backoff[victim.key]  # another pod under the same name
+            elif now < until:
+                return HELD_BACKOFF
+        cap = self.options.max_evictions_per_minute
+        while self._sent and self._sent[0] <= now - 60.0:
+            self._sent.popleft()
+        if cap and len(self._sent) + len(group) > cap:
+            return HELD_RATE
+        return ""
 
     def _carry_out(self, decision: CycleDecision) -> None:
         done: dict[str, list[PlannedEviction]] = {}  # preemptor key -> its evictions that went
         transactions: dict[str, str] = {}  # preemptor job -> action
+        groups: dict[str, list[PlannedEviction]] = {}  # in the decision's order
         for planned in decision.evictions:
-            if not self.is_leader():  # lost the lease mid-cycle: stop at once
-                log.warning("Lost the leader lease: remaining evictions dropped")
-                return
-            result = self._evict(planned)
-            self.metrics.evictions.labels(result.value).inc()
-            if result in (EvictionResult.OK, EvictionResult.DRY_RUN):
-                self.history.append((self._wall_clock(), result, planned))
-                key = planned.preemptor.key if planned.preemptor is not None else ""
-                done.setdefault(key, []).append(planned)
-                if planned.preemptor_job is not None:
-                    transactions[planned.preemptor_job.uid] = planned.action
+            who = planned.preemptor.key if planned.preemptor is not None else planned.victim.key
+            groups.setdefault(who, []).append(planned)
+        for group in groups.values():
+            held = self._held(group, self.clock()) if not self.options.dry_run else ""
+            if held:
+                self.metrics.held.labels(held).inc(len(group))
+                log.info(
+                    "Eviction of pod(s) %s held back: %s",
+                    ", ".join(p.victim.key for p in group),
+                    held,
+                )
+                if held == HELD_RATE:
+                    break
+                continue
+            if not self._carry_out_group(group, done, transactions):
+                break
         for action in transactions.values():
             self.metrics.transactions.labels(action).inc()
             self.metrics.attempts.inc()
@@ -276,7 +407,61 @@ class ReclaimLoop:
             log.log(v(2), "Pod %s is not evaluable, nothing evicted for it: %s", task.key, note)
             self.recorder.record(ref, WARNING, NOT_EVALUABLE_REASON, note)
 
-    def _evict(self, planned: PlannedEviction) -> EvictionResult:
+    def _carry_out_group(
+        self,
+        group: list[PlannedEviction],
+        done: dict[str, list[PlannedEviction]],
+        transactions: dict[str, str],
+    ) -> bool:
+        """The evictions of one preemptor; False when the cycle must stop (the lease)."""
+        for planned in group:
+            if self.valid_for() <= 0:  # lost the lease mid-cycle: stop at once
+                log.warning("Lost the leader lease: remaining evictions dropped")
+                return False
+            result = self._evict(planned)
+            if result is None:
+                self.metrics.held.labels(HELD_LEADERSHIP).inc()
+                log.warning(
+                    "Too little of the leader lease is left to evict pod %s in time: "
+                    "remaining evictions dropped",
+                    planned.victim.key,
+                )
+                return False
+            self.metrics.evictions.labels(result.value).inc()
+            if result in (EvictionResult.OK, EvictionResult.UNKNOWN, EvictionResult.DRY_RUN):
+                self.history.append((self._wall_clock(), result, planned))
+                key = planned.preemptor.key if planned.preemptor is not None else ""
+                done.setdefault(key, []).append(planned)
+                if planned.preemptor_job is not None:
+                    transactions[planned.preemptor_job.uid] = planned.action
+            elif result is not EvictionResult.GONE:
+                # Refused or not sent: the rest of this set would free too little for the
+                # pod it was chosen for. A later cycle decides again.
+                rest = group[group.index(planned) + 1 :]
+                if rest:
+                    log.info(
+                        "Not evicting %s: %s of the same set was not evicted",
+                        ", ".join(p.victim.key for p in rest),
+                        planned.victim.key,
+                    )
+                break
+        return True
+
+    def _send(self, planned: PlannedEviction) -> EvictionResult | None:
+        """The eviction request, each attempt with a deadline within the leadership margin
+        as it is then; None when the margin is too short to send it at all."""
+        victim = planned.victim
+        result = EvictionResult.NOT_SENT
+        for _ in range(EVICTION_ATTEMPTS):
+            deadline = min(self.options.eviction_timeout, self.valid_for())
+            if deadline < MIN_EVICTION_DEADLINE:
+                return None if result is EvictionResult.NOT_SENT else result
+            result = evict(self.rest, victim.namespace, victim.name, victim.uid, deadline=deadline)
+            if result is not EvictionResult.NOT_SENT:
+                break
+        return result
+
+    def _evict(self, planned: PlannedEviction) -> EvictionResult | None:
         victim = planned.victim
         reason = "Reclaimed" if planned.action == "reclaim" else "Preempted"
         ref = ObjectRef(kind="Pod", name=victim.name, namespace=victim.namespace, uid=victim.uid)
@@ -285,11 +470,28 @@ class ReclaimLoop:
             would = "WouldReclaim" if planned.action == "reclaim" else "WouldPreempt"
             self.recorder.record(ref, NORMAL, would, f"dry run: {planned.rule}")
             return EvictionResult.DRY_RUN
-        result = evict(self.rest, victim.namespace, victim.name, victim.uid)
+        result = self._send(planned)
+        if result is None:
+            return None
+        now = self.clock()
+        if result in (EvictionResult.OK, EvictionResult.UNKNOWN):
+            self._sent.append(now)
+            self._unconfirmed[victim.key] = (victim.uid, now + CONFIRM_TIMEOUT)
+        if result in (EvictionResult.OK, EvictionResult.GONE):
+            self._backoff.pop(victim.key, None)
+        elif result is not EvictionResult.UNKNOWN:
+            self._failed(victim.key, victim.uid, now)
         if result is EvictionResult.OK:
             log.info("Evicted pod %s on node %s: %s", victim.key, planned.node, planned.rule)
             self.recorder.record(ref, NORMAL, reason, planned.rule)
-            self._unconfirmed[victim.key] = (victim.uid, self.clock() + CONFIRM_TIMEOUT)
+        elif result is EvictionResult.UNKNOWN:
+            self.recorder.record(
+                ref,
+                WARNING,
+                "EvictionUnconfirmed",
+                f"the eviction got no clear answer; counted as evicted until the pod is seen "
+                f"leaving or still running after {CONFIRM_TIMEOUT:.0f}s: {planned.rule}",
+            )
         elif result is EvictionResult.PDB:
             self.recorder.record(
                 ref,

@@ -12,6 +12,7 @@ import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 import numpy as np
@@ -107,6 +108,9 @@ class Session:
     #: ``ClusterState.fork``): a statement takes a private copy of a task (``own``) before
     #: it changes one.
     shared_tasks: bool = False
+    #: The time ages are judged at (a pod's minimum runtime), when the caller knows a better
+    #: clock than the local one (the live loop passes the API server's); None: now, locally.
+    now: datetime | None = None
     _owned: dict[str, TaskInfo] = field(default_factory=dict)
     #: task key -> why the engine cannot judge where that task fits, for the tasks a
     #: pre-predicate found so while actions or verbs considered them (the reclaim loop

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +24,7 @@ FAST = ReflectorOptions(
     backoff_cap=0.2,
     backoff_jitter=0.5,
     min_watch_timeout=60,
-    watch_read_timeout=30,
+    watch_read_timeout=180,
     list_read_timeout=5,
     connect_timeout=2,
 )
@@ -271,3 +272,27 @@ def test_restricting_kinds_and_sharing_options(
     assert informers.readiness() == (True, "all 2 informers synced")
     assert all(r.options.page_size == 1 for r in informers.all_reflectors())
     assert sink.synced_count == {"Node": 1, "Queue": 1}
+
+
+def test_a_stalled_watch_makes_the_cache_stale_unready_and_counted(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    seed_one_of_each(fake_api)
+    registry = CollectorRegistry()
+    informers, _ = make_informers(registry=registry)
+    assert informers.wait_for_sync(10)
+    assert informers.fresh() and informers.readiness()[0]
+    started = time.monotonic()
+    [pods] = informers.reflectors["Pod"]
+    pods._stalled = True  # what the reflector sets when its watch stalls, until it relists
+    ready, reason = informers.readiness()
+    assert not ready and not informers.fresh()
+    assert reason == (
+        "cache stale, nothing decided until it catches up: pods (its watch stalled; relisting)"
+    )
+    assert registry.get_sample_value("queue_extender_informer_stale", {"kind": "Pod"}) == 1.0
+    assert registry.get_sample_value("queue_extender_informer_stale", {"kind": "Node"}) == 0.0
+    assert not informers.heard_since(started - 3600)
+    pods._stalled = False
+    assert informers.fresh() and informers.heard_since(started - 3600)
+    assert not informers.heard_since(time.monotonic() + 1)

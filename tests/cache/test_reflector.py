@@ -28,7 +28,7 @@ FAST = ReflectorOptions(
     backoff_cap=0.2,
     backoff_jitter=0.5,
     min_watch_timeout=60,
-    watch_read_timeout=30,
+    watch_read_timeout=180,
     list_read_timeout=5,
     connect_timeout=2,
     progress_log_interval=0,
@@ -367,15 +367,40 @@ def test_watch_is_renewed_when_the_server_times_it_out(
     assert "default/during-first-watch" in sink.keys("Pod")
 
 
-def test_read_timeout_notices_a_silent_connection(
+def test_a_watch_silent_past_the_stall_bound_is_a_stall_relisted_and_stale_meanwhile(
     fake_api: FakeApiServer, start_reflector: StartReflector
 ) -> None:
     reflector, _ = start_reflector(POD, watch_read_timeout=0.3)
     synced_and_watching(fake_api, reflector)
-    wait_until(lambda: reflector.stats.watch_restarts["read_timeout"] >= 1, message="read timeout")
+    wait_until(lambda: reflector.stats.stalls >= 1, message="stall")
+    assert reflector.stats.watch_restarts["read_timeout"] >= 1
+    wait_until(lambda: len(lists(fake_api)) >= 2, message="relist")
     wait_until(lambda: len(watches(fake_api)) >= 2, message="re-watch")
-    assert watches(fake_api)[1].param("resourceVersion") == reflector.last_sync_resource_version
-    assert len(lists(fake_api)) == 1
+
+
+def test_a_stalled_reflector_is_stale_until_its_relist_is_applied() -> None:
+    reflector = Reflector(POD, object(), RecordingSink(), options=FAST)
+    reflector._synced.set()
+    reflector.stats.last_event_at = 100.0
+    assert reflector.stale(now=100.0 + FAST.watch_read_timeout) == ""
+    assert reflector.stale(now=101.0 + FAST.watch_read_timeout).startswith("no event or bookmark")
+    assert reflector.heard_since(99.0) and not reflector.heard_since(100.0)
+    reflector._stalled = True
+    assert reflector.stale(now=100.0) == "its watch stalled; relisting"
+    assert not reflector.heard_since(99.0)
+
+
+@pytest.mark.parametrize(
+    ("min_watch", "stall", "expected"),
+    [(300.0, 90.0, (30, 60)), (300.0, 900.0, (300, 600)), (5.0, 90.0, (5, 10)), (1.0, 1.0, (1, 2))],
+)
+def test_every_watch_is_asked_to_end_before_the_stall_bound(
+    min_watch: float, stall: float, expected: tuple[int, int]
+) -> None:
+    options = ReflectorOptions(min_watch_timeout=min_watch, watch_read_timeout=stall)
+    low, high = options.watch_timeout_range()
+    assert (low, high) == expected
+    assert high < stall or stall < 3  # a server ending the watch is heard from in time
 
 
 def test_missing_crd_is_reported_and_retried_until_installed(

@@ -31,6 +31,15 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "unknown-nested-key": ({"metrics": {"enable": True}}, "additional properties 'enable'"),
     "replicas-as-string": ({"replicaCount": "two"}, "/replicaCount"),
     "switch-as-string": ({"reclaimLoop": {"enabled": "yes"}}, "/reclaimLoop/enabled"),
+    "eviction-cap-negative": ({"reclaimLoop": {"maxEvictions": -1}}, "/reclaimLoop/maxEvictions"),
+    "eviction-rate-as-string": (
+        {"reclaimLoop": {"maxEvictionsPerMinute": "fifty"}},
+        "/reclaimLoop/maxEvictionsPerMinute",
+    ),
+    "eviction-timeout-too-short": (
+        {"reclaimLoop": {"evictionTimeout": 0.5}},
+        "/reclaimLoop/evictionTimeout",
+    ),
     "port-out-of-range": ({"extender": {"port": 70000}}, "/extender/port"),
     "metrics-port-as-string": ({"metrics": {"port": "http"}}, "/metrics/port"),
     "log-format-unknown": ({"extender": {"logFormat": "xml"}}, "/extender/logFormat"),

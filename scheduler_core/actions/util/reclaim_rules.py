@@ -229,7 +229,7 @@ class ReclaimGuard:
     def __init__(self, ssn: Session, rules: ReclaimRules, now: datetime | None = None) -> None:
         self.ssn = ssn
         self.rules = rules
-        self.now = now or datetime.now(UTC)
+        self.now = now or ssn.now or datetime.now(UTC)
         self.committed = 0
         self.committed_per_queue: dict[str, int] = {}
         #: Whether any minimum runtime is set anywhere: checking one costs a date parse per
