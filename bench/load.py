@@ -9,12 +9,19 @@ Reported: requests and errors (a non-200 answer, an answer that is not the verb'
 filter ``Error``, a broken connection), p50/p99 per verb, and the server's resident memory
 before and after. ``make load`` runs the reference scale for 60 s; the unit test a few
 seconds at a small scale.
+
+With ``--idle N --slow M`` the server also runs its metrics and status listeners, and while
+the verbs' clients run, this process holds N idle connections (connected, never a byte) and
+M slow ones (a request head trickled a byte a second) to those two listeners, reconnecting
+each one the server closes: the verbs must not notice (no error, p99 and RSS reported as
+before). The attack stops with the clients.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import socket
 import sys
@@ -26,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from app.serving.guard import raise_open_files_limit
 from bench import percentile, rss_mib
 from bench.http_bench import FILTER_PODS, RawHttp, ServerProcess, _bodies, _explain, _read_answer
 from bench.synthetic import ClusterSpec, SyntheticCluster
@@ -34,6 +42,8 @@ from bench.synthetic import ClusterSpec, SyntheticCluster
 # fit nowhere: the mix the clients cycle through.
 MIX = ("filter", "prioritize", "filter", "prioritize", "filter", "prioritize", "preempt")
 ANSWER_TIMEOUT = 30.0  # seconds: a request not answered by then counts as a hung worker
+ATTACK_HEAD_START = 1.0  # seconds the side listeners are held before the verbs' clients start
+RECONNECT_PAUSE = 0.2  # seconds an attacking connection waits before it connects again
 
 
 @dataclass
@@ -71,12 +81,83 @@ def _check(verb: str, status: int, body: bytes) -> str:
     return "" if isinstance(doc, dict) else "bad-answer"
 
 
+@dataclass
+class Attack:
+    """Idle and slow connections held against the side listeners during a load run."""
+
+    ports: tuple[int, ...] = ()
+    idle: int = 0
+    slow: int = 0
+    opened: int = 0
+    closed_by_server: int = 0
+    refused: int = 0
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "idle": self.idle,
+            "slow": self.slow,
+            "opened": self.opened,
+            "closed_by_server": self.closed_by_server,
+            "refused": self.refused,
+        }
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if not self.ports:
+            return
+        tasks = [
+            asyncio.create_task(self._hold(self.ports[i % len(self.ports)], stop, slow=False))
+            for i in range(self.idle)
+        ]
+        tasks += [
+            asyncio.create_task(self._hold(self.ports[i % len(self.ports)], stop, slow=True))
+            for i in range(self.slow)
+        ]
+        await stop.wait()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _hold(self, port: int, stop: asyncio.Event, *, slow: bool) -> None:
+        head = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 4096
+        while not stop.is_set():
+            try:
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                self.refused += 1
+                await asyncio.sleep(0.05)
+                continue
+            self.opened += 1
+            try:
+                for i in itertools.count():
+                    if slow:
+                        writer.write(head[i % len(head) : i % len(head) + 1])
+                    # A closed connection reads EOF at once; an open one times out.
+                    with contextlib.suppress(TimeoutError):
+                        if not await asyncio.wait_for(reader.read(4096), 1.0):
+                            break
+                self.closed_by_server += 1
+            except OSError:
+                self.closed_by_server += 1
+            finally:
+                writer.close()
+            await asyncio.sleep(RECONNECT_PAUSE)
+
+
 async def _drive(
-    port: int, requests: dict[str, list[bytes]], clients: int, seconds: float, max_requests: int
+    port: int,
+    requests: dict[str, list[bytes]],
+    clients: int,
+    seconds: float,
+    max_requests: int,
+    attack: Attack | None = None,
 ) -> dict[str, VerbResult]:
     results = {verb: VerbResult() for verb in set(MIX)}
     issued = itertools.count()
     deadline = time.monotonic() + seconds
+    stop = asyncio.Event()
+    attacking = asyncio.create_task(attack.run(stop)) if attack is not None else None
+    if attack is not None:
+        await asyncio.sleep(ATTACK_HEAD_START)
 
     async def client(index: int) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -104,17 +185,31 @@ async def _drive(
         finally:
             writer.close()
 
-    await asyncio.gather(*(client(i) for i in range(clients)))
+    try:
+        await asyncio.gather(*(client(i) for i in range(clients)))
+    finally:
+        stop.set()
+        if attacking is not None:
+            await attacking
     return results
 
 
 def run_load(
-    scale: float, clients: int, seconds: float, max_requests: int, workdir: Path
+    scale: float,
+    clients: int,
+    seconds: float,
+    max_requests: int,
+    workdir: Path,
+    idle: int = 0,
+    slow: int = 0,
 ) -> dict[str, Any]:
     from bench.engine_bench import pick_filter_pods
 
     cluster = SyntheticCluster(ClusterSpec.at_scale(scale))
-    with ServerProcess(scale, workdir) as server:
+    attacking = idle > 0 or slow > 0
+    if attacking:
+        raise_open_files_limit()
+    with ServerProcess(scale, workdir, side_listeners=attacking) as server:
         assert server.proc is not None
         picks = pick_filter_pods(cluster, _explain(server.port), FILTER_PODS)
         bodies = _bodies(cluster, picks)
@@ -125,7 +220,10 @@ def run_load(
         }
         rss_before = rss_mib(server.proc.pid)
         started = time.monotonic()
-        results = asyncio.run(_drive(server.port, requests, clients, seconds, max_requests))
+        attack = None
+        if attacking:
+            attack = Attack((server.metrics_port, server.status_port), idle, slow)
+        results = asyncio.run(_drive(server.port, requests, clients, seconds, max_requests, attack))
         wall = time.monotonic() - started
         rss_after = rss_mib(server.proc.pid)
         alive = server.proc.poll() is None
@@ -143,6 +241,7 @@ def run_load(
         "rss_before_mib": rss_before,
         "rss_after_mib": rss_after,
         "server_alive": alive,
+        "attack": attack.summary() if attack is not None else None,
         "date": time.strftime("%Y-%m-%d"),
     }
 
@@ -153,10 +252,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--max-requests", type=int, default=2_000_000)
+    parser.add_argument(
+        "--idle", type=int, default=0, help="idle connections to the metrics/status listeners"
+    )
+    parser.add_argument(
+        "--slow", type=int, default=0, help="slow (trickling) connections to the same"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON only")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
-        result = run_load(args.scale, args.clients, args.seconds, args.max_requests, Path(tmp))
+        result = run_load(
+            args.scale,
+            args.clients,
+            args.seconds,
+            args.max_requests,
+            Path(tmp),
+            idle=args.idle,
+            slow=args.slow,
+        )
     if args.json:
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
@@ -166,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
             f"({result['requests_per_second']}/s), {result['errors']} errors; server RSS "
             f"{result['rss_before_mib']} -> {result['rss_after_mib']} MiB"
         )
+        if result["attack"] is not None:
+            print(f"  side listeners held against: {result['attack']}")
         for verb, v in result["verbs"].items():
             print(
                 f"  {verb:<10} {v['requests']:>8} requests  p50 {v['p50_ms']} ms  "

@@ -132,7 +132,7 @@ def make_filter_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Resp
             except WireError as exc:
                 m.bad_request()
                 log_bad_request(VERB, exc)
-                return json_response(encode_filter_error(str(exc)), 400)
+                return json_response(encode_filter_error(str(exc)), exc.status)
             return json_response(answer_filter(ctx, m, args))
         finally:
             m.observe(perf_counter() - started)

@@ -102,7 +102,7 @@ def make_preempt_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Res
             except WireError as exc:
                 m.bad_request()
                 log_bad_request(VERB, exc)
-                return json_response(encode_error(str(exc)), 400)
+                return json_response(encode_error(str(exc)), exc.status)
             return json_response(answer_preempt(ctx, m, args))
         finally:
             m.observe(perf_counter() - started)

@@ -105,7 +105,7 @@ def make_prioritize_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[
             except WireError as exc:
                 m.bad_request()
                 log_bad_request(VERB, exc)
-                return json_response(encode_error(str(exc)), 400)
+                return json_response(encode_error(str(exc)), exc.status)
             status, body = answer_prioritize(ctx, m, args, encode_scores)
             return json_response(body, status)
         finally:
