@@ -207,7 +207,7 @@ class EngineBackend:
             try:
                 result = filter_pod(self.accounting, pod, node_names)
             except ConversionError as exc:
-                return FilterDecision([], {}, {}, error=f"cannot read the pod: {exc}")
+                raise BadPodError(f"cannot read the pod: {exc}") from exc
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         codes: dict[str, str] = {}
@@ -223,9 +223,9 @@ class EngineBackend:
             try:
                 return prioritize_pod(self.accounting, pod, node_names)
             except ConversionError as exc:
-                # Bad input, not an engine failure: neutral scores, one line naming the field.
-                log.warning("prioritize: cannot read the pod: %s", exc)
-                return [(name, 0) for name in node_names]
+                # Bad input, not an engine failure: refused as filter refuses it (neutral
+                # scores would hide the mistake and still let the pod be placed).
+                raise BadPodError(f"cannot read the pod: {exc}") from exc
 
     def preempt(
         self, pod: dict[str, Any], candidates: dict[str, list[str]]
@@ -238,8 +238,7 @@ class EngineBackend:
             try:
                 chosen = preempt_pod(self.accounting, pod, candidates)
             except ConversionError as exc:
-                log.warning("preempt: cannot read the pod: %s; no victims", exc)
-                return {}
+                raise BadPodError(f"cannot read the pod: {exc}") from exc
             self._report_refusals(pod, candidates, chosen)
         return {
             node: NodeVictims(uids=victims.uids, num_pdb_violations=victims.num_pdb_violations)

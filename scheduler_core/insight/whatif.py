@@ -214,7 +214,9 @@ def _changed_queue(queues: Mapping[str, QueueInfo], change: QueueChange) -> Queu
         updates["weight"] = change.weight
     if change.capability is not None:
         try:
-            capability: Resource = resource_list(change.capability, f"queue {change.name}")
+            capability: Resource = resource_list(
+                change.capability, f"queue {change.name}: capability"
+            )
         except ConversionError as exc:
             raise WhatIfError(str(exc)) from exc
         updates["capability"] = capability if not capability.is_empty() else None

@@ -69,17 +69,43 @@ def test_a_bad_cluster_file_is_a_one_line_value_error(tmp_path: Path) -> None:
         backend(source=("--cluster", str(bad)))
 
 
-def test_a_pod_that_cannot_be_read_gets_neutral_answers_not_an_engine_error(
-    caplog: pytest.LogCaptureFixture,
+UNREADABLE_REQUESTS = [
+    ({"cpu": "lots"}, 'invalid quantity "lots"', "requests.cpu"),
+    ({"nvidia.com/gpu": "-100"}, "must not be negative", "requests.nvidia.com/gpu"),
+    ({"memory": "-1Gi"}, "must not be negative", "requests.memory"),
+    ({"cpu": "NaN"}, 'invalid quantity "NaN"', "requests.cpu"),
+    ({"cpu": "Inf"}, 'invalid quantity "Inf"', "requests.cpu"),
+]
+
+
+@pytest.mark.parametrize(("requests", "message", "field"), UNREADABLE_REQUESTS)
+def test_a_pod_that_cannot_be_read_is_refused_by_every_verb_naming_the_field(
+    requests: dict[str, str], message: str, field: str
 ) -> None:
     engine = backend()
     bad = pod_in("team")
-    bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]
-    assert engine.prioritize(bad, ["cpu-node-1"]) == [("cpu-node-1", 0)]
-    assert engine.preempt(bad, {"cpu-node-1": ["u"]}) == {}
-    decision = engine.filter(bad, ["cpu-node-1"])
-    assert decision.node_names == [] and 'invalid quantity "lots"' in decision.error
-    assert "requests.cpu" in caplog.text
+    bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": requests}}]
+    for call in (
+        lambda: engine.filter(bad, ["cpu-node-1"]),
+        lambda: engine.prioritize(bad, ["cpu-node-1"]),
+        lambda: engine.preempt(bad, {"cpu-node-1": ["u"]}),
+        lambda: engine.explain(bad),
+    ):
+        with pytest.raises(BadPodError, match=message) as refused:
+            call()
+        assert field in str(refused.value)
+    assert engine.accounting.assumed == {}
+    body = {"Pod": bad, "NodeNames": ["cpu-node-1"]}
+    victims = {"cpu-node-1": {"Pods": [{"UID": "u"}], "NumPDBViolations": 0}}
+    with serve(create_app(engine)) as url, httpx.Client(base_url=url) as client:
+        answers = [
+            client.post("/filter", json=body),
+            client.post("/prioritize", json=body),
+            client.post("/preempt", json={"Pod": bad, "NodeNameToMetaVictims": victims}),
+        ]
+    for answer in answers:
+        assert answer.status_code == 400, answer.text
+        assert message in answer.json()["Error"] and field in answer.json()["Error"]
 
 
 def test_explain_of_a_pod_that_cannot_be_read_is_a_bad_request_with_one_line() -> None:

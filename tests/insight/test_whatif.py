@@ -109,6 +109,10 @@ def test_removing_pods_and_changing_weights_match_simulate_too() -> None:
         (WhatIfRequest(remove=["ns/ghost"]), "cannot remove pod ns/ghost"),
         (WhatIfRequest(queues=[QueueChange("ghost", weight=2)]), "queue ghost does not exist"),
         (WhatIfRequest(queues=[QueueChange("a", weight=0)]), "weight must be at least 1"),
+        (
+            WhatIfRequest(queues=[QueueChange("a", capability={"cpu": "-4"})]),
+            "capability.cpu.*must not be negative",
+        ),
         (WhatIfRequest(add=[{"kind": "Pod"}] * (MAX_OBJECTS + 1)), "too many objects"),
         (WhatIfRequest(add=[{"kind": "Pod", "metadata": {}}]), "name"),
         (WhatIfRequest(add=submission(), scope="everything"), "scope 'everything'"),
