@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import itertools
+import multiprocessing
 import socket
 import sys
 import tempfile
@@ -43,6 +44,7 @@ from bench.synthetic import ClusterSpec, SyntheticCluster
 MIX = ("filter", "prioritize", "filter", "prioritize", "filter", "prioritize", "preempt")
 ANSWER_TIMEOUT = 30.0  # seconds: a request not answered by then counts as a hung worker
 ATTACK_HEAD_START = 1.0  # seconds the side listeners are held before the verbs' clients start
+ATTACK_GRACE = 30.0  # seconds the attacking process has to report once its time is up
 RECONNECT_PAUSE = 0.2  # seconds an attacking connection waits before it connects again
 
 
@@ -83,7 +85,9 @@ def _check(verb: str, status: int, body: bytes) -> str:
 
 @dataclass
 class Attack:
-    """Idle and slow connections held against the side listeners during a load run."""
+    """Idle and slow connections held against the side listeners during a load run, from a
+    process of its own: thousands of connections on the clients' event loop would delay the
+    clients' own reads and pass for server latency."""
 
     ports: tuple[int, ...] = ()
     idle: int = 0
@@ -101,9 +105,23 @@ class Attack:
             "refused": self.refused,
         }
 
-    async def run(self, stop: asyncio.Event) -> None:
-        if not self.ports:
-            return
+    def start(self, seconds: float) -> tuple[multiprocessing.Process, Any]:
+        """The attacking process, stopping by itself after ``seconds``; ``finish`` reads its
+        counts."""
+        results: Any = multiprocessing.get_context("spawn").Queue()
+        proc = multiprocessing.get_context("spawn").Process(
+            target=_attack_process, args=(self.ports, self.idle, self.slow, seconds, results)
+        )
+        proc.start()
+        return proc, results
+
+    def finish(self, proc: multiprocessing.Process, results: Any) -> None:
+        counts = results.get(timeout=ATTACK_GRACE)
+        proc.join(ATTACK_GRACE)
+        self.opened, self.closed_by_server, self.refused = counts
+
+    async def run(self, seconds: float) -> None:
+        stop = asyncio.Event()
         tasks = [
             asyncio.create_task(self._hold(self.ports[i % len(self.ports)], stop, slow=False))
             for i in range(self.idle)
@@ -112,7 +130,8 @@ class Attack:
             asyncio.create_task(self._hold(self.ports[i % len(self.ports)], stop, slow=True))
             for i in range(self.slow)
         ]
-        await stop.wait()
+        await asyncio.sleep(seconds)
+        stop.set()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -124,23 +143,35 @@ class Attack:
                 reader, writer = await asyncio.open_connection("127.0.0.1", port)
             except OSError:
                 self.refused += 1
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(RECONNECT_PAUSE)
                 continue
             self.opened += 1
             try:
-                for i in itertools.count():
-                    if slow:
+                if slow:
+                    for i in itertools.count():
                         writer.write(head[i % len(head) : i % len(head) + 1])
-                    # A closed connection reads EOF at once; an open one times out.
-                    with contextlib.suppress(TimeoutError):
-                        if not await asyncio.wait_for(reader.read(4096), 1.0):
-                            break
+                        # A closed connection reads EOF at once; an open one times out.
+                        with contextlib.suppress(TimeoutError):
+                            if not await asyncio.wait_for(reader.read(4096), 1.0):
+                                break
+                else:
+                    while await reader.read(4096):
+                        pass
                 self.closed_by_server += 1
             except OSError:
                 self.closed_by_server += 1
             finally:
                 writer.close()
             await asyncio.sleep(RECONNECT_PAUSE)
+
+
+def _attack_process(
+    ports: tuple[int, ...], idle: int, slow: int, seconds: float, results: Any
+) -> None:
+    raise_open_files_limit()
+    attack = Attack(ports, idle, slow)
+    asyncio.run(attack.run(seconds))
+    results.put((attack.opened, attack.closed_by_server, attack.refused))
 
 
 async def _drive(
@@ -153,11 +184,11 @@ async def _drive(
 ) -> dict[str, VerbResult]:
     results = {verb: VerbResult() for verb in set(MIX)}
     issued = itertools.count()
-    deadline = time.monotonic() + seconds
-    stop = asyncio.Event()
-    attacking = asyncio.create_task(attack.run(stop)) if attack is not None else None
+    attacker = None
     if attack is not None:
+        attacker = attack.start(seconds + ATTACK_HEAD_START)
         await asyncio.sleep(ATTACK_HEAD_START)
+    deadline = time.monotonic() + seconds
 
     async def client(index: int) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -188,9 +219,8 @@ async def _drive(
     try:
         await asyncio.gather(*(client(i) for i in range(clients)))
     finally:
-        stop.set()
-        if attacking is not None:
-            await attacking
+        if attack is not None and attacker is not None:
+            attack.finish(*attacker)
     return results
 
 
