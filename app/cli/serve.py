@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import math
 import shlex
 import socket
 import sys
@@ -23,7 +24,11 @@ from app.backend.conf_reload import DEFAULT_INTERVAL as DEFAULT_RELOAD_INTERVAL
 from app.cli.controller_flags import add_controller_group, controller_options_from_args
 from app.cli.flag_types import integer, non_negative_seconds, positive_seconds
 from app.cli.reclaim_flags import add_reclaim_group, reclaim_options_from_args
-from app.serving.delegated_auth import DEFAULT_CACHE_TTL, KubernetesReviews
+from app.serving.delegated_auth import (
+    DEFAULT_CACHE_TTL,
+    DEFAULT_REVIEW_RATE,
+    KubernetesReviews,
+)
 from app.serving.guard import (
     METRICS_LIMITS,
     STATUS_LIMITS,
@@ -89,6 +94,16 @@ def _positive(value: str) -> int:
     n = integer(value)
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, not {n}")
+    return n
+
+
+def _positive_rate(value: str) -> float:
+    try:
+        n = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not math.isfinite(n) or n <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive rate, not {value}")
     return n
 
 
@@ -296,6 +311,15 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         help="how long a review's answer is reused (default 10; 0 asks the API server on "
         "every request)",
     )
+    auth.add_argument(
+        "--delegated-auth-review-rate",
+        type=_positive_rate,
+        default=DEFAULT_REVIEW_RATE,
+        metavar="PER_SECOND",
+        help="TokenReviews and SubjectAccessReviews sent to the API server a second, at most "
+        "(bursts of twice that); a request beyond it is answered 429 without a review "
+        f"(default {DEFAULT_REVIEW_RATE:g})",
+    )
 
     logs = p.add_argument_group("logging")
     logs.add_argument(
@@ -324,6 +348,7 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         token_file=args.token_file,
         metrics_auth=args.metrics_auth,
         auth_cache_ttl=getattr(args, "delegated_auth_cache_ttl", DEFAULT_CACHE_TTL),
+        auth_review_rate=getattr(args, "delegated_auth_review_rate", DEFAULT_REVIEW_RATE),
         noop=bool(getattr(args, "noop", False)),
     )
 

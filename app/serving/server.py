@@ -36,7 +36,12 @@ from app.api.common import answer_validation_errors_with_400, drop_validation_42
 from app.api.port import InsightBackend
 from app.serving import ops as routes_ops
 from app.serving.body_limit import BodyLimit
-from app.serving.delegated_auth import DEFAULT_CACHE_TTL, DelegatedAuthBackend, Reviews
+from app.serving.delegated_auth import (
+    DEFAULT_CACHE_TTL,
+    DEFAULT_REVIEW_RATE,
+    DelegatedAuthBackend,
+    Reviews,
+)
 from app.serving.security import BearerTokenBackend, TokenFile, unauthorized
 from app.telemetry.metrics import (
     AssumptionCollector,
@@ -103,6 +108,7 @@ class ServerSettings:
     metrics_auth: bool = False
     delegated_auth: Reviews | None = None
     auth_cache_ttl: float = DEFAULT_CACHE_TTL
+    auth_review_rate: float = DEFAULT_REVIEW_RATE
     config_warnings: Callable[[], Sequence[str]] = tuple
     assumptions: Callable[[], AssumptionCounts] | None = None
     noop: bool = False
@@ -336,6 +342,8 @@ def _install_auth(app: FastAPI, settings: ServerSettings, verbs: frozenset[str])
             settings.delegated_auth,
             lambda path: path not in open_paths,
             ttl=settings.auth_cache_ttl,
+            review_rate=settings.auth_review_rate,
+            review_burst=max(1, int(2 * settings.auth_review_rate)),
         )
     app.state.auth_backend = backend
     if backend is not None:
