@@ -15,6 +15,11 @@ the verbs' clients run, this process holds N idle connections (connected, never 
 M slow ones (a request head trickled a byte a second) to those two listeners, reconnecting
 each one the server closes: the verbs must not notice (no error, p99 and RSS reported as
 before). The attack stops with the clients.
+
+With ``--whatif``, one more client posts the largest what-if the API accepts (``MAX_OBJECTS``
+pods, each asking for a little CPU in a leaf queue, scope "all") back to back on the main
+listener while the verbs' clients run: the verbs' p99 against a run without it is what a
+what-if costs kube-scheduler.
 """
 
 from __future__ import annotations
@@ -174,6 +179,44 @@ def _attack_process(
     results.put((attack.opened, attack.closed_by_server, attack.refused))
 
 
+def whatif_body(cluster: SyntheticCluster) -> bytes:
+    """The largest what-if the API takes: MAX_OBJECTS pods over the leaf queues."""
+    from scheduler_core.insight.whatif import MAX_OBJECTS
+
+    pods = []
+    for i in range(MAX_OBJECTS):
+        leaf = cluster.leaves[i % len(cluster.leaves)]
+        pods.append(
+            {
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"whatif-{i}",
+                    "namespace": "whatif",
+                    "uid": f"whatif-{i}",
+                    "annotations": {"scheduling.volcano.sh/queue-name": leaf},
+                },
+                "spec": {
+                    "schedulerName": "queue-scheduler",
+                    "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+                },
+            }
+        )
+    return orjson.dumps({"add": pods, "scope": "all"})
+
+
+async def _whatif_loop(port: int, body: bytes, stop: asyncio.Event, done: list[int]) -> None:
+    """What-ifs back to back until ``stop``; ``done`` gets each answer's status."""
+    request = RawHttp.encode("POST", "/api/v1/whatif", body)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        while not stop.is_set():
+            writer.write(request)
+            status, _ = await asyncio.wait_for(_read_answer(reader), ANSWER_TIMEOUT * 4)
+            done.append(status)
+    finally:
+        writer.close()
+
+
 async def _drive(
     port: int,
     requests: dict[str, list[bytes]],
@@ -181,8 +224,16 @@ async def _drive(
     seconds: float,
     max_requests: int,
     attack: Attack | None = None,
+    whatif: bytes = b"",
+    whatifs: list[int] | None = None,
 ) -> dict[str, VerbResult]:
     results = {verb: VerbResult() for verb in set(MIX)}
+    stop_whatif = asyncio.Event()
+    whatif_task = None
+    if whatif:
+        whatif_task = asyncio.create_task(
+            _whatif_loop(port, whatif, stop_whatif, whatifs if whatifs is not None else [])
+        )
     issued = itertools.count()
     attacker = None
     if attack is not None:
@@ -219,6 +270,9 @@ async def _drive(
     try:
         await asyncio.gather(*(client(i) for i in range(clients)))
     finally:
+        stop_whatif.set()
+        if whatif_task is not None:
+            await asyncio.gather(whatif_task, return_exceptions=True)
         if attack is not None and attacker is not None:
             attack.finish(*attacker)
     return results
@@ -232,6 +286,7 @@ def run_load(
     workdir: Path,
     idle: int = 0,
     slow: int = 0,
+    whatif: bool = False,
 ) -> dict[str, Any]:
     from bench.engine_bench import pick_filter_pods
 
@@ -253,7 +308,11 @@ def run_load(
         attack = None
         if attacking:
             attack = Attack((server.metrics_port, server.status_port), idle, slow)
-        results = asyncio.run(_drive(server.port, requests, clients, seconds, max_requests, attack))
+        whatifs: list[int] = []
+        body = whatif_body(cluster) if whatif else b""
+        results = asyncio.run(
+            _drive(server.port, requests, clients, seconds, max_requests, attack, body, whatifs)
+        )
         wall = time.monotonic() - started
         rss_after = rss_mib(server.proc.pid)
         alive = server.proc.poll() is None
@@ -272,6 +331,7 @@ def run_load(
         "rss_after_mib": rss_after,
         "server_alive": alive,
         "attack": attack.summary() if attack is not None else None,
+        "whatifs": {str(s): whatifs.count(s) for s in sorted(set(whatifs))} if whatif else None,
         "date": time.strftime("%Y-%m-%d"),
     }
 
@@ -288,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--slow", type=int, default=0, help="slow (trickling) connections to the same"
     )
+    parser.add_argument(
+        "--whatif", action="store_true", help="maximal what-ifs back to back meanwhile"
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON only")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp:
@@ -299,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(tmp),
             idle=args.idle,
             slow=args.slow,
+            whatif=args.whatif,
         )
     if args.json:
         sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -309,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
             f"({result['requests_per_second']}/s), {result['errors']} errors; server RSS "
             f"{result['rss_before_mib']} -> {result['rss_after_mib']} MiB"
         )
+        if result["whatifs"] is not None:
+            print(f"  what-ifs answered meanwhile, by status: {result['whatifs']}")
         if result["attack"] is not None:
             print(f"  side listeners held against: {result['attack']}")
         for verb, v in result["verbs"].items():

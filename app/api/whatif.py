@@ -77,9 +77,9 @@ def make_router(backend: InsightBackend, max_bytes: int = MAX_WHATIF_BYTES) -> A
         async with one_at_a_time:
             try:
                 dry_run = backend.whatif(ask)
+                result = await run_in_threadpool(dry_run)
             except WhatIfError as exc:
                 return bad_request(str(exc))
-            result = await run_in_threadpool(dry_run)
         return Response(dump(WhatIfOut.model_validate(result)), media_type=JSON)
 
     return router

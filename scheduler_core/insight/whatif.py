@@ -34,6 +34,10 @@ WHATIF_KINDS = ("Pod", "PodGroup", "Queue")
 MAX_OBJECTS = 500
 MAX_REMOVALS = 500
 MAX_QUEUE_CHANGES = 100
+#: The most work one what-if may do: pending tasks its session schedules times the nodes it
+#: weighs each against (the allocate action's predicate loop), so a request's cost is bounded
+#: whatever the cluster's size or the scope asked for. 500 pods on 5,000 nodes fit.
+MAX_WORK = 2_500_000
 #: Schedule only the submitted jobs (the question "what if I submit this"), or run the
 #: whole session, every pending job of the cluster included (what ``simulate`` does).
 SCOPES = ("submitted", "all")
@@ -111,12 +115,14 @@ class PreparedWhatIf:
     before: dict[str, QueueView]
     #: The jobs the session may schedule; None: all of them (scope "all").
     schedulable: frozenset[str] | None
+    max_work: int = MAX_WORK
 
 
 def what_if(
     acct: QueueAccounting, conf: SchedulerConfiguration, request: WhatIfRequest
 ) -> WhatIfResult:
-    """Raises ``WhatIfError`` for a request it cannot apply (nothing is changed then)."""
+    """Raises ``WhatIfError`` for a request it cannot apply or that would take more than
+    ``MAX_WORK`` (nothing is changed then)."""
     return run_prepared(prepare(acct, conf, request))
 
 
@@ -152,6 +158,13 @@ def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
         prepared.fork.shared_snapshot(), prepared.conf, clone=False, shared_tasks=True
     )
     ssn.schedulable = prepared.schedulable
+    work = _work(ssn)
+    if work > prepared.max_work:
+        close_session(ssn, update_phases=False)
+        raise WhatIfError(
+            f"too much work: {work} (pending pods x nodes; at most {prepared.max_work}); "
+            "submit fewer pods or use scope 'submitted'"
+        )
     run_actions(ssn)
     close_session(ssn)
     placed = _placements(ssn, prepared.added)
@@ -162,6 +175,18 @@ def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
         unplaced=sorted(prepared.added - {p.pod for p in placed}),
         queues=_queue_changes(ssn, prepared.before),
     )
+
+
+def _work(ssn: Session) -> int:
+    """Pending tasks the session may schedule, times its nodes."""
+    pending = sum(
+        1
+        for uid, job in ssn.jobs.items()
+        if ssn.schedulable is None or uid in ssn.schedulable
+        for task in job.tasks.values()
+        if task.status == TaskStatus.PENDING
+    )
+    return pending * len(ssn.nodes)
 
 
 def _check_sizes(request: WhatIfRequest) -> None:
