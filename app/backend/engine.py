@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from app.api.port import RecentEviction, RecentEvictionsProvider
 from app.backend.conf_reload import ConfigurationWatcher
+from app.backend.forked import run_forked
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
 from app.verbs.ports import BadPodError, FilterDecision
 from scheduler_core.api.job import JobInfo
@@ -334,9 +335,11 @@ class EngineBackend:
             return explain_podgroup(self.accounting, namespace, name)
 
     def whatif(self, request: WhatIfRequest) -> Callable[[], WhatIfResult]:
+        """The dry run to call off the event loop; it runs in a forked child (see
+        ``app.backend.forked``), so it never competes with the verbs for the GIL."""
         with self.state.locked():
             prepared = prepare(self.accounting, self.conf, request)
-        return partial(run_prepared, prepared)
+        return partial(run_forked, partial(run_prepared, prepared))
 
     def recent_evictions(self) -> Sequence[RecentEviction] | None:
         return list(self.eviction_history()) if self.eviction_history is not None else None

@@ -12,6 +12,7 @@ from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.serving.server import create_app
 from app.verbs.ports import BadPodError
+from scheduler_core.insight.whatif import WhatIfRequest, prepare, run_prepared
 from tests.builders import pod
 
 from .live import serve
@@ -151,3 +152,18 @@ def test_debug_state_lists_several_assumed_pods_in_pod_order() -> None:
         {"pod": "default/first", "queue": "production"},
         {"pod": "default/second", "queue": "production"},
     ]
+
+
+def test_a_what_if_runs_in_a_forked_child_and_answers_as_in_process() -> None:
+    """The engine hands the dry run to a child process; its answer is the one the same
+    prepared what-if gives in this process, and the live state is untouched."""
+    engine = backend()
+    submitted = pod("whatif-0", namespace="production", cpu="1")
+    submitted["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "production"}
+    request = WhatIfRequest(add=[submitted])
+    version = engine.state.version
+    forked = engine.whatif(request)()
+    with engine.state.locked():
+        local = run_prepared(prepare(engine.accounting, engine.conf, request))
+    assert forked == local and forked.placed
+    assert engine.state.version == version
