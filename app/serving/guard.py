@@ -88,13 +88,15 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if len(self.connections) >= self.limits.max_connections:
             # Not added to the set, so the cap counts only connections being served.
             self.transport = transport
-            server = getattr(self.config, "name", "listener")
-            log.warning(
-                "%s: %d connections open, the cap: closing a new one from %s",
-                server,
-                len(self.connections),
-                transport.get_extra_info("peername"),
-            )
+            refused = _count(self.config, "refused")
+            if _worth_a_line(refused):
+                log.warning(
+                    "%s: %d connections open, the cap: closing new ones (%d so far, last from %s)",
+                    getattr(self.config, "name", "listener"),
+                    len(self.connections),
+                    refused,
+                    transport.get_extra_info("peername"),
+                )
             transport.abort()
             return
         super().connection_made(transport)
@@ -125,11 +127,16 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def _read_expired(self) -> None:
         self._read_timer = None
         if not self.transport.is_closing():
-            log.info(
-                "closing a connection from %s: no whole request within %.0fs",
-                self.client,
-                self.limits.read_timeout,
-            )
+            timed_out = _count(self.config, "timed_out")
+            if _worth_a_line(timed_out):
+                log.warning(
+                    "%s: closing connections that send no whole request within %gs (%d so "
+                    "far, last from %s)",
+                    getattr(self.config, "name", "listener"),
+                    self.limits.read_timeout,
+                    timed_out,
+                    self.client,
+                )
             self.transport.close()
 
     # --- parser callbacks ---------------------------------------------------------------
@@ -169,6 +176,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.flow.pause_reading()
 
 
+def _count(config: Any, what: str) -> int:
+    """Bumps the listener's counter ``what`` (kept on its configuration, one per listener)."""
+    n: int = getattr(config, what, 0) + 1
+    setattr(config, what, n)
+    return n
+
+
+def _worth_a_line(n: int) -> bool:
+    """The first occurrence and every thousandth: an attack is logged, not echoed."""
+    return n == 1 or n % 1000 == 0
+
+
 class LimitedConfig(uvicorn.Config):
     """uvicorn's configuration carrying the listener's limits to its protocol."""
 
@@ -179,6 +198,9 @@ class LimitedConfig(uvicorn.Config):
         super().__init__(*args, **kw)
         self.limits = limits
         self.name = name
+        #: Connections closed at the cap, and for sending no whole request in time.
+        self.refused = 0
+        self.timed_out = 0
 
 
 def raise_open_files_limit() -> tuple[int, int]:
