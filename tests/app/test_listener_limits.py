@@ -226,12 +226,15 @@ def test_closings_are_logged_once_then_every_thousandth_not_per_connection(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     limits = ListenerLimits(max_connections=1, read_timeout=0.3)
-    with caplog.at_level("WARNING", "app.serving.guard"), _listener(limits) as address:
-        with ExitStack() as stack:
-            held = stack.enter_context(_connect(address))  # accepted first: holds the slot
-            for _ in range(5):
-                assert _closed_within(stack.enter_context(_connect(address)), WAIT)
-            assert _closed_within(held, WAIT)  # idle past the read timeout
+    with (
+        caplog.at_level("WARNING", "app.serving.guard"),
+        _listener(limits) as address,
+        ExitStack() as stack,
+    ):
+        held = stack.enter_context(_connect(address))  # accepted first: holds the slot
+        for _ in range(5):
+            assert _closed_within(stack.enter_context(_connect(address)), WAIT)
+        assert _closed_within(held, WAIT)  # idle past the read timeout
     lines = [r.getMessage() for r in caplog.records if r.name == "app.serving.guard"]
     assert sum("the cap: closing new ones (1 so far" in line for line in lines) == 1
     assert sum("closing new ones" in line for line in lines) == 1
