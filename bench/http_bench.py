@@ -2,9 +2,11 @@
 
 Three processes, so that on two cores the load generator never steals the service's core:
 
-* ``serve``: the service exactly as ``queue-extender serve`` builds it (``build_server``:
-  uvicorn, one worker, uvloop + httptools, FastAPI app from ``create_app``), but fed the
-  synthetic cluster instead of a file or a kubeconfig; pinned to core 0.
+* ``serve``: the service exactly as ``queue-extender serve`` builds it (``build_servers``:
+  uvicorn, one worker, uvloop + httptools, FastAPI app from ``create_app``, the listeners'
+  limits, ``--noop`` for the floor), but fed the synthetic cluster instead of a file or a
+  kubeconfig; pinned to core 0. ``--metrics-port`` / ``--status-port`` add the side
+  listeners.
 * ``client``: a minimal keep-alive HTTP/1.1 client on raw sockets, one connection for the
   c=1 latencies and four on an event loop for the c=4 throughput, so the client's own cost
   stays out of the server's numbers; pinned to core 1.
