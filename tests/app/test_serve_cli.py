@@ -122,6 +122,9 @@ def test_bad_flags_are_refused(argv: list[str]) -> None:
         ("--metrics-max-connections", "-1", "must be a positive integer, not -1"),
         ("--status-max-connections", "0", "must be a positive integer, not 0"),
         ("--request-read-timeout", "0", "must be more than 0 seconds, not 0"),
+        ("--delegated-auth-review-rate", "0", "must be a positive rate, not 0"),
+        ("--delegated-auth-review-rate", "inf", "must be a positive rate, not inf"),
+        ("--delegated-auth-review-rate", "fast", "'fast' is not a number"),
     ],
 )
 def test_a_bad_number_is_one_clear_argparse_error(
