@@ -298,7 +298,10 @@ class EngineBackend:
         next used; using it here makes a quiet extender's gauge fall back to zero too."""
         with self.state.locked():
             self.accounting.session()
-            return AssumptionCounts(len(self.accounting.assumed), self.accounting.expired)
+            acct = self.accounting
+            return AssumptionCounts(
+                len(acct.assumed), acct.expired, acct.unseen_refused, acct.unseen_dropped
+            )
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
         """What filter would answer and why, without assuming the pod. Raises

@@ -251,6 +251,13 @@ def test_assumed_pods_show_as_a_gauge_that_falls_back_when_they_expire() -> None
         assert after["queue_extender_assumptions_expired_total"] == (
             before["queue_extender_assumptions_expired_total"] + 1
         )
+        invented = {**pod, "metadata": {**pod["metadata"], "uid": "not a uid!"}}
+        answer = httpx.post(url + "/filter", json={"Pod": invented, "NodeNames": ["cpu-node-1"]})
+        assert answer.json()["NodeNames"] == ["cpu-node-1"], answer.text
+        last = scrape(url)
+        assert last["queue_extender_assumed_pods"] == 0
+        assert last["queue_extender_unseen_pods_not_assumed_total"] == 1
+        assert last["queue_extender_unseen_assumptions_dropped_total"] == 0
 
 
 def test_run_serve_refuses_half_tls(
