@@ -8,7 +8,10 @@ write (the private copy the what-if prepared, nothing live), and at nice 19 it t
 only when the verbs leave one idle.
 
 The child touches nothing but the function's own objects, writes one pickle to a pipe and
-leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's buffers).
+leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's buffers). It first
+closes every descriptor but that pipe and stdio: a copy of a connection or listening socket
+held by the child would keep it open after the parent closes it (no FIN to the client, the
+port still bound) for as long as the child runs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import resource
 import signal
 from collections.abc import Callable
 from typing import TypeVar
@@ -39,6 +43,7 @@ def run_forked(fn: Callable[[], T]) -> T:
         os.close(read_end)
         status = 0
         try:
+            write_end = _keep_only(write_end)
             with contextlib.suppress(OSError):
                 os.nice(CHILD_NICENESS)
             try:
@@ -63,6 +68,17 @@ def run_forked(fn: Callable[[], T]) -> T:
     if ok:
         return value  # type: ignore[no-any-return]
     raise value
+
+
+def _keep_only(fd: int) -> int:
+    """Closes every descriptor above stdio but ``fd``, moved to 3; returns it."""
+    if fd != 3:
+        os.dup2(fd, 3)
+        os.close(fd)
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    top = limit if limit != resource.RLIM_INFINITY else 1 << 20
+    os.closerange(4, top)
+    return 3
 
 
 def _reap(pid: int) -> None:

@@ -42,3 +42,22 @@ def test_the_parent_state_is_never_changed_by_the_child() -> None:
         return held["n"]
 
     assert run_forked(change) == 2 and held == {"n": 1}
+
+
+def test_the_child_holds_no_copy_of_the_parents_sockets() -> None:
+    """A connection the parent closes must close for its peer at once, not when the child
+    ends: the child keeps only its pipe and stdio."""
+    import socket
+
+    left, right = socket.socketpair()
+    with left, right:
+
+        def is_open() -> bool:
+            try:
+                os.fstat(left.fileno())
+            except OSError:
+                return False
+            return True
+
+        assert is_open()
+        assert run_forked(is_open) is False
