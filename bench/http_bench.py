@@ -2,9 +2,11 @@
 
 Three processes, so that on two cores the load generator never steals the service's core:
 
-* ``serve``: the service exactly as ``queue-extender serve`` builds it (``build_server``:
-  uvicorn, one worker, uvloop + httptools, FastAPI app from ``create_app``), but fed the
-  synthetic cluster instead of a file or a kubeconfig; pinned to core 0.
+* ``serve``: the service exactly as ``queue-extender serve`` builds it (``build_servers``:
+  uvicorn, one worker, uvloop + httptools, FastAPI app from ``create_app``, the listeners'
+  limits, ``--noop`` for the floor), but fed the synthetic cluster instead of a file or a
+  kubeconfig; pinned to core 0. ``--metrics-port`` / ``--status-port`` add the side
+  listeners.
 * ``client``: a minimal keep-alive HTTP/1.1 client on raw sockets, one connection for the
   c=1 latencies and four on an event loop for the c=4 throughput, so the client's own cost
   stays out of the server's numbers; pinned to core 1.
@@ -146,19 +148,31 @@ def get(port: int, path: str) -> tuple[int, bytes]:
 # --- the server process ---------------------------------------------------------------------
 
 
-def serve(scale: float, port: int) -> int:
-    """The service under test, built by the production code path around the synthetic cluster."""
-    from app.cli.serve import add_serve_parser, build_server
+def serve(scale: float, port: int, metrics_port: int = 0, status_port: int = 0) -> int:
+    """The service under test, built by the production code path around the synthetic cluster;
+    with ``metrics_port`` / ``status_port``, the side listeners too (``bench.load``'s
+    exhaustion run aims at them)."""
+    from app.cli.serve import add_serve_parser, build_servers
+    from app.serving.guard import raise_open_files_limit
+    from app.serving.listeners import serve_all
     from app.telemetry.logs import setup_logging
     from bench.engine_bench import build_fixture
 
     fixture = build_fixture(SyntheticCluster(ClusterSpec.at_scale(scale)))
     parser = argparse.ArgumentParser(prog="bench-serve")
     add_serve_parser(parser.add_subparsers())
-    args = parser.parse_args(["serve", "--host", "127.0.0.1", "--port", str(port)])
+    argv = ["serve", "--host", "127.0.0.1", "--port", str(port), "--noop"]
+    if metrics_port:
+        argv += ["--metrics-bind-address", f"127.0.0.1:{metrics_port}"]
+    if status_port:
+        argv += ["--status-address", f"127.0.0.1:{status_port}"]
+    args = parser.parse_args(argv)
     setup_logging(args.verbosity, args.log_format)
-    server, _ = build_server(args, lambda _args: fixture.backend)
+    raise_open_files_limit()
+    server, sides, _ = build_servers(args, lambda _args: fixture.backend)
     print(f"bench server: cluster built in {fixture.build_seconds:.1f}s", flush=True)
+    if sides:
+        return serve_all(server, sides)
     server.run()
     return 0
 
@@ -173,9 +187,11 @@ def free_port() -> int:
 class ServerProcess:
     """The ``serve`` child, pinned to core 0; its output goes to a log file kept for errors."""
 
-    def __init__(self, scale: float, workdir: Path) -> None:
+    def __init__(self, scale: float, workdir: Path, side_listeners: bool = False) -> None:
         self.scale = scale
         self.port = free_port()
+        self.metrics_port = free_port() if side_listeners else 0
+        self.status_port = free_port() if side_listeners else 0
         self.log_path = workdir / "server.log"
         self._log: IO[bytes] | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -185,6 +201,9 @@ class ServerProcess:
         self._log = self.log_path.open("wb")
         argv = [sys.executable, "-m", "bench.http_bench", "serve"]
         argv += ["--scale", str(self.scale), "--port", str(self.port)]
+        if self.metrics_port:
+            argv += ["--metrics-port", str(self.metrics_port)]
+            argv += ["--status-port", str(self.status_port)]
         self.proc = subprocess.Popen(
             pinned(0, argv),
             cwd=REPO_ROOT,
@@ -631,11 +650,13 @@ def main(argv: list[str]) -> int:
     s = sub.add_parser("serve", help="serve the synthetic cluster (the process under test)")
     s.add_argument("--scale", type=float, default=1.0)
     s.add_argument("--port", type=int, default=8899)
+    s.add_argument("--metrics-port", type=int, default=0)
+    s.add_argument("--status-port", type=int, default=0)
     c = sub.add_parser("client", help="run a load plan against a server (bench internal)")
     c.add_argument("plan")
     args = parser.parse_args(argv)
     if args.role == "serve":
-        return serve(args.scale, args.port)
+        return serve(args.scale, args.port, args.metrics_port, args.status_port)
     return client(args.plan)
 
 

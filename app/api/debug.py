@@ -57,7 +57,7 @@ def make_debug_explain(ctx: VerbContext) -> Endpoint:
             pod = parse_pod(await read_body(request, ctx.max_body_bytes))
         except WireError as exc:
             ctx.metrics.verb("explain").bad_request()
-            return json_response(encode_error(str(exc)), 400)
+            return json_response(encode_error(str(exc)), exc.status)
         try:
             return json_response(_dump(ctx.backend.explain(pod)))
         except BadPodError as exc:

@@ -59,8 +59,7 @@ def make_router(backend: InsightBackend, max_bytes: int = MAX_WHATIF_BYTES) -> A
         try:
             body = await read_body(request, max_bytes)
         except WireError as exc:
-            status = 413 if "exceeds the limit" in str(exc) else 400
-            return Response(encode_error(str(exc)), status_code=status, media_type=JSON)
+            return Response(encode_error(str(exc)), status_code=exc.status, media_type=JSON)
         try:
             parsed = WhatIfIn.model_validate_json(body)
         except ValidationError as exc:
@@ -78,9 +77,9 @@ def make_router(backend: InsightBackend, max_bytes: int = MAX_WHATIF_BYTES) -> A
         async with one_at_a_time:
             try:
                 dry_run = backend.whatif(ask)
+                result = await run_in_threadpool(dry_run)
             except WhatIfError as exc:
                 return bad_request(str(exc))
-            result = await run_in_threadpool(dry_run)
         return Response(dump(WhatIfOut.model_validate(result)), media_type=JSON)
 
     return router

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from app.api.port import RecentEviction, RecentEvictionsProvider
 from app.backend.conf_reload import ConfigurationWatcher
+from app.backend.forked import run_forked
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
 from app.verbs.ports import BadPodError, FilterDecision
 from scheduler_core.accounting.keeper import QueueAccounting
@@ -216,7 +217,7 @@ class EngineBackend:
             try:
                 result = filter_pod(self.accounting, pod, node_names)
             except ConversionError as exc:
-                return FilterDecision([], {}, {}, error=f"cannot read the pod: {exc}")
+                raise BadPodError(f"cannot read the pod: {exc}") from exc
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         codes: dict[str, str] = {}
@@ -232,9 +233,9 @@ class EngineBackend:
             try:
                 return prioritize_pod(self.accounting, pod, node_names)
             except ConversionError as exc:
-                # Bad input, not an engine failure: neutral scores, one line naming the field.
-                log.warning("prioritize: cannot read the pod: %s", exc)
-                return [(name, 0) for name in node_names]
+                # Bad input, not an engine failure: refused as filter refuses it (neutral
+                # scores would hide the mistake and still let the pod be placed).
+                raise BadPodError(f"cannot read the pod: {exc}") from exc
 
     def preempt(
         self, pod: dict[str, Any], candidates: dict[str, list[str]]
@@ -247,8 +248,7 @@ class EngineBackend:
             try:
                 chosen = preempt_pod(self.accounting, pod, candidates)
             except ConversionError as exc:
-                log.warning("preempt: cannot read the pod: %s; no victims", exc)
-                return {}
+                raise BadPodError(f"cannot read the pod: {exc}") from exc
             self._report_refusals(pod, candidates, chosen)
         return {
             node: NodeVictims(uids=victims.uids, num_pdb_violations=victims.num_pdb_violations)
@@ -317,7 +317,10 @@ class EngineBackend:
         next used; using it here makes a quiet extender's gauge fall back to zero too."""
         with self.state.locked():
             self.accounting.session()
-            return AssumptionCounts(len(self.accounting.assumed), self.accounting.expired)
+            acct = self.accounting
+            return AssumptionCounts(
+                len(acct.assumed), acct.expired, acct.unseen_refused, acct.unseen_dropped
+            )
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
         """What filter would answer and why, without assuming the pod. Raises
@@ -354,9 +357,11 @@ class EngineBackend:
             return explain_podgroup(self.accounting, namespace, name)
 
     def whatif(self, request: WhatIfRequest) -> Callable[[], WhatIfResult]:
+        """The dry run to call off the event loop; it runs in a forked child (see
+        ``app.backend.forked``), so it never competes with the verbs for the GIL."""
         with self.state.locked():
             prepared = prepare(self.accounting, self.conf, request)
-        return partial(run_prepared, prepared)
+        return partial(run_forked, partial(run_prepared, prepared))
 
     def recent_evictions(self) -> Sequence[RecentEviction] | None:
         return list(self.eviction_history()) if self.eviction_history is not None else None

@@ -9,7 +9,9 @@ its own assumed-pod state, and two such views would hand out the same queue shar
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
+import math
 import shlex
 import signal
 import socket
@@ -23,7 +25,18 @@ from app.backend.conf_reload import DEFAULT_INTERVAL as DEFAULT_RELOAD_INTERVAL
 from app.cli.controller_flags import add_controller_group, controller_options_from_args
 from app.cli.flag_types import integer, non_negative_seconds, positive_seconds
 from app.cli.reclaim_flags import add_reclaim_group, reclaim_options_from_args
-from app.serving.delegated_auth import DEFAULT_CACHE_TTL, KubernetesReviews
+from app.serving.delegated_auth import (
+    DEFAULT_CACHE_TTL,
+    DEFAULT_REVIEW_RATE,
+    KubernetesReviews,
+)
+from app.serving.guard import (
+    METRICS_LIMITS,
+    STATUS_LIMITS,
+    VERB_LIMITS,
+    ListenerLimits,
+    raise_open_files_limit,
+)
 from app.serving.listeners import SideServer, serve_all, uvicorn_config
 from app.serving.security import tls_options
 from app.serving.server import (
@@ -57,6 +70,15 @@ def _names(value: str) -> list[str]:
     return [n.strip() for n in value.split(",") if n.strip()]
 
 
+def _scheduler_names(value: str) -> list[str]:
+    """At least one name: an empty list would manage no pod at all, and every verb would
+    pass every pod through unchecked while the extender looked healthy."""
+    names = _names(value)
+    if not names:
+        raise argparse.ArgumentTypeError("at least one scheduler name is required")
+    return names
+
+
 # argparse turns an ArgumentTypeError into `argument --flag: <message>` and exit 2; every
 # numeric flag is checked (here and in app/cli/flag_types.py) so a bad value never reaches uvicorn
 # or the engine (a port of 70000 would otherwise wrap round to 4464).
@@ -73,6 +95,16 @@ def _positive(value: str) -> int:
     n = integer(value)
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, not {n}")
+    return n
+
+
+def _positive_rate(value: str) -> float:
+    try:
+        n = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not math.isfinite(n) or n <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive rate, not {value}")
     return n
 
 
@@ -142,7 +174,47 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "--max-body-bytes",
         type=_positive,
         default=DEFAULT_MAX_BODY_BYTES,
-        help="largest accepted request body (default 8 MiB)",
+        help="largest accepted request body on every endpoint; larger ones are answered 413 "
+        "(default 8 MiB)",
+    )
+    net.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=VERB_LIMITS.max_connections,
+        metavar="N",
+        help="open connections the main (verbs) listener accepts at once; more are closed as "
+        f"they arrive (default {VERB_LIMITS.max_connections})",
+    )
+    net.add_argument(
+        "--metrics-max-connections",
+        type=_positive,
+        default=METRICS_LIMITS.max_connections,
+        metavar="N",
+        help="the same for --metrics-bind-address, counted apart from the verbs' "
+        f"(default {METRICS_LIMITS.max_connections})",
+    )
+    net.add_argument(
+        "--status-max-connections",
+        type=_positive,
+        default=STATUS_LIMITS.max_connections,
+        metavar="N",
+        help="the same for --status-address, counted apart from the verbs' "
+        f"(default {STATUS_LIMITS.max_connections})",
+    )
+    net.add_argument(
+        "--request-read-timeout",
+        type=positive_seconds,
+        default=VERB_LIMITS.read_timeout,
+        metavar="SECONDS",
+        help="every listener closes a connection that has not sent a whole request this long "
+        "after it opened or after the request began (slow or idle clients; default "
+        f"{VERB_LIMITS.read_timeout:g})",
+    )
+    net.add_argument(
+        "--noop",
+        action="store_true",
+        help="also serve POST /noop (reads the body, answers {}): the floor benchmarks "
+        "subtract; off by default",
     )
 
     eng = p.add_argument_group("engine")
@@ -183,7 +255,7 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
     )
     eng.add_argument(
         "--scheduler-names",
-        type=_names,
+        type=_scheduler_names,
         default=["queue-scheduler"],
         help="comma-separated spec.schedulerName values to manage (default queue-scheduler)",
     )
@@ -250,6 +322,15 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         help="how long a review's answer is reused (default 10; 0 asks the API server on "
         "every request)",
     )
+    auth.add_argument(
+        "--delegated-auth-review-rate",
+        type=_positive_rate,
+        default=DEFAULT_REVIEW_RATE,
+        metavar="PER_SECOND",
+        help="TokenReviews and SubjectAccessReviews sent to the API server a second, at most "
+        "(bursts of twice that); a request beyond it is answered 429 without a review "
+        f"(default {DEFAULT_REVIEW_RATE:g})",
+    )
 
     logs = p.add_argument_group("logging")
     logs.add_argument(
@@ -278,7 +359,24 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         token_file=args.token_file,
         metrics_auth=args.metrics_auth,
         auth_cache_ttl=getattr(args, "delegated_auth_cache_ttl", DEFAULT_CACHE_TTL),
+        auth_review_rate=getattr(args, "delegated_auth_review_rate", DEFAULT_REVIEW_RATE),
+        noop=bool(getattr(args, "noop", False)),
     )
+
+
+def listener_limits(args: argparse.Namespace) -> dict[str, ListenerLimits]:
+    """Each listener's limits from the flags: "verbs", "metrics", "status"."""
+    timeout = float(getattr(args, "request_read_timeout", VERB_LIMITS.read_timeout))
+
+    def one(base: ListenerLimits, flag: str) -> ListenerLimits:
+        cap = int(getattr(args, flag, base.max_connections))
+        return dataclasses.replace(base, max_connections=cap, read_timeout=timeout)
+
+    return {
+        "verbs": one(VERB_LIMITS, "max_connections"),
+        "metrics": one(METRICS_LIMITS, "metrics_max_connections"),
+        "status": one(STATUS_LIMITS, "status_max_connections"),
+    }
 
 
 def base_url(args: argparse.Namespace) -> str:
@@ -379,17 +477,20 @@ def build_servers(
         settings.assumptions = assumptions
     app = create_app(backend, settings)
     resign = getattr(backend, "resign", None)
+    limits = listener_limits(args)
     server = ResigningServer(
-        uvicorn_config(app, args.host, args.port, tls, reloading),
+        uvicorn_config(app, args.host, args.port, tls, reloading, limits=limits["verbs"]),
         resign if callable(resign) else None,
     )
     sides: list[SideServer] = []
     if metrics_address is not None:
         host, port = metrics_address
-        sides.append(
-            SideServer(uvicorn_config(create_metrics_app(app), host, port, tls, reloading))
+        metrics = create_metrics_app(app)
+        config = uvicorn_config(
+            metrics, host, port, tls, reloading, limits=limits["metrics"], name="metrics listener"
         )
-    status = build_status_server(args, app, settings, reloading)
+        sides.append(SideServer(config))
+    status = build_status_server(args, app, settings, reloading, limits["status"])
     if status is not None:
         sides.append(status)
     return server, sides, settings
@@ -403,6 +504,9 @@ def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     # (5 ms by default) to get it back from a busy informer thread: a few such waits per
     # request cost more than the request. A short interval hands the GIL back sooner.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    before, after = raise_open_files_limit()
+    if after != before:
+        log.info("open files limit raised from %d to %d", before, after)
     try:
         server, sides, _ = build_servers(args, backend_factory)
     except (ValueError, OSError) as exc:

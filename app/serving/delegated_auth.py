@@ -14,6 +14,12 @@ loopback inside the pod. Probes stay open too: the kubelet sends no credentials 
 Both reviews are cached for a short TTL in a bounded LRU (kube-rbac-proxy's 10 s), so a
 Prometheus scraping every few seconds costs the API server one pair of reviews per TTL.
 An API server that cannot answer makes the request fail with 503, never the process.
+
+Anyone who can reach the listener can send tokens, so neither the API server nor the cache
+is theirs to fill: rejected tokens are remembered in a negative cache of their own (random
+tokens evict other random tokens, never an accepted one), and the reviews sent to the API
+server are drawn from a token bucket (``DEFAULT_REVIEW_RATE`` a second); a request that
+finds it empty is answered 429 without a review. Answers from the caches cost nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +47,10 @@ log = logging.getLogger(__name__)
 DEFAULT_CACHE_TTL = 10.0
 DEFAULT_CACHE_ENTRIES = 1024
 DEFAULT_REVIEW_TIMEOUT = 5.0
+#: Reviews (TokenReview and SubjectAccessReview together) sent to the API server a second,
+#: and the burst allowed above it: Prometheus, a few people and their tools need a handful.
+DEFAULT_REVIEW_RATE = 20.0
+DEFAULT_REVIEW_BURST = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +88,13 @@ class Forbidden(AuthenticationError):
     """An authenticated user whom RBAC does not allow this path and verb: 403."""
 
     status_code = 403
+
+
+class TooManyReviews(AuthenticationError):
+    """The review budget is spent (new tokens or paths arriving faster than the API server
+    is asked to review): 429, never sent to the API server."""
+
+    status_code = 429
 
 
 class ReviewUnavailable(AuthenticationError):
@@ -143,6 +160,30 @@ class TTLCache(Generic[K, V]):
         return len(self._entries)
 
 
+class TokenBucket:
+    """``rate`` tokens a second, at most ``burst`` saved up; used from the event loop only."""
+
+    def __init__(
+        self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if rate <= 0 or burst <= 0:
+            raise ValueError("a review rate and burst must be positive")
+        self._rate = rate
+        self._burst = float(burst)
+        self._clock = clock
+        self._tokens = float(burst)
+        self._at = clock()
+
+    def take(self) -> bool:
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
+        self._at = now
+        if self._tokens < 1.0:
+            return False
+        self._tokens -= 1.0
+        return True
+
+
 def bearer_token(authorization: str | None) -> str | None:
     """The token of an `Authorization: Bearer <token>` header, or None."""
     if not authorization:
@@ -173,14 +214,21 @@ class DelegatedAuthBackend(AuthenticationBackend):
         ttl: float = DEFAULT_CACHE_TTL,
         max_entries: int = DEFAULT_CACHE_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
+        review_rate: float = DEFAULT_REVIEW_RATE,
+        review_burst: int = DEFAULT_REVIEW_BURST,
     ) -> None:
         self._reviews = reviews
         self._guarded = guarded
-        # Keyed by a digest, so the cache never holds a usable token.
-        self._users: TTLCache[bytes, UserInfo | None] = TTLCache(ttl, max_entries, clock)
+        # Keyed by a digest, so the caches never hold a usable token. Accepted and rejected
+        # tokens are kept apart, so a flood of invented tokens cannot evict a real user.
+        self._users: TTLCache[bytes, UserInfo] = TTLCache(ttl, max_entries, clock)
+        self._rejected: TTLCache[bytes, bool] = TTLCache(ttl, max_entries, clock)
         self._decisions: TTLCache[tuple[UserInfo, str, str], bool] = TTLCache(
             ttl, max_entries, clock
         )
+        self._budget = TokenBucket(review_rate, review_burst, clock)
+        #: Requests answered 429 because the review budget was spent.
+        self.throttled = 0
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
         path = conn.url.path
@@ -201,8 +249,15 @@ class DelegatedAuthBackend(AuthenticationBackend):
     async def _user(self, token: str) -> UserInfo | None:
         key = hashlib.sha256(token.encode()).digest()
         found, user = self._users.get(key)
-        if not found:
-            user = await run_in_threadpool(self._reviews.authenticate, token)
+        if found:
+            return user
+        if self._rejected.get(key)[0]:
+            return None
+        self._spend("TokenReview")
+        user = await run_in_threadpool(self._reviews.authenticate, token)
+        if user is None:
+            self._rejected.put(key, True)
+        else:
             self._users.put(key, user)
         return user
 
@@ -210,9 +265,22 @@ class DelegatedAuthBackend(AuthenticationBackend):
         key = (user, path, verb)
         found, allowed = self._decisions.get(key)
         if not found:
+            self._spend("SubjectAccessReview")
             allowed = await run_in_threadpool(self._reviews.authorize, user, path, verb)
             self._decisions.put(key, allowed)
         return bool(allowed)
+
+    def _spend(self, kind: str) -> None:
+        if not self._budget.take():
+            self.throttled += 1
+            if self.throttled == 1 or self.throttled % 1000 == 0:
+                log.warning(
+                    "delegated auth: review budget spent, answering 429 without a %s "
+                    "(%d requests so far)",
+                    kind,
+                    self.throttled,
+                )
+            raise TooManyReviews("too many new credentials to review; retry later")
 
 
 class KubernetesReviews:

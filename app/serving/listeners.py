@@ -14,12 +14,14 @@ from typing import Any
 
 import uvicorn
 
+from app.serving.guard import VERB_LIMITS, LimitedConfig, ListenerLimits
 from app.serving.tls_reload import ReloadingServerContext
 
 
-class _Config(uvicorn.Config):
+class _Config(LimitedConfig):
     """uvicorn's configuration with a reloading TLS context in place of the one uvicorn loads
-    once from the same files (which still tell uvicorn it serves https)."""
+    once from the same files (which still tell uvicorn it serves https), and the listener's
+    limits (``app.serving.guard``)."""
 
     def __init__(self, *args: Any, tls_context: ReloadingServerContext | None, **kw: Any):
         super().__init__(*args, **kw)
@@ -37,16 +39,20 @@ def uvicorn_config(
     port: int,
     tls: dict[str, Any],
     reloading: ReloadingServerContext | None = None,
+    limits: ListenerLimits = VERB_LIMITS,
+    name: str = "verbs listener",
 ) -> uvicorn.Config:
     """One listener's configuration; with ``reloading``, every listener shares one TLS
-    context that follows the certificate files as they are rotated."""
+    context that follows the certificate files as they are rotated. ``limits`` are this
+    listener's own: no other listener's connections count against them."""
     return _Config(
         app,
         tls_context=reloading,
+        limits=limits,
+        name=name,
         host=host,
         port=port,
         loop="uvloop",
-        http="httptools",
         workers=1,
         access_log=False,
         log_config=None,

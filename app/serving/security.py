@@ -128,7 +128,8 @@ def unauthorized(conn: HTTPConnection, exc: AuthenticationError) -> Response:
     """The answer to every refused request, in the verbs' error shape.
 
     401 unless the error names another status (`status_code`): 403 for a user RBAC does not
-    allow, 503 when the API server could not review the request.
+    allow, 429 when the review budget is spent, 503 when the API server could not review the
+    request.
     """
     status = getattr(exc, "status_code", 401)
     message = str(exc) or "a valid bearer token is required"
@@ -138,7 +139,7 @@ def unauthorized(conn: HTTPConnection, exc: AuthenticationError) -> Response:
         message = f"unauthorized: {message}"
     elif status == 403:
         message = f"forbidden: {message}"
-    elif status == 503:
+    elif status in (429, 503):
         headers["retry-after"] = "1"
     return Response(
         orjson.dumps({"Error": message}),

@@ -35,7 +35,13 @@ from app.api import whatif as routes_whatif_api
 from app.api.common import answer_validation_errors_with_400, drop_validation_422
 from app.api.port import InsightBackend
 from app.serving import ops as routes_ops
-from app.serving.delegated_auth import DEFAULT_CACHE_TTL, DelegatedAuthBackend, Reviews
+from app.serving.body_limit import BodyLimit
+from app.serving.delegated_auth import (
+    DEFAULT_CACHE_TTL,
+    DEFAULT_REVIEW_RATE,
+    DelegatedAuthBackend,
+    Reviews,
+)
 from app.serving.security import BearerTokenBackend, TokenFile, unauthorized
 from app.telemetry.metrics import (
     AssumptionCollector,
@@ -61,6 +67,8 @@ from app.verbs.wire import (
 from app.version import version
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+#: The metrics listener routes GETs only: any body at all is more than it needs.
+METRICS_MAX_BODY_BYTES = 1024
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 FIXED_PATHS = frozenset(
     {"/healthz", "/readyz", "/metrics", "/debug/queues", "/debug/explain", "/noop"}
@@ -82,6 +90,9 @@ class ServerSettings:
     `delegated_auth`: the API server's TokenReview/SubjectAccessReview, guarding every path
     but the verbs and the probes (an alternative to `token_file`, not a second layer).
     `assumptions`, when the backend keeps assumptions, feeds the assumed-pods gauge.
+    `noop`: serve POST /noop (reads the body, answers ``{}``), the floor benchmarks subtract;
+    off unless asked for, since it is a way to make the server read bodies for nothing.
+    `max_body_bytes` caps every endpoint's body (413 beyond it), not only the verbs'.
     """
 
     url_prefix: str = "/"
@@ -97,8 +108,10 @@ class ServerSettings:
     metrics_auth: bool = False
     delegated_auth: Reviews | None = None
     auth_cache_ttl: float = DEFAULT_CACHE_TTL
+    auth_review_rate: float = DEFAULT_REVIEW_RATE
     config_warnings: Callable[[], Sequence[str]] = tuple
     assumptions: Callable[[], AssumptionCounts] | None = None
+    noop: bool = False
 
 
 def verb_path(prefix: str, verb: str) -> str:
@@ -154,7 +167,8 @@ def _answers(ok: type[BaseModel] | dict[str, Any], bad: type[BaseModel]) -> dict
         ok_doc["model"] = ok
     return {
         200: ok_doc,
-        400: {"model": bad, "description": "Malformed, incomplete or oversized request"},
+        400: {"model": bad, "description": "Malformed or incomplete request"},
+        413: {"model": bad, "description": "Body over --max-body-bytes"},
         401: {"model": ErrorModel, "description": "Bearer token missing or wrong"},
         500: {"model": ErrorModel, "description": "Backend failure under on_error=fail"},
     }
@@ -283,9 +297,16 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     _install_openapi(app, defs)
     # Added before authentication, so it sits inside it: every verb call is still checked.
     # The no-op takes the same way, so that it stays the verbs' floor for bench/.
-    fast = {paths[v]: e for v, e in verbs.items()} | {"/noop": routes_ops.noop}
+    fast = {paths[v]: e for v, e in verbs.items()}
+    if settings.noop:
+        fast["/noop"] = routes_ops.noop
     app.add_middleware(VerbFastPath, endpoints=fast)
     _install_auth(app, settings, frozenset(paths.values()))
+    # Outermost: a body over the cap is refused before anything reads it (the verbs read
+    # theirs within the same cap and count their own refusals).
+    app.add_middleware(
+        BodyLimit, max_bytes=settings.max_body_bytes, exempt=frozenset(paths.values())
+    )
     return app
 
 
@@ -301,6 +322,8 @@ def create_metrics_app(app: FastAPI) -> Starlette:
         metrics_app.add_middleware(
             AuthenticationMiddleware, backend=app.state.auth_backend, on_error=unauthorized
         )
+    # Only GETs are routed here; a body is refused at once rather than read.
+    metrics_app.add_middleware(BodyLimit, max_bytes=METRICS_MAX_BODY_BYTES)
     return metrics_app
 
 
@@ -319,6 +342,8 @@ def _install_auth(app: FastAPI, settings: ServerSettings, verbs: frozenset[str])
             settings.delegated_auth,
             lambda path: path not in open_paths,
             ttl=settings.auth_cache_ttl,
+            review_rate=settings.auth_review_rate,
+            review_burst=max(1, int(2 * settings.auth_review_rate)),
         )
     app.state.auth_backend = backend
     if backend is not None:
@@ -351,6 +376,7 @@ def create_status_app(backend: InsightBackend, settings: ServerSettings | None =
     app.add_api_route("/healthz", routes_ops.healthz, methods=["GET"])
     _install_openapi(app, add_insight_routes(app, backend))
     _install_auth(app, settings, frozenset())
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app
 
 
@@ -412,9 +438,10 @@ def _add_ops_routes(
             500: {"model": ErrorModel, "description": "The backend failed"},
         },
     )
-    app.add_api_route(
-        "/noop",
-        routes_ops.noop,
-        methods=["POST"],
-        responses={200: {"description": "Always {}"}},
-    )
+    if settings.noop:
+        app.add_api_route(
+            "/noop",
+            routes_ops.noop,
+            methods=["POST"],
+            responses={200: {"description": "Always {}"}},
+        )

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from app.api.port import InsightBackend
+from app.serving.guard import STATUS_LIMITS, ListenerLimits
 from app.serving.listeners import SideServer, uvicorn_config
 from app.serving.security import tls_options
 from app.serving.server import ServerSettings, create_status_app
@@ -29,6 +30,7 @@ def build_status_server(
     main_app: Any,
     settings: ServerSettings,
     reloading: ReloadingServerContext | None = None,
+    limits: ListenerLimits = STATUS_LIMITS,
 ) -> SideServer | None:
     """The status listener, or None without ``--status-address``. Raises ValueError when
     the backend cannot answer the read-only API."""
@@ -40,4 +42,7 @@ def build_status_server(
         raise ValueError("--status-address needs the engine backend")
     app = create_status_app(backend, settings)
     tls: dict[str, Any] = tls_options(args.tls_cert, args.tls_key, args.client_ca)
-    return SideServer(uvicorn_config(app, address[0], address[1], tls, reloading))
+    config = uvicorn_config(
+        app, address[0], address[1], tls, reloading, limits=limits, name="status listener"
+    )
+    return SideServer(config)

@@ -62,10 +62,14 @@ class QueueMetrics:
 @dataclass(frozen=True, slots=True)
 class AssumptionCounts:
     """Pods filter passed that the cluster does not show bound yet (`assumed`), and how many
-    assumptions ran out their TTL instead (`expired`, since start)."""
+    assumptions ran out their TTL instead (`expired`, since start). Of pods the cache had not
+    shown: those passed without being assumed (`unseen_refused`: implausible, or their queue
+    held its cap) and assumptions dropped on the API server's word (`unseen_dropped`)."""
 
     assumed: int
     expired: int
+    unseen_refused: int = 0
+    unseen_dropped: int = 0
 
 
 METRICS_CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
@@ -269,10 +273,23 @@ class AssumptionCollector(Collector):
             "queue_extender_assumptions_expired",
             "Assumptions dropped after --assume-ttl without the cluster showing the pod bound.",
         )
+        refused = CounterMetricFamily(
+            "queue_extender_unseen_pods_not_assumed",
+            "Pods the cache had not shown that filter passed without assuming them: an "
+            "implausible namespace, name or UID, or their queue held its cap of such "
+            "assumptions.",
+        )
+        dropped = CounterMetricFamily(
+            "queue_extender_unseen_assumptions_dropped",
+            "Assumptions of pods the cache had not shown, dropped because the API server said "
+            "the pod does not exist.",
+        )
         if counts is not None:
             assumed.add_metric([], counts.assumed)
             expired.add_metric([], counts.expired)
-        return [assumed, expired]
+            refused.add_metric([], counts.unseen_refused)
+            dropped.add_metric([], counts.unseen_dropped)
+        return [assumed, expired, refused, dropped]
 
 
 def _gauge(name: str, doc: str) -> GaugeMetricFamily:

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from app.telemetry.logs import DEBUG_V
 from app.telemetry.metrics import ServiceMetrics
 from app.verbs.ports import ExtenderBackend
-from app.verbs.wire import WireError, one_line
+from app.verbs.wire import BodyTooLarge, WireError, one_line
 from scheduler_core.logutil import v
 
 log = logging.getLogger("app.verbs")
@@ -44,14 +44,14 @@ async def read_body(request: Request, limit: int) -> bytes:
         except ValueError:
             raise WireError(f"invalid Content-Length {declared!r}") from None
         if size > limit:
-            raise WireError(f"request body of {size} bytes exceeds the limit of {limit} bytes")
+            raise BodyTooLarge(f"request body of {size} bytes exceeds the limit of {limit} bytes")
     chunks: list[bytes] = []
     total = 0
     try:
         async for chunk in request.stream():
             total += len(chunk)
             if total > limit:
-                raise WireError(f"request body exceeds the limit of {limit} bytes")
+                raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
             chunks.append(chunk)
     except ClientDisconnect:
         raise WireError("client disconnected before sending the whole body") from None

@@ -25,7 +25,7 @@ from app.verbs.common import (
     pod_ref,
     read_body,
 )
-from app.verbs.ports import FilterDecision
+from app.verbs.ports import BadPodError, FilterDecision
 from app.verbs.wire import (
     DecodedArgs,
     WireError,
@@ -94,7 +94,8 @@ def partition_filter_decision(inputs: list[str], d: FilterDecision) -> FilterAns
 
 
 def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
-    """The filter answer for a well-formed request; never raises."""
+    """The filter answer for a well-formed request. Raises ``WireError`` (a 400 naming the
+    field) for a pod the engine cannot read; never raises otherwise."""
     try:
         if not ctx.backend.is_managed(args.pod):
             m.outcome("unmanaged")
@@ -102,6 +103,8 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
         decision = ctx.backend.filter(args.pod, list(args.node_names))
         answer = partition_filter_decision(args.node_names, decision)
         error = str(decision.error or "")
+    except BadPodError as exc:
+        raise WireError(str(exc)) from exc
     except Exception as exc:
         m.error()
         m.outcome("error")
@@ -129,11 +132,12 @@ def make_filter_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Resp
         try:
             try:
                 args = parse_extender_args(await read_body(request, ctx.max_body_bytes))
+                answer = answer_filter(ctx, m, args)
             except WireError as exc:
                 m.bad_request()
                 log_bad_request(VERB, exc)
-                return json_response(encode_filter_error(str(exc)), 400)
-            return json_response(answer_filter(ctx, m, args))
+                return json_response(encode_filter_error(str(exc)), exc.status)
+            return json_response(answer)
         finally:
             m.observe(perf_counter() - started)
 

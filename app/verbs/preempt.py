@@ -23,6 +23,7 @@ from app.verbs.common import (
     log_bad_request,
     read_body,
 )
+from app.verbs.ports import BadPodError
 from app.verbs.wire import (
     DecodedPreemptionArgs,
     WireError,
@@ -71,13 +72,16 @@ def keep_valid_victims(
 
 
 def answer_preempt(ctx: VerbContext, m: VerbMetrics, args: DecodedPreemptionArgs) -> bytes:
-    """The preempt answer for a well-formed request; never raises."""
+    """The preempt answer for a well-formed request. Raises ``WireError`` (a 400 naming the
+    field) for a pod the engine cannot read; never raises otherwise."""
     try:
         if not ctx.backend.is_managed(args.pod):
             m.outcome("unmanaged")
             return encode_preemption_result(echo_victims(args))
         proposal = {node: list(uids) for node, uids in args.candidates.items()}
         victims = keep_valid_victims(args.candidates, ctx.backend.preempt(args.pod, proposal))
+    except BadPodError as exc:
+        raise WireError(str(exc)) from exc
     except Exception as exc:
         m.error()
         m.outcome("error")
@@ -99,11 +103,12 @@ def make_preempt_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Res
         try:
             try:
                 args = parse_preemption_args(await read_body(request, ctx.max_body_bytes))
+                answer = answer_preempt(ctx, m, args)
             except WireError as exc:
                 m.bad_request()
                 log_bad_request(VERB, exc)
-                return json_response(encode_error(str(exc)), 400)
-            return json_response(answer_preempt(ctx, m, args))
+                return json_response(encode_error(str(exc)), exc.status)
+            return json_response(answer)
         finally:
             m.observe(perf_counter() - started)
 

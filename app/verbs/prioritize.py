@@ -21,6 +21,7 @@ from app.verbs.common import (
     log_bad_request,
     read_body,
 )
+from app.verbs.ports import BadPodError
 from app.verbs.wire import (
     DecodedArgs,
     HostScoreEncoder,
@@ -70,7 +71,8 @@ def answer_prioritize(
     args: DecodedArgs,
     encode_scores: Callable[[list[str], Sequence[int]], bytes],
 ) -> tuple[int, bytes]:
-    """(status, body) for a well-formed request; never raises."""
+    """(status, body) for a well-formed request. Raises ``WireError`` (a 400 naming the
+    field) for a pod the engine cannot read, as filter does; never raises otherwise."""
     try:
         if not ctx.backend.is_managed(args.pod):
             m.outcome("unmanaged")
@@ -81,6 +83,8 @@ def answer_prioritize(
             m.outcome("scored")
             return 200, encode_scores(answer.names, answer.scores.tolist())
         scores = clamp_scores(args.node_names, answer)
+    except BadPodError as exc:
+        raise WireError(str(exc)) from exc
     except Exception as exc:
         m.error()
         m.outcome("error")
@@ -102,11 +106,11 @@ def make_prioritize_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[
         try:
             try:
                 args = parse_extender_args(await read_body(request, ctx.max_body_bytes))
+                status, body = answer_prioritize(ctx, m, args, encode_scores)
             except WireError as exc:
                 m.bad_request()
                 log_bad_request(VERB, exc)
-                return json_response(encode_error(str(exc)), 400)
-            status, body = answer_prioritize(ctx, m, args, encode_scores)
+                return json_response(encode_error(str(exc)), exc.status)
             return json_response(body, status)
         finally:
             m.observe(perf_counter() - started)

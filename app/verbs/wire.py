@@ -30,7 +30,16 @@ _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
 class WireError(ValueError):
-    """A request kube-scheduler could not have meant: answered with HTTP 400."""
+    """A request kube-scheduler could not have meant: answered with HTTP ``status``."""
+
+    status = 400
+
+
+class BodyTooLarge(WireError):
+    """A body over the listener's cap: 413, so a client can tell "too big" from "malformed"
+    (and never retry the same body hoping for another answer)."""
+
+    status = 413
 
 
 @dataclass(slots=True)

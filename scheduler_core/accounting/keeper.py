@@ -20,6 +20,7 @@ milli-units and bytes, so the sums do not depend on the order they were added in
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +40,30 @@ from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender")
+
+#: Assumptions of pods the cache has not shown, held at once in one queue. Such a pod is
+#: judged on kube-scheduler's word alone (its watch may be ahead of ours), so anyone who can
+#: reach the verbs could invent pods and hold a queue's share with them; past this many the
+#: rest are answered without being assumed.
+DEFAULT_MAX_UNSEEN_PER_QUEUE = 16
+
+# What the API server accepts: a namespace is a DNS label, a pod name a DNS subdomain, a UID
+# a UUID-like token (letters, digits and dashes).
+_DNS_LABEL = re.compile(r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9](?:[-a-z0-9.]{0,251}[a-z0-9])?")
+_UID = re.compile(r"[A-Za-z0-9][-A-Za-z0-9]{0,127}")
+
+
+def implausible_pod(task: TaskInfo) -> str:
+    """Why ``task`` cannot be a pod the API server holds ("" when it could be)."""
+    namespace, _, name = task.key.partition("/")
+    if not _DNS_LABEL.fullmatch(namespace):
+        return f"namespace {namespace!r} is not a DNS label"
+    if not _DNS_SUBDOMAIN.fullmatch(name) or ".." in name:
+        return f"name {name!r} is not a DNS subdomain"
+    if not _UID.fullmatch(task.uid):
+        return f"uid {task.uid!r} is not a UID"
+    return ""
 
 
 @dataclass(slots=True)
@@ -61,10 +86,17 @@ class QueueAccounting:
         assume_ttl: float = 30.0,
         min_refresh_interval: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        max_unseen_per_queue: int = DEFAULT_MAX_UNSEEN_PER_QUEUE,
     ) -> None:
         self.state = state
         self.conf = conf
         self.assume_ttl = assume_ttl
+        self.max_unseen_per_queue = max_unseen_per_queue
+        #: Pods the cache had not shown that were answered without being assumed (implausible,
+        #: or their queue held its cap of unseen assumptions), and unseen assumptions dropped
+        #: because the API server said the pod does not exist.
+        self.unseen_refused = 0
+        self.unseen_dropped = 0
         self.min_refresh_interval = min_refresh_interval
         self.clock = clock
         self.assumed: dict[str, Assumption] = {}  # pod key -> assumption
@@ -316,12 +348,20 @@ class QueueAccounting:
 
     # --- assumptions --------------------------------------------------------------------
 
-    def assume(self, task: TaskInfo, job: JobInfo) -> None:
-        """Count ``task`` in its queue's allocation until the cluster shows its fate."""
+    def assume(self, task: TaskInfo, job: JobInfo) -> bool:
+        """Count ``task`` in its queue's allocation until the cluster shows its fate; returns
+        whether it was assumed. A pod the cache has not shown is assumed only if it could be
+        a real pod and its queue holds fewer than ``max_unseen_per_queue`` such assumptions."""
         ssn = self.session()
         previous = self.assumed.pop(task.key, None)
         if previous is not None:
             self._settle([previous])
+        if self.state.task(task.key) is None:
+            refusal = implausible_pod(task) or self._unseen_cap_reached(job.queue)
+            if refusal:
+                self.unseen_refused += 1
+                log.log(v(2), "Pod <%s> not assumed: unseen by the cache and %s", task.key, refusal)
+                return False
         assumption = Assumption(task=task, queue=job.queue, expires=self.clock() + self.assume_ttl)
         self.assumed[task.key] = assumption
         if task.job not in ssn.jobs or task.uid not in ssn.jobs[task.job].tasks:
@@ -329,7 +369,7 @@ class QueueAccounting:
             assumption.job = job.clone()
             self._session = None
             close_session(ssn, update_phases=False)
-            return
+            return True
         if self.state.task(task.key) is None:
             # Judged again in a session that counts it only through the job added for it
             # (assumed before, still unseen): later sessions must add that job again too.
@@ -341,6 +381,31 @@ class QueueAccounting:
         log.log(
             v(4), "Assumed pod <%s> into queue <%s> for %.0fs", task.key, job.queue, self.assume_ttl
         )
+        return True
+
+    def _unseen_cap_reached(self, queue: str) -> str:
+        held = sum(1 for a in self.assumed.values() if a.queue == queue and _unseen(a))
+        if held < self.max_unseen_per_queue:
+            return ""
+        return f"queue {queue} already holds {held} assumptions of unseen pods"
+
+    def unseen(self) -> list[tuple[str, str]]:
+        """(key, uid) of every assumption of a pod the cache has not shown yet."""
+        return [(k, a.task.uid) for k, a in self.assumed.items() if _unseen(a)]
+
+    def drop_unseen(self, key: str, uid: str) -> bool:
+        """Ends the assumption of ``key`` if it is still of an unseen pod with ``uid``: the
+        API server said no such pod exists. Returns whether one ended."""
+        assumption = self.assumed.get(key)
+        if assumption is None or not _unseen(assumption) or assumption.task.uid != uid:
+            return False
+        if self.state.task(key) is not None:
+            return False
+        del self.assumed[key]
+        self.unseen_dropped += 1
+        log.log(v(2), "Assumed pod <%s> does not exist in the API server: assumption dropped", key)
+        self._settle([assumption])
+        return True
 
     def release(self, key: str) -> None:
         assumption = self.assumed.pop(key, None)
@@ -367,6 +432,11 @@ class QueueAccounting:
         return (
             job.ready_task_num() + job.waiting_task_num() + len(self.promised_members(job, exclude))
         )
+
+
+def _unseen(assumption: Assumption) -> bool:
+    """Assumed while the cache had not shown the pod, and not shown since."""
+    return assumption.job is not None and not assumption.seen_in_cluster
 
 
 def _uncounted(job: JobInfo, assumption: Assumption) -> bool:

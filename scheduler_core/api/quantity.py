@@ -40,6 +40,7 @@ __all__ = [
     "MIN_INT64",
     "QuantityError",
     "milli_value",
+    "parse_amount",
     "parse_quantity",
     "value",
 ]
@@ -89,12 +90,13 @@ _BINARY_SI_MULTIPLIER: dict[str, int] = {
 class QuantityError(ValueError):
     """A quantity string the API server would refuse; names where it was found."""
 
-    def __init__(self, value: str, where: str = "") -> None:
+    def __init__(self, value: str, where: str = "", reason: str = "") -> None:
         self.value = value
         self.where = where
         quoted = json.dumps(value, ensure_ascii=False)
         prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}invalid quantity {quoted}")
+        suffix = f": {reason}" if reason else ""
+        super().__init__(f"{prefix}invalid quantity {quoted}{suffix}")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -163,6 +165,18 @@ def parse_quantity(value: str | int | float, where: str = "") -> Decimal:
     if parsed is None:
         raise QuantityError(text, where)
     return parsed
+
+
+def parse_amount(value: str | int | float, where: str = "") -> Decimal:
+    """``parse_quantity`` for an amount of a resource (a request, a limit, an allocatable,
+    a queue's capability): the API server refuses a negative one on a pod ("must be greater
+    than or equal to 0") and nothing can hold less than nothing, yet a negative amount added
+    to a queue's allocation would lower it and let a pod the queue refused pass. Raises
+    ``QuantityError`` naming ``where``."""
+    amount = parse_quantity(value, where)
+    if amount < 0:
+        raise QuantityError(str(value), where, "must not be negative")
+    return amount
 
 
 def _round_away_from_zero(amount: Decimal) -> int:

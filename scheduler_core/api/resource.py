@@ -29,7 +29,7 @@ import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from scheduler_core.api.quantity import milli_value, parse_quantity, value
+from scheduler_core.api.quantity import milli_value, parse_amount, value
 
 __all__ = [
     "IGNORED_SCALARS",
@@ -172,13 +172,14 @@ class Resource:
         """``NewResource(v1.ResourceList)``.
 
         Every value is validated, even of names Volcano drops, so a typo in a manifest
-        fails loudly; the error names ``where`` followed by ``.<resource name>``.
+        fails loudly; a negative amount is refused too (``parse_amount``); the error names
+        ``where`` followed by ``.<resource name>``.
         """
         res = cls()
         if not rl:
             return res
         for name, raw in rl.items():
-            q = parse_quantity(raw, f"{where}.{name}" if where else name)
+            q = parse_amount(raw, f"{where}.{name}" if where else name)
             if name == "cpu":
                 res.milli_cpu += float(milli_value(q))
             elif name == "memory":

@@ -27,6 +27,10 @@ log = logging.getLogger("scheduler_core.controller.requeue")
 
 RETRY_ANNOTATION = "kube-queue-extender.io/retry-requested-at"
 
+#: Unseen assumptions looked up in the API server in one pass, and how often each one is.
+UNSEEN_CHECKS_PER_PASS = 32
+UNSEEN_CHECK_INTERVAL = 1.0
+
 
 class ParkedPodRequeuer:
     def __init__(
@@ -51,6 +55,7 @@ class ParkedPodRequeuer:
         )
         self._seen_version = -1
         self._last_pass = 0.0
+        self._unseen_checked: dict[str, float] = {}
         self.retried = Counter(
             "queue_extender_parked_pods_retried",
             "Pods filter had rejected that were sent back to kube-scheduler once their queue "
@@ -77,7 +82,10 @@ class ParkedPodRequeuer:
         self._worker.stop()
 
     def run_once(self) -> list[str]:
-        """One pass: the keys of the pods nudged."""
+        """One pass: unseen assumptions checked against the API server, then the keys of the
+        pods nudged."""
+        if self.ready():
+            self.check_unseen()
         state = self.acct.state
         now = time.monotonic()
         changed = state.version != self._seen_version
@@ -92,6 +100,46 @@ class ParkedPodRequeuer:
         for key in due:
             self._nudge(key)
         return due
+
+    def check_unseen(self) -> list[str]:
+        """Drops the assumptions of pods the cache has not shown once the API server says
+        they do not exist (404, or a pod of that name with another UID): a filter request
+        for an invented pod holds its queue's share only until this pass looks. Returns the
+        keys dropped; a lookup that fails keeps its assumption (its TTL still ends it)."""
+        from kubernetes.client import ApiException
+
+        state = self.acct.state
+        now = time.monotonic()
+        with state.locked():
+            unseen = self.acct.unseen()
+        keys = {key for key, _ in unseen}
+        for key in [k for k in self._unseen_checked if k not in keys]:
+            del self._unseen_checked[key]
+        due = [
+            (key, uid)
+            for key, uid in unseen
+            if now - self._unseen_checked.get(key, -UNSEEN_CHECK_INTERVAL) >= UNSEEN_CHECK_INTERVAL
+        ][:UNSEEN_CHECKS_PER_PASS]
+        dropped: list[str] = []
+        for key, uid in due:
+            self._unseen_checked[key] = now
+            namespace, name = key.split("/", 1)
+            try:
+                pod = self.core.read_namespaced_pod(name, namespace)
+                exists = getattr(pod.metadata, "uid", None) == uid
+            except ApiException as exc:
+                if exc.status != 404:
+                    log.log(v(3), "cannot look up assumed pod %s: %s", key, exc.reason)
+                    continue
+                exists = False
+            except Exception as exc:  # connection trouble: the next pass looks again
+                log.log(v(3), "cannot look up assumed pod %s: %s", key, exc)
+                continue
+            if not exists:
+                with state.locked():
+                    if self.acct.drop_unseen(key, uid):
+                        dropped.append(key)
+        return dropped
 
     def _nudge(self, key: str) -> None:
         from kubernetes.client import ApiException

@@ -35,6 +35,10 @@ WHATIF_KINDS = ("Pod", "PodGroup", "Queue")
 MAX_OBJECTS = 500
 MAX_REMOVALS = 500
 MAX_QUEUE_CHANGES = 100
+#: The most work one what-if may do: pending tasks its session schedules times the nodes it
+#: weighs each against (the allocate action's predicate loop), so a request's cost is bounded
+#: whatever the cluster's size or the scope asked for. 500 pods on 5,000 nodes fit.
+MAX_WORK = 2_500_000
 #: Schedule only the submitted jobs (the question "what if I submit this"), or run the
 #: whole session, every pending job of the cluster included (what ``simulate`` does).
 SCOPES = ("submitted", "all")
@@ -114,12 +118,14 @@ class PreparedWhatIf:
     schedulable: frozenset[str] | None
     #: The accounting's memos: the dry run's cluster is nearly the accounting's.
     memos: SessionMemos
+    max_work: int = MAX_WORK
 
 
 def what_if(
     acct: QueueAccounting, conf: SchedulerConfiguration, request: WhatIfRequest
 ) -> WhatIfResult:
-    """Raises ``WhatIfError`` for a request it cannot apply (nothing is changed then)."""
+    """Raises ``WhatIfError`` for a request it cannot apply or that would take more than
+    ``MAX_WORK`` (nothing is changed then)."""
     return run_prepared(prepare(acct, conf, request))
 
 
@@ -159,6 +165,13 @@ def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
         memos=prepared.memos,
     )
     ssn.schedulable = prepared.schedulable
+    work = _work(ssn)
+    if work > prepared.max_work:
+        close_session(ssn, update_phases=False)
+        raise WhatIfError(
+            f"too much work: {work} (pending pods x nodes; at most {prepared.max_work}); "
+            "submit fewer pods or use scope 'submitted'"
+        )
     run_actions(ssn)
     close_session(ssn)
     placed = _placements(ssn, prepared.added)
@@ -169,6 +182,18 @@ def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
         unplaced=sorted(prepared.added - {p.pod for p in placed}),
         queues=_queue_changes(ssn, prepared.before),
     )
+
+
+def _work(ssn: Session) -> int:
+    """Pending tasks the session may schedule, times its nodes."""
+    pending = sum(
+        1
+        for uid, job in ssn.jobs.items()
+        if ssn.schedulable is None or uid in ssn.schedulable
+        for task in job.tasks.values()
+        if task.status == TaskStatus.PENDING
+    )
+    return pending * len(ssn.nodes)
 
 
 def _check_sizes(request: WhatIfRequest) -> None:
@@ -221,7 +246,9 @@ def _changed_queue(queues: Mapping[str, QueueInfo], change: QueueChange) -> Queu
         updates["weight"] = change.weight
     if change.capability is not None:
         try:
-            capability: Resource = resource_list(change.capability, f"queue {change.name}")
+            capability: Resource = resource_list(
+                change.capability, f"queue {change.name}: capability"
+            )
         except ConversionError as exc:
             raise WhatIfError(str(exc)) from exc
         updates["capability"] = capability if not capability.is_empty() else None

@@ -11,6 +11,7 @@ from scheduler_core.api.quantity import (
     MIN_INT64,
     QuantityError,
     milli_value,
+    parse_amount,
     parse_quantity,
     value,
 )
@@ -259,3 +260,15 @@ def test_value_rounds_away_from_zero(text: str, expected: int) -> None:
 )
 def test_milli_value_rounds_away_from_zero(text: str, expected: int) -> None:
     assert milli_value(parse_quantity(text)) == expected
+
+
+@pytest.mark.parametrize("raw", ["-1", "-100", "-0.001", "-1Gi", "-1e3", -5, -0.5])
+def test_an_amount_refuses_a_negative_quantity_naming_where(raw: str | float) -> None:
+    with pytest.raises(QuantityError, match="must not be negative") as info:
+        parse_amount(raw, "Pod ns/p: spec.containers[0].resources.requests.nvidia.com/gpu")
+    assert "requests.nvidia.com/gpu" in str(info.value)
+
+
+@pytest.mark.parametrize("raw", ["0", "-0", "1", "100m", "1Gi", 0, 2.5])
+def test_an_amount_accepts_zero_and_positive_quantities(raw: str | float) -> None:
+    assert parse_amount(raw) == parse_quantity(raw)

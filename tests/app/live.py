@@ -11,12 +11,17 @@ from typing import Any
 
 import uvicorn
 
+from app.serving.guard import LimitedConfig, ListenerLimits
+
 START_TIMEOUT = 10.0
 
 
 @contextmanager
-def serve(app: Any, *, wait_stop: bool = True, **config: Any) -> Iterator[str]:
-    """Yields the base URL (http or https) while the app is served from a thread.
+def serve(
+    app: Any, *, wait_stop: bool = True, limits: ListenerLimits | None = None, **config: Any
+) -> Iterator[str]:
+    """Yields the base URL (http or https) while the app is served from a thread; with
+    ``limits``, under the guarded protocol ``serve`` runs (``app.serving.guard``).
 
     On exit the server is stopped; with `wait_stop=False` the stop (~0.2 s of uvicorn's fixed
     sleeps) overlaps the next test and `join_stopped_servers` waits for it later.
@@ -32,7 +37,11 @@ def serve(app: Any, *, wait_stop: bool = True, **config: Any) -> Iterator[str]:
         "access_log": False,
         "lifespan": "off",
     }
-    cfg = uvicorn.Config(app, **(settings | config))
+    if limits is not None:
+        settings.pop("http")
+        cfg: uvicorn.Config = LimitedConfig(app, limits=limits, **(settings | config))
+    else:
+        cfg = uvicorn.Config(app, **(settings | config))
     server = uvicorn.Server(cfg)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -20,6 +20,7 @@ from app.cli.serve import build_servers, run_serve
 from app.serving.delegated_auth import (
     KubernetesReviews,
     ReviewUnavailable,
+    TokenBucket,
     TTLCache,
     UserInfo,
     bearer_token,
@@ -385,3 +386,51 @@ def test_delegated_auth_reviews_through_the_backends_api_client() -> None:
         assert built.auth_cache_ttl == 3.0
         with pytest.raises(ValueError, match="no API server client"):
             build_servers(args, lambda _a: FakeBackend())
+
+
+def test_rejected_tokens_are_cached_apart_and_never_evict_an_accepted_one(
+    live: LiveFactory,
+) -> None:
+    """A flood of invented tokens fills the negative cache only: the real user's answer is
+    still cached afterwards, and each invented token is reviewed once."""
+    fake = reviews()
+    svc = live(settings(fake, ttl=600, auth_review_rate=1000.0))
+    backend = svc.app.state.auth_backend
+    backend._users = TTLCache(600, 4)  # tiny caches: any eviction would show
+    backend._rejected = TTLCache(600, 4)
+    assert svc.client.get("/metrics", headers=bearer("prom-token")).status_code == 200
+    for i in range(20):
+        assert svc.client.get("/metrics", headers=bearer(f"forged-{i}")).status_code == 401
+    assert svc.client.get("/metrics", headers=bearer("forged-19")).status_code == 401
+    before = len(fake.calls)
+    assert svc.client.get("/metrics", headers=bearer("prom-token")).status_code == 200
+    assert len(fake.calls) == before  # still cached: no review for the real user
+    assert sum(1 for c in fake.calls if c == ("TokenReview", "forged-19")) == 1
+
+
+def test_reviews_beyond_the_rate_are_answered_429_without_asking_the_api_server(
+    live: LiveFactory,
+) -> None:
+    fake = reviews()
+    svc = live(settings(fake, ttl=600, auth_review_rate=1.0))  # a burst of 2
+    statuses = [
+        svc.client.get("/metrics", headers=bearer(f"forged-{i}")).status_code for i in range(10)
+    ]
+    assert statuses[:2] == [401, 401]
+    assert set(statuses[2:]) == {429}
+    assert len(fake.calls) == 2
+    r = svc.client.get("/metrics", headers=bearer("forged-new"))
+    assert r.status_code == 429 and r.headers["retry-after"] == "1"
+    # answers already cached cost no review: still served at once
+    assert svc.client.get("/metrics", headers=bearer("forged-0")).status_code == 401
+    assert svc.client.post("/filter", content=FILTER_REQ).status_code == 200  # verbs unaffected
+
+
+def test_the_token_bucket_refills_at_its_rate_up_to_its_burst() -> None:
+    now = [0.0]
+    bucket = TokenBucket(2.0, 3, clock=lambda: now[0])
+    assert [bucket.take() for _ in range(4)] == [True, True, True, False]
+    now[0] = 0.5  # one token back
+    assert [bucket.take(), bucket.take()] == [True, False]
+    now[0] = 100.0  # never more than the burst
+    assert [bucket.take() for _ in range(4)] == [True, True, True, False]

@@ -12,6 +12,7 @@ from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.serving.server import create_app
 from app.verbs.ports import BadPodError
+from scheduler_core.insight.whatif import WhatIfRequest, prepare, run_prepared
 from tests.builders import pod
 
 from .live import serve
@@ -69,17 +70,43 @@ def test_a_bad_cluster_file_is_a_one_line_value_error(tmp_path: Path) -> None:
         backend(source=("--cluster", str(bad)))
 
 
-def test_a_pod_that_cannot_be_read_gets_neutral_answers_not_an_engine_error(
-    caplog: pytest.LogCaptureFixture,
+UNREADABLE_REQUESTS = [
+    ({"cpu": "lots"}, 'invalid quantity "lots"', "requests.cpu"),
+    ({"nvidia.com/gpu": "-100"}, "must not be negative", "requests.nvidia.com/gpu"),
+    ({"memory": "-1Gi"}, "must not be negative", "requests.memory"),
+    ({"cpu": "NaN"}, 'invalid quantity "NaN"', "requests.cpu"),
+    ({"cpu": "Inf"}, 'invalid quantity "Inf"', "requests.cpu"),
+]
+
+
+@pytest.mark.parametrize(("requests", "message", "field"), UNREADABLE_REQUESTS)
+def test_a_pod_that_cannot_be_read_is_refused_by_every_verb_naming_the_field(
+    requests: dict[str, str], message: str, field: str
 ) -> None:
     engine = backend()
     bad = pod_in("team")
-    bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]
-    assert engine.prioritize(bad, ["cpu-node-1"]) == [("cpu-node-1", 0)]
-    assert engine.preempt(bad, {"cpu-node-1": ["u"]}) == {}
-    decision = engine.filter(bad, ["cpu-node-1"])
-    assert decision.node_names == [] and 'invalid quantity "lots"' in decision.error
-    assert "requests.cpu" in caplog.text
+    bad["spec"]["containers"] = [{"name": "c", "resources": {"requests": requests}}]
+    for call in (
+        lambda: engine.filter(bad, ["cpu-node-1"]),
+        lambda: engine.prioritize(bad, ["cpu-node-1"]),
+        lambda: engine.preempt(bad, {"cpu-node-1": ["u"]}),
+        lambda: engine.explain(bad),
+    ):
+        with pytest.raises(BadPodError, match=message) as refused:
+            call()
+        assert field in str(refused.value)
+    assert engine.accounting.assumed == {}
+    body = {"Pod": bad, "NodeNames": ["cpu-node-1"]}
+    victims = {"cpu-node-1": {"Pods": [{"UID": "u"}], "NumPDBViolations": 0}}
+    with serve(create_app(engine)) as url, httpx.Client(base_url=url) as client:
+        answers = [
+            client.post("/filter", json=body),
+            client.post("/prioritize", json=body),
+            client.post("/preempt", json={"Pod": bad, "NodeNameToMetaVictims": victims}),
+        ]
+    for answer in answers:
+        assert answer.status_code == 400, answer.text
+        assert message in answer.json()["Error"] and field in answer.json()["Error"]
 
 
 def test_explain_of_a_pod_that_cannot_be_read_is_a_bad_request_with_one_line() -> None:
@@ -125,3 +152,18 @@ def test_debug_state_lists_several_assumed_pods_in_pod_order() -> None:
         {"pod": "default/first", "queue": "production"},
         {"pod": "default/second", "queue": "production"},
     ]
+
+
+def test_a_what_if_runs_in_a_forked_child_and_answers_as_in_process() -> None:
+    """The engine hands the dry run to a child process; its answer is the one the same
+    prepared what-if gives in this process, and the live state is untouched."""
+    engine = backend()
+    submitted = pod("whatif-0", namespace="production", cpu="1")
+    submitted["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "production"}
+    request = WhatIfRequest(add=[submitted])
+    version = engine.state.version
+    forked = engine.whatif(request)()
+    with engine.state.locked():
+        local = run_prepared(prepare(engine.accounting, engine.conf, request))
+    assert forked == local and forked.placed
+    assert engine.state.version == version

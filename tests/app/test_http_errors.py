@@ -21,9 +21,9 @@ PREEMPT_REQ = (
 )
 
 
-def assert_one_line_400(svc: Live, path: str, raw: bytes, fragment: str) -> Any:
+def assert_one_line_400(svc: Live, path: str, raw: bytes, fragment: str, status: int = 400) -> Any:
     r = svc.client.post(path, content=raw, headers={"Content-Type": "application/json"})
-    assert r.status_code == 400, r.text
+    assert r.status_code == status, r.text
     doc = r.json()
     assert fragment in doc["Error"]
     assert "\n" not in r.text
@@ -51,11 +51,11 @@ def test_bad_requests_get_400_with_one_line(
     assert svc.metric("queue_extender_bad_requests_total", verb=path[1:]) == 1
 
 
-def test_oversized_body_by_content_length(live: LiveFactory) -> None:
+def test_oversized_body_by_content_length_is_a_413(live: LiveFactory) -> None:
     svc = live(ServerSettings(max_body_bytes=1024))
     raw = b'{"Pod": {}, "NodeNames": [' + b",".join(b'"node-%d"' % i for i in range(200)) + b"]}"
     assert len(raw) > 1024
-    doc = assert_one_line_400(svc, "/filter", raw, "exceeds the limit of 1024 bytes")
+    doc = assert_one_line_400(svc, "/filter", raw, "exceeds the limit of 1024 bytes", 413)
     assert doc["Error"].startswith("request body of")
     assert svc.backend.verbs_called() == []
     # a body under the limit still works on the same server
@@ -63,7 +63,7 @@ def test_oversized_body_by_content_length(live: LiveFactory) -> None:
     assert ok.status_code == 200 and ok.json()["NodeNames"] == ["a", "b"]
 
 
-def test_oversized_body_streamed_without_content_length(live: LiveFactory) -> None:
+def test_oversized_body_streamed_without_content_length_is_a_413(live: LiveFactory) -> None:
     svc = live(ServerSettings(max_body_bytes=1024))
 
     def chunks() -> Iterator[bytes]:
@@ -75,7 +75,7 @@ def test_oversized_body_streamed_without_content_length(live: LiveFactory) -> No
     r = svc.client.post("/prioritize", content=chunks())
     assert "content-length" not in r.request.headers
     assert r.request.headers["transfer-encoding"] == "chunked"
-    assert r.status_code == 400
+    assert r.status_code == 413
     assert r.json()["Error"] == "request body exceeds the limit of 1024 bytes"
     assert svc.metric("queue_extender_bad_requests_total", verb="prioritize") == 1
 

@@ -167,7 +167,8 @@ def test_debug_endpoints(svc: Live) -> None:
     assert r.status_code == 500 and "scripted debug_state failure" in r.json()["Error"]
 
 
-def test_noop_reads_the_body_and_answers_empty_object(svc: Live) -> None:
+def test_noop_reads_the_body_and_answers_empty_object(live: LiveFactory) -> None:
+    svc = live(ServerSettings(noop=True))
     r = svc.client.post("/noop", content=b'{"Pod": {}, "NodeNames": ["a"]}')
     assert r.status_code == 200 and r.json() == {}
     assert svc.backend.calls == []

@@ -22,6 +22,7 @@ from app.cli.serve import (
     banner,
     build_server,
     build_servers,
+    listener_limits,
     run_serve,
     settings_from_args,
 )
@@ -115,6 +116,15 @@ def test_bad_flags_are_refused(argv: list[str]) -> None:
         ("--max-body-bytes", "-1", "must be a positive integer, not -1"),
         ("--max-body-bytes", "1e6", "'1e6' is not an integer"),
         ("-v", "11", "verbosity must be between 0 and 10, not 11"),
+        ("--scheduler-names", "", "at least one scheduler name is required"),
+        ("--scheduler-names", " , ", "at least one scheduler name is required"),
+        ("--max-connections", "0", "must be a positive integer, not 0"),
+        ("--metrics-max-connections", "-1", "must be a positive integer, not -1"),
+        ("--status-max-connections", "0", "must be a positive integer, not 0"),
+        ("--request-read-timeout", "0", "must be more than 0 seconds, not 0"),
+        ("--delegated-auth-review-rate", "0", "must be a positive rate, not 0"),
+        ("--delegated-auth-review-rate", "inf", "must be a positive rate, not inf"),
+        ("--delegated-auth-review-rate", "fast", "'fast' is not a number"),
     ],
 )
 def test_a_bad_number_is_one_clear_argparse_error(
@@ -241,6 +251,13 @@ def test_assumed_pods_show_as_a_gauge_that_falls_back_when_they_expire() -> None
         assert after["queue_extender_assumptions_expired_total"] == (
             before["queue_extender_assumptions_expired_total"] + 1
         )
+        invented = {**pod, "metadata": {**pod["metadata"], "uid": "not a uid!"}}
+        answer = httpx.post(url + "/filter", json={"Pod": invented, "NodeNames": ["cpu-node-1"]})
+        assert answer.json()["NodeNames"] == ["cpu-node-1"], answer.text
+        last = scrape(url)
+        assert last["queue_extender_assumed_pods"] == 0
+        assert last["queue_extender_unseen_pods_not_assumed_total"] == 1
+        assert last["queue_extender_unseen_assumptions_dropped_total"] == 0
 
 
 def test_run_serve_refuses_half_tls(
@@ -339,3 +356,28 @@ def test_a_metrics_port_in_use_stops_the_main_listener_too() -> None:
         thread.start()
         thread.join(30)
     assert not thread.is_alive() and codes and codes[0] != 0
+
+
+def test_each_listener_gets_its_own_limits_from_the_flags() -> None:
+    args = parse(
+        "--max-connections",
+        "300",
+        "--metrics-max-connections",
+        "7",
+        "--status-max-connections",
+        "9",
+        "--request-read-timeout",
+        "4",
+    )
+    limits = listener_limits(args)
+    assert {name: lim.max_connections for name, lim in limits.items()} == {
+        "verbs": 300,
+        "metrics": 7,
+        "status": 9,
+    }
+    assert {lim.read_timeout for lim in limits.values()} == {4.0}
+
+
+def test_noop_is_off_unless_the_flag_asks_for_it() -> None:
+    assert settings_from_args(parse()).noop is False
+    assert settings_from_args(parse("--noop")).noop is True

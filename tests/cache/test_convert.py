@@ -148,6 +148,8 @@ def test_queue_fields() -> None:
     [
         ({"weight": "heavy"}, {}, "spec.weight: expected an integer"),
         ({"capability": {"cpu": "lots"}}, {}, "spec.capability"),
+        ({"capability": {"cpu": "-1"}}, {}, "spec.capability.cpu.*must not be negative"),
+        ({"deserved": {"memory": "-1Gi"}}, {}, "spec.deserved.memory.*must not be negative"),
         ({"reclaimable": "no"}, {}, "spec.reclaimable must be true or false"),
         ({}, {"state": "Sleeping"}, "status.state 'Sleeping'"),
     ],
@@ -252,3 +254,20 @@ def test_preferred_node_affinity_terms_are_kept_for_scoring() -> None:
     terms = pod_to_task(p).preferred_affinity
     assert len(terms) == 1 and terms[0][0] == 20
     assert terms[0][1][0].key == "zone" and terms[0][1][0].values == ("a",)
+
+
+@pytest.mark.parametrize(
+    ("resources", "field"),
+    [
+        ({"requests": {"nvidia.com/gpu": "-100"}}, "requests.nvidia.com/gpu"),
+        ({"requests": {"cpu": "-1"}}, "requests.cpu"),
+        ({"requests": {"memory": "-1Ki"}}, "requests.memory"),
+    ],
+)
+def test_a_negative_request_is_refused_naming_the_field(
+    resources: dict[str, Any], field: str
+) -> None:
+    p = pod("p", spec={"containers": [{"resources": resources}]})
+    with pytest.raises(ConversionError, match="must not be negative") as err:
+        pod_to_task(p)
+    assert field in str(err.value) and "Pod ns/p" in str(err.value)

@@ -22,6 +22,8 @@ EXPECTED_KINDS = {
     "Service",
     "NetworkPolicy",
     "PodDisruptionBudget",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 }
 
 
@@ -70,7 +72,13 @@ def load_kustomization_resources() -> list[str]:
 
 def test_namespaced_objects_name_their_namespace(documents: list[Manifest]) -> None:
     """kustomization.yaml sets no namespace, so each namespaced object must carry one."""
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
+    cluster_scoped = {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     for document in documents:
         if document["kind"] not in cluster_scoped:
             assert document["metadata"].get("namespace"), object_key(document)

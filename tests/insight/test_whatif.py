@@ -18,6 +18,8 @@ from scheduler_core.insight.whatif import (
     QueueChange,
     WhatIfError,
     WhatIfRequest,
+    prepare,
+    run_prepared,
     what_if,
 )
 from scheduler_core.report import session_report
@@ -108,6 +110,10 @@ def test_removing_pods_and_changing_weights_match_simulate_too() -> None:
         (WhatIfRequest(remove=["ns/ghost"]), "cannot remove pod ns/ghost"),
         (WhatIfRequest(queues=[QueueChange("ghost", weight=2)]), "queue ghost does not exist"),
         (WhatIfRequest(queues=[QueueChange("a", weight=0)]), "weight must be at least 1"),
+        (
+            WhatIfRequest(queues=[QueueChange("a", capability={"cpu": "-4"})]),
+            "capability.cpu.*must not be negative",
+        ),
         (WhatIfRequest(add=[{"kind": "Pod"}] * (MAX_OBJECTS + 1)), "too many objects"),
         (WhatIfRequest(add=[{"kind": "Pod", "metadata": {}}]), "name"),
         (WhatIfRequest(add=submission(), scope="everything"), "scope 'everything'"),
@@ -196,3 +202,20 @@ def test_the_whole_session_on_a_generated_cluster_equals_simulate_and_leaves_it_
     assert sorted((e.pod, e.node, e.action) for e in result.evicted) == sorted(
         (r["pod"], r["node"], r["action"]) for r in expected["evicted"]
     )
+
+
+def test_a_what_if_over_its_work_bound_is_refused_and_changes_nothing() -> None:
+    acct, _ = accounting(base(), CONF)
+    before = fingerprint(acct)
+    prepared = prepare(acct, load_configuration(CONF), WhatIfRequest(add=submission()))
+    prepared.max_work = 1
+    with pytest.raises(WhatIfError, match=r"too much work: \d+ \(pending pods x nodes"):
+        run_prepared(prepared)
+    assert fingerprint(acct) == before
+
+
+def test_a_what_if_within_its_work_bound_runs() -> None:
+    acct, _ = accounting(base(), CONF)
+    prepared = prepare(acct, load_configuration(CONF), WhatIfRequest(add=submission()))
+    prepared.max_work = 10**9
+    assert run_prepared(prepared).placed

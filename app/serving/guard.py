@@ -1,0 +1,221 @@
+"""Listener limits uvicorn does not give: a connection cap, a request-read deadline, bounded
+pipelining and bounded request heads, per listener.
+
+Why a protocol of our own: uvicorn arms its keep-alive timer only after a response, so a
+connection that never sends a whole request (idle after the handshake, or one byte every few
+seconds) is held forever; its ``limit_concurrency`` answers 503 but still accepts and keeps
+every connection (each an open file); and it resumes reading after every response even while
+requests already read wait in its pipeline, so a client that pipelines without reading grows
+that queue without bound. ``GuardedHttpToolsProtocol`` is uvicorn's httptools protocol with
+those four holes closed; everything else (the parser, flow control, the ASGI cycle) is
+uvicorn's own.
+
+Each listener has its own ``ListenerLimits`` (uvicorn keeps one connection set per server),
+so connections to the metrics or status listener never count against the verbs' listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+log = logging.getLogger(__name__)
+
+
+class LimitError(Exception):
+    """Raised from a parser callback: the request broke a limit; httptools turns it into a
+    parser error and uvicorn answers 400 and closes the connection."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerLimits:
+    """One listener's bounds.
+
+    ``max_connections``: open connections at once; the next one is closed as soon as it is
+    accepted (its file descriptor freed at once), and each connection runs at most one request
+    at a time, so this is also the listener's concurrency cap. ``read_timeout``: seconds from
+    the connection's start, or from a request's first byte, to that request's last byte; a
+    connection that has not sent a whole request by then is closed. ``idle_timeout``: seconds a
+    keep-alive connection may wait for its next request. ``max_pipelined``: requests read
+    ahead of the one being answered; reading pauses while any wait, and a client pushing past
+    the bound is disconnected. ``max_head_bytes``: request line and headers together.
+    ``backlog``: the listen queue.
+    """
+
+    max_connections: int = 256
+    read_timeout: float = 10.0
+    idle_timeout: float = 5.0
+    max_pipelined: int = 8
+    max_head_bytes: int = 64 * 1024
+    backlog: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in ("max_connections", "max_pipelined", "max_head_bytes", "backlog"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive")
+        if not (self.read_timeout > 0 and self.idle_timeout > 0):
+            raise ValueError("read_timeout and idle_timeout must be positive")
+
+
+#: kube-scheduler's listener: the verbs, and on loopback the debug and read routes too.
+VERB_LIMITS = ListenerLimits(max_connections=512, max_pipelined=16)
+#: /metrics and the probes: Prometheus and the kubelet need a handful of connections.
+METRICS_LIMITS = ListenerLimits(max_connections=64, max_pipelined=4)
+#: The status page and the read-only API, shown to people.
+STATUS_LIMITS = ListenerLimits(max_connections=128, max_pipelined=4)
+
+
+class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol, bounded by the ``ListenerLimits`` its configuration
+    carries as ``config.limits``."""
+
+    def __init__(self, config: Any, *args: Any, **kw: Any) -> None:
+        super().__init__(config, *args, **kw)
+        limits = getattr(config, "limits", None)
+        self.limits: ListenerLimits = limits if limits is not None else ListenerLimits()
+        self._read_timer: asyncio.TimerHandle | None = None
+        self._head_bytes = 0
+
+    # --- connections --------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self.limits.max_connections:
+            # Not added to the set, so the cap counts only connections being served.
+            self.transport = transport
+            refused = _count(self.config, "refused")
+            if _worth_a_line(refused):
+                log.warning(
+                    "%s: %d connections open, the cap: closing new ones (%d so far, last from %s)",
+                    getattr(self.config, "name", "listener"),
+                    len(self.connections),
+                    refused,
+                    transport.get_extra_info("peername"),
+                )
+            transport.abort()
+            return
+        super().connection_made(transport)
+        self._arm_read_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_read_timer()
+        if self.flow is None:  # refused in connection_made: nothing of uvicorn's to undo
+            return
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self.flow is None or self.parser is None:
+            return
+        super().data_received(data)
+
+    # --- the request-read deadline ------------------------------------------------------
+
+    def _arm_read_timer(self) -> None:
+        if self._read_timer is None:
+            self._read_timer = self.loop.call_later(self.limits.read_timeout, self._read_expired)
+
+    def _cancel_read_timer(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
+    def _read_expired(self) -> None:
+        self._read_timer = None
+        if not self.transport.is_closing():
+            timed_out = _count(self.config, "timed_out")
+            if _worth_a_line(timed_out):
+                log.warning(
+                    "%s: closing connections that send no whole request within %gs (%d so "
+                    "far, last from %s)",
+                    getattr(self.config, "name", "listener"),
+                    self.limits.read_timeout,
+                    timed_out,
+                    self.client,
+                )
+            self.transport.close()
+
+    # --- parser callbacks ---------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_bytes = 0
+        self._arm_read_timer()
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value))
+        super().on_header(name, value)
+
+    def _count_head(self, n: int) -> None:
+        self._head_bytes += n
+        if self._head_bytes > self.limits.max_head_bytes:
+            raise LimitError(f"request head larger than {self.limits.max_head_bytes} bytes")
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        if len(self.pipeline) > self.limits.max_pipelined:
+            raise LimitError(f"more than {self.limits.max_pipelined} pipelined requests")
+
+    def on_message_complete(self) -> None:
+        self._cancel_read_timer()
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # uvicorn resumes reading after every response; while read-ahead requests still
+        # wait, reading more would only lengthen their queue.
+        if self.pipeline and not self.transport.is_closing():
+            self.flow.pause_reading()
+
+
+def _count(config: Any, what: str) -> int:
+    """Bumps the listener's counter ``what`` (kept on its configuration, one per listener)."""
+    n: int = getattr(config, what, 0) + 1
+    setattr(config, what, n)
+    return n
+
+
+def _worth_a_line(n: int) -> bool:
+    """The first occurrence and every thousandth: an attack is logged, not echoed."""
+    return n == 1 or n % 1000 == 0
+
+
+class LimitedConfig(uvicorn.Config):
+    """uvicorn's configuration carrying the listener's limits to its protocol."""
+
+    def __init__(self, *args: Any, limits: ListenerLimits, name: str = "listener", **kw: Any):
+        kw.setdefault("http", GuardedHttpToolsProtocol)
+        kw.setdefault("timeout_keep_alive", limits.idle_timeout)
+        kw.setdefault("backlog", limits.backlog)
+        super().__init__(*args, **kw)
+        self.limits = limits
+        self.name = name
+        #: Connections closed at the cap, and for sending no whole request in time.
+        self.refused = 0
+        self.timed_out = 0
+
+
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raises the soft limit on open files to the hard one; returns (before, after).
+
+    Python starts with the soft limit it inherits (often 1,024): every connection, informer
+    watch and API call holds a descriptor, and at the soft limit accept() fails for every
+    listener at once. The hard limit is what the container runtime grants."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError) as exc:
+            log.warning("cannot raise the open files limit from %d to %d: %s", soft, target, exc)
+            return soft, soft
+        return soft, target
+    return soft, soft
