@@ -61,6 +61,9 @@ POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
 POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 
 _UNEVALUATED = "volumes and DRA"
+
+#: Pods whose PreFilter states a session keeps at once.
+_STATES_LIMIT = 1024
 _unevaluated_logged = False
 
 # --- the plugin ---------------------------------------------------------------------------
@@ -162,6 +165,8 @@ class PredicatesPlugin(Plugin):
                 if spread.trivial:
                     spread = None
             states = (affinity, spread)
+            if len(self._states) >= _STATES_LIMIT:  # a long-lived session asked of many pods
+                self._states = {}
             self._states[task.uid] = states
         return states
 
