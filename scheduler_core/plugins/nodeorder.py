@@ -15,7 +15,12 @@ Requests are read from the model, not from pod specs: a node's requested amount 
 of its tasks' requests (``used + pipelined``), and kube-scheduler's non-zero defaults for a
 pod that requests no CPU or memory (100m, 200Mi) are applied to the incoming pod only.
 
-Not built (no data in the model): inter-pod affinity, image locality, pod topology spread.
+Across nodes too: inter-pod affinity (``podaffinity.weight``, ``plugins/util/pod_affinity_
+score.py``) and topology spread (``podtopologyspread.weight``, ``plugins/util/spread_score.
+py``), each 0..100 normalised over the candidates, added to either path's sums; a pod with
+no such terms (and, for affinity, a session where no placed pod has any) costs nothing.
+
+Not built (no data in the model): image locality.
 
 """
 
@@ -48,6 +53,7 @@ from scheduler_core.plugins.util.node_table import (
     intolerable_prefer_no_schedule,
 )
 from scheduler_core.plugins.util.pod_affinity_score import normalized_scores, topology_scores
+from scheduler_core.plugins.util.spread_score import soft_constraints, spread_scores
 
 log = logging.getLogger("scheduler_core.plugins.nodeorder")
 
@@ -343,6 +349,7 @@ class NodeOrderPlugin(Plugin):
         self.node_affinity_weight = arguments.get_int(NODE_AFFINITY_WEIGHT, 1)
         self.taint_toleration_weight = arguments.get_int(TAINT_TOLERATION_WEIGHT, 1)
         self.pod_affinity_weight = arguments.get_int(POD_AFFINITY_WEIGHT, 1)
+        self.pod_topology_spread_weight = arguments.get_int(POD_TOPOLOGY_SPREAD_WEIGHT, 2)
         self._ssn: Session | None = None
         #: the session's nodes holding pods with affinity terms, while placements stand
         self._affinity_nodes: list[NodeInfo] | None = None
@@ -359,9 +366,8 @@ class NodeOrderPlugin(Plugin):
             _unbuilt_logged = True
             log.log(
                 v(4),
-                "nodeorder: %s and %s are not evaluated by this scheduler",
+                "nodeorder: %s is not evaluated by this scheduler",
                 IMAGE_LOCALITY_WEIGHT,
-                POD_TOPOLOGY_SPREAD_WEIGHT,
             )
         self._verbose = log.isEnabledFor(v(4))
         self._table = NodeTable.of(ssn)
@@ -407,6 +413,33 @@ class NodeOrderPlugin(Plugin):
         if not pairs:
             return None
         return normalized_scores(pairs, nodes)
+
+    def pod_topology_spread_scores(
+        self, task: TaskInfo, nodes: list[NodeInfo]
+    ) -> dict[str, float] | None:
+        """kube-scheduler's PodTopologySpread score per node over ``nodes``; None for a pod
+        without ``ScheduleAnyway`` constraints (one attribute read)."""
+        ssn = self._ssn
+        if self.pod_topology_spread_weight == 0 or ssn is None or not task.spread_constraints:
+            return None
+        if not soft_constraints(task):
+            return None
+        return spread_scores(task, nodes, ssn.nodes.values())
+
+    def _pod_level_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float] | None:
+        """InterPodAffinity and PodTopologySpread, weighted and summed per node."""
+        total: dict[str, float] | None = None
+        for scores, weight in (
+            (self.pod_affinity_scores(task, nodes), self.pod_affinity_weight),
+            (self.pod_topology_spread_scores(task, nodes), self.pod_topology_spread_weight),
+        ):
+            if scores is None:
+                continue
+            if total is None:
+                total = dict.fromkeys(scores, 0.0)
+            for name, score in scores.items():
+                total[name] = total.get(name, 0.0) + score * weight
+        return total
 
     def on_session_close(self, ssn: Session) -> None:
         self._ssn = None
@@ -460,10 +493,10 @@ class NodeOrderPlugin(Plugin):
         scores = {node.name: self.node_score(task, node) for node in nodes}
         for name, score in self.taint_toleration_score(task, nodes).items():
             scores[name] += score
-        affinity = self.pod_affinity_scores(task, nodes)
-        if affinity is not None:
-            for name, score in affinity.items():
-                scores[name] += score * self.pod_affinity_weight
+        extra = self._pod_level_scores(task, nodes)
+        if extra is not None:
+            for name, score in extra.items():
+                scores[name] += score
         return scores
 
     # --- vectorised path ----------------------------------------------------------------
@@ -515,8 +548,7 @@ class NodeOrderPlugin(Plugin):
             score += node_affinity_scores(table, rows, terms) * self.node_affinity_weight
         if self.taint_toleration_weight != 0:
             score += taint_toleration_scores(table, rows, task) * self.taint_toleration_weight
-        affinity = self.pod_affinity_scores(task, nodes)
-        if affinity is not None:
-            weight = self.pod_affinity_weight
-            score += np.fromiter((affinity[n] * weight for n in names), np.float64, len(names))
+        extra = self._pod_level_scores(task, nodes)
+        if extra is not None:
+            score += np.fromiter((extra[n] for n in names), np.float64, len(names))
         return NodeScoreArray(names, score)

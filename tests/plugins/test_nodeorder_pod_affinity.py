@@ -17,6 +17,7 @@ from tests.builders import (
     pod_term,
     selector,
     session,
+    spread_constraint,
     task_of,
     tiers,
 )
@@ -172,3 +173,74 @@ def test_the_vector_and_scalar_paths_add_it_the_same_and_weighted() -> None:
     array = weighted.node_score_array(task_weighted, nodes_weighted)
     assert array is not None
     assert list(array) == [with_affinity[n.name] for n in nodes_weighted]
+
+
+# --- podtopologyspread.weight ---------------------------------------------------------------
+
+
+def spread_scores_of(objs: list[Obj], arguments: dict[str, Any] | None = None) -> Any:
+    ssn = open_nodeorder(objs, arguments)
+    plugin = ssn.plugins["nodeorder"]
+    assert isinstance(plugin, NodeOrderPlugin)
+    return plugin.pod_topology_spread_scores(task_of(ssn, "ns/p"), list(ssn.nodes.values()))
+
+
+def xs(*hosts: str) -> list[Obj]:
+    return [pod(f"x{i}", node_name=h, labels={"app": "x"}) for i, h in enumerate(hosts)]
+
+
+def soft(key: str = HOST, max_skew: int = 1) -> Obj:
+    return pod(
+        "p",
+        labels={"app": "x"},
+        spread=[spread_constraint(max_skew, key, X, "ScheduleAnyway")],
+    )
+
+
+SPREAD_CASES: list[tuple[str, list[Obj], dict[str, float] | None]] = [
+    ("no soft constraint", [*hosts(), *xs("n1"), pod("p", labels={"app": "x"})], None),
+    (
+        "a hard constraint does not score",
+        [
+            *hosts(),
+            *xs("n1"),
+            pod("p", labels={"app": "x"}, spread=[spread_constraint(1, HOST, X)]),
+        ],
+        None,
+    ),
+    # log(3 + 2) per pod: raw 3, 2, 0 -> 100 * (3 + 0 - raw) // 3
+    (
+        "by host: the emptier the better",
+        [*hosts(), *xs("n1", "n1", "n2"), soft()],
+        {"n1": 0.0, "n2": 33.0, "n3": 100.0},
+    ),
+    # two zones, log(2 + 2) per pod: raw 3, 3, 0
+    ("by zone", [*hosts(), *xs("n1", "n2"), soft(ZONE)], {"n1": 0.0, "n2": 0.0, "n3": 100.0}),
+    ("all alike: every node 100", [*hosts(), soft()], {"n1": 100.0, "n2": 100.0, "n3": 100.0}),
+    (
+        "a node without the key scores 0",
+        [*hosts(), node("bare"), *xs("n1"), soft(ZONE)],
+        {"n1": 0.0, "n2": 0.0, "n3": 100.0, "bare": 0.0},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("objs", "expected"), [c[1:] for c in SPREAD_CASES], ids=[c[0] for c in SPREAD_CASES]
+)
+def test_pod_topology_spread_score(objs: list[Obj], expected: dict[str, float] | None) -> None:
+    assert spread_scores_of(objs) == expected
+
+
+def test_spread_weight_zero_switches_it_off() -> None:
+    objs = [*hosts(), *xs("n1"), soft()]
+    assert spread_scores_of(objs, {"podtopologyspread.weight": 0}) is None
+
+
+def test_the_spread_score_counts_twice_by_default() -> None:
+    objs = [*hosts(), *xs("n1", "n1", "n2"), soft()]
+    off = open_nodeorder(objs, {"podtopologyspread.weight": 0})
+    on = open_nodeorder(objs)
+    base = off.node_scores(task_of(off, "ns/p"), list(off.nodes.values()))
+    scored = on.node_scores(task_of(on, "ns/p"), list(on.nodes.values()))
+    assert {n: scored[n] - base[n] for n in base} == {"n1": 0.0, "n2": 66.0, "n3": 200.0}
