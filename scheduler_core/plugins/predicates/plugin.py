@@ -207,7 +207,7 @@ class PredicatesPlugin(Plugin):
 
     def _pod_checks(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """NodePorts, InterPodAffinity and PodTopologySpread, in Volcano's order."""
-        if self.node_ports_enable and task.host_ports:
+        if task.host_ports and self.node_ports_enable:
             err = node_ports_error(task, node)
             if err is not None:
                 return err
@@ -221,7 +221,14 @@ class PredicatesPlugin(Plugin):
             self.cluster_changed()
         if self._dirty:
             self._recount_dirty()
-        if not (
+        if task.pod_affinity is None and not task.spread_constraints and not self._hard_defaults:
+            # The common pod: only placed pods' anti-affinity could refuse it.
+            anti = self._anti_nodes
+            if anti is None:
+                anti = self.anti_affinity_nodes()
+            if not (anti or node.anti_affinity_uids) or not self.pod_affinity_enable:
+                return None
+        elif not (
             self.pod_affinity_enable
             and (
                 task.pod_affinity is not None
