@@ -329,6 +329,7 @@ class SyntheticCluster:
         yield "ResourceClaim", iter(())
         yield "PersistentVolume", self.volumes()
         yield "PersistentVolumeClaim", self.claims()
+        yield "Namespace", self.namespaces()
         yield "Pod", self.pods()
 
     def feed(self, sink: Sink) -> None:
@@ -337,6 +338,16 @@ class SyntheticCluster:
             for obj in objs:
                 sink.upsert(kind, obj)
             sink.synced(kind)
+
+    def namespaces(self) -> Iterator[dict[str, Any]]:
+        """The namespaces the pod groups live in (``ns-00`` .. ``ns-49``)."""
+        names = sorted({group.namespace for group in self.groups})
+        for name in names:
+            yield {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+            }
 
     def priority_classes(self) -> Iterator[dict[str, Any]]:
         for name, value in PRIORITY_CLASSES.items():

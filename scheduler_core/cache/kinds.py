@@ -98,6 +98,9 @@ STORAGE_KINDS: tuple[KindSpec, ...] = (
     RESOURCE_CLAIM,
 )
 
+#: Only their labels are read: pod affinity terms select namespaces by label.
+NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False)
+
 ALL_KINDS: tuple[KindSpec, ...] = (
     POD,
     NODE,
@@ -106,6 +109,7 @@ ALL_KINDS: tuple[KindSpec, ...] = (
     QUEUE,
     POD_GROUP,
     *STORAGE_KINDS,
+    NAMESPACE,
 )
 
 BY_KIND: dict[str, KindSpec] = {spec.kind: spec for spec in ALL_KINDS}

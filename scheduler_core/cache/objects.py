@@ -17,6 +17,7 @@ from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.cache.convert import (
     PodGroupInfo,
     csinode_to_info,
+    namespace_labels,
     node_to_info,
     pdb_to_info,
     pod_to_task,
@@ -41,6 +42,7 @@ class ClusterObjects:
     priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     storage: StorageCatalog = field(default_factory=StorageCatalog)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
@@ -60,6 +62,9 @@ def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
         out.priority_classes[name] = (value, global_default)
     elif kind == "PodDisruptionBudget":
         out.pdbs.append(pdb_to_info(obj))
+    elif kind == "Namespace":
+        name, labels = namespace_labels(obj)
+        out.namespaces[name] = labels
     elif kind in STORAGE_CONVERTERS:
         put_storage(out.storage, kind, obj)
 

@@ -25,7 +25,7 @@ from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import DEFAULT_QUEUE, ROOT_QUEUE, QueueInfo
 from scheduler_core.api.resource import Resource
-from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.snapshot import ClusterSnapshot, PlacementEpoch
 from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
@@ -34,6 +34,7 @@ from scheduler_core.cache.changes import ChangeLog
 from scheduler_core.cache.convert import (
     ConversionError,
     PodGroupInfo,
+    namespace_labels,
     node_to_info,
     pdb_to_info,
     pod_job_id,
@@ -64,6 +65,7 @@ KINDS = (
     "StorageClass",
     "CSINode",
     "ResourceClaim",
+    "Namespace",
 )
 
 
@@ -177,6 +179,8 @@ class ClusterState:
         self._priority_classes: dict[str, tuple[int, bool]] = {}
         self._pdbs: dict[str, PodDisruptionBudget] = {}
         self._storage = StorageCatalog()
+        self._namespaces: dict[str, dict[str, str]] = {}
+        self._placement = PlacementEpoch()
 
     # --- locking ------------------------------------------------------------------------
 
@@ -227,6 +231,7 @@ class ClusterState:
             for pdb in objects.pdbs:
                 self._pdbs[pdb.key] = pdb
             self._storage.merge(objects.storage)
+            self._namespaces = {**self._namespaces, **objects.namespaces}
             for pod in objects.pods:
                 self._put_pod(dict(pod))
             self.changes.structural()
@@ -253,6 +258,9 @@ class ClusterState:
         elif kind == "PodDisruptionBudget":
             pdb = pdb_to_info(obj)
             self._pdbs[pdb.key] = pdb
+        elif kind == "Namespace":
+            name, labels = namespace_labels(obj)
+            self._namespaces = {**self._namespaces, name: labels}
         elif kind in STORAGE_CONVERTERS:
             put_storage(self._storage, kind, obj)
             self._storage_changed()
@@ -275,6 +283,8 @@ class ClusterState:
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             self._pdbs.pop(key, None)
+        elif kind == "Namespace":
+            self._namespaces = {k: v for k, v in self._namespaces.items() if k != key}
         elif kind in STORAGE_CONVERTERS:
             delete_storage(self._storage, kind, key)
             self._storage_changed()
@@ -360,6 +370,7 @@ class ClusterState:
             node.add_task(task)
         except NodeError as exc:
             log.warning("%s", exc)
+        self._placement.value += 1
 
     def _remove_pod(self, key: str, *, keep_job: bool = False) -> None:
         task = self._tasks.pop(key, None)
@@ -379,6 +390,7 @@ class ClusterState:
         node = self._nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
+            self._placement.value += 1
         waiting = self._unplaced.get(task.node_name)
         if waiting is not None:
             waiting.pop(task.uid, None)
@@ -531,6 +543,8 @@ class ClusterState:
             total_allocatable=self._total_allocatable.clone(),
             queue_usage={q: u for q, u in self._queue_usage.items() if q in queues},
             storage=self._storage,
+            namespace_labels=self._namespaces,
+            placement_epoch=self._placement,
         )
 
     def fork(self) -> ClusterState:
@@ -565,6 +579,8 @@ class ClusterState:
             other._priority_classes = dict(self._priority_classes)
             other._pdbs = dict(self._pdbs)
             other._storage = self._storage.copy()
+            other._namespaces = dict(self._namespaces)
+            other._placement = PlacementEpoch(self._placement.value)
             return other
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:

@@ -32,6 +32,7 @@ KNOWN_KINDS: dict[str, frozenset[str]] = {
     "StorageClass": frozenset({"storage.k8s.io"}),
     "CSINode": frozenset({"storage.k8s.io"}),
     "ResourceClaim": frozenset({"resource.k8s.io"}),
+    "Namespace": frozenset({""}),
 }
 
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
+from scheduler_core.cache.convert import pod_to_task
 from scheduler_core.engine import open_session
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import check_pod, filter_pod
@@ -19,10 +20,44 @@ from scheduler_core.extender.prioritize import prioritize_pod
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.drf import DrfPlugin
 from scheduler_core.plugins.proportion import ProportionPlugin
-from tests.builders import Clock, accounting, node, pod, podgroup, queue, with_min_resources
+from tests.builders import (
+    Clock,
+    accounting,
+    node,
+    pod,
+    pod_affinity,
+    pod_term,
+    podgroup,
+    queue,
+    selector,
+    spread_constraint,
+    with_min_resources,
+)
 
 NODES = ["n1", "n2", "n3"]
 Obj = dict[str, Any]
+HOST = "kubernetes.io/hostname"
+
+#: Pods whose fit depends on other pods' labels and places (inter-pod anti-affinity and
+#: topology spread over the churned label): the predicates' per-pod counts must follow.
+FIT_PROBES = [
+    pod(
+        "probe-anti",
+        cpu="1",
+        labels={"churn": "1"},
+        affinity=pod_affinity(anti=[pod_term(selector({"churn": "1"}), HOST)]),
+    ),
+    pod(
+        "probe-spread",
+        cpu="1",
+        labels={"churn": "2"},
+        spread=[spread_constraint(1, HOST, selector({"churn": "2"}))],
+    ),
+]
+
+
+def host(name: str, cpu: str) -> Obj:
+    return node(name, cpu=cpu, labels={HOST: name})
 
 
 def _amounts(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
@@ -69,6 +104,12 @@ def _answers(acct: QueueAccounting, pods: list[Obj]) -> dict[str, Any]:
         rejection = check_pod(ctx, NODES)
         scores = list(prioritize_pod(acct, obj, NODES))
         out[key] = (None if rejection is None else (rejection.code, rejection.reason), scores)
+    ssn = acct.session()
+    for obj in FIT_PROBES:
+        task = pod_to_task(obj)
+        for name in sorted(ssn.nodes):
+            err = ssn.predicate(task, ssn.nodes[name])
+            out[f"{task.key}@{name}"] = None if err is None else (err.code, err.reasons)
     return out
 
 
@@ -85,8 +126,8 @@ def _rebuilt(acct: QueueAccounting) -> QueueAccounting:
 def _start() -> tuple[QueueAccounting, Clock]:
     return accounting(
         [
-            node("n1", cpu="4"),
-            node("n2", cpu="8"),
+            host("n1", "4"),
+            host("n2", "8"),
             queue("q1", 1),
             queue("q2", 3, capability={"cpu": "6"}),
             podgroup("g1", 2, queue="q1"),
@@ -108,6 +149,19 @@ def test_a_running_pods_label_change_neither_rebuilds_nor_follows() -> None:
     assert acct.session() is ssn
     assert acct.state.decision_version == version
     assert (acct.refreshes, acct.follows) == (1, 0)
+
+
+def test_a_relabel_that_keeps_the_session_still_moves_the_predicates_counts() -> None:
+    # The relabel is inert for every sum, yet it makes the running pod one the probe's
+    # anti-affinity shuns: the kept session must answer as a new one does.
+    acct, _ = _start()
+    acct.state.upsert("Pod", pod("a", cpu="1", node_name="n1", queue="q1"))
+    ssn = acct.session()
+    assert _answers(acct, [])["ns/probe-anti@n1"] is None
+    acct.state.upsert("Pod", pod("a", cpu="1", node_name="n1", queue="q1", labels={"churn": "1"}))
+    assert acct.session() is ssn
+    assert _answers(acct, [])["ns/probe-anti@n1"] is not None
+    assert _answers(acct, []) == _answers(_rebuilt(acct), [])
 
 
 def test_a_pending_pod_bound_is_followed_in_place_and_counts_in_its_queue() -> None:
@@ -167,7 +221,8 @@ EVENT = st.one_of(
         st.sampled_from(["1", "2", "500m"]),
         st.sampled_from(["", "q1"]),
     ),
-    st.tuples(st.just("relabel"), st.sampled_from(NAMES), st.integers(0, 9)),
+    st.tuples(st.just("relabel"), st.sampled_from(NAMES), st.integers(0, 3)),
+    st.tuples(st.just("guard"), st.sampled_from(NAMES), st.sampled_from(NODES)),
     st.tuples(st.just("finish"), st.sampled_from(NAMES)),
     st.tuples(st.just("del-pod"), st.sampled_from(NAMES)),
     st.tuples(
@@ -197,6 +252,11 @@ def _apply(
         _, name, group, node_name, cpu, queue_name = event
         pods[name] = pod(name, group=group, node_name=node_name, cpu=cpu, queue=queue_name)
         state.upsert("Pod", pods[name])
+    elif op == "guard":  # a placed pod keeping churn=1 pods off its host
+        _, name, node_name = event
+        anti = pod_affinity(anti=[pod_term(selector({"churn": "1"}), HOST)])
+        pods[name] = pod(name, node_name=node_name, cpu="500m", queue="q1", affinity=anti)
+        state.upsert("Pod", pods[name])
     elif op in ("relabel", "finish") and event[1] in pods:
         obj = pods[event[1]]
         if op == "relabel":
@@ -214,7 +274,7 @@ def _apply(
     elif op == "del-pg":
         state.delete("PodGroup", f"ns/{event[1]}")
     elif op == "node":
-        state.upsert("Node", node(event[1], cpu=event[2]))
+        state.upsert("Node", host(event[1], event[2]))
     elif op == "del-node":
         state.delete("Node", event[1])
     elif op == "queue":
@@ -242,7 +302,12 @@ def test_a_followed_session_answers_as_a_rebuilt_one_after_any_events(
         kept = acct.session()
         ref = _rebuilt(acct)
         assert _derived(kept) == _derived(ref.session()), event
-        probes = [*pods.values(), pod("probe", group="g1", cpu="1")]
+        prefers = pod_affinity(preferred=[(10, pod_term(selector({"churn": "1"}), HOST))])
+        probes = [
+            *pods.values(),
+            pod("probe", group="g1", cpu="1"),
+            pod("probe-prefers", cpu="1", affinity=prefers),
+        ]
         assert _answers(acct, probes) == _answers(ref, probes), event
 
 

@@ -44,6 +44,7 @@ def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
     server.add("StorageClass", {"metadata": {"name": "fast"}})
     server.add("CSINode", {"metadata": {"name": "n"}})
     server.add("ResourceClaim", {"metadata": {"name": "gpu", "namespace": namespace}})
+    server.add("Namespace", {"metadata": {"name": namespace}})
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
     seed_one_of_each(fake_api)
     informers, sink = make_informers()
     assert informers.wait_for_sync(5)
-    assert informers.readiness() == (True, "all 11 informers synced")
+    assert informers.readiness() == (True, "all 12 informers synced")
     expected = {
         "Pod": {"default/p"},
         "Node": {"n"},
@@ -90,6 +91,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "StorageClass": {"fast"},
         "CSINode": {"n"},
         "ResourceClaim": {"default/gpu"},
+        "Namespace": {"default"},
     }
     assert {spec.kind: sink.keys(spec.kind) for spec in ALL_KINDS} == expected
     assert all(sink.synced_count[spec.kind] == 1 for spec in ALL_KINDS)
@@ -106,6 +108,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "/apis/storage.k8s.io/v1/storageclasses",
         "/apis/storage.k8s.io/v1/csinodes",
         "/apis/resource.k8s.io/v1/resourceclaims",
+        "/api/v1/namespaces",
     }
     assert {r.user_agent for r in fake_api.request_log} == {"kube-queue-extender/informers"}
     fake_api.add("Queue", {"metadata": {"name": "q2"}, "spec": {"weight": 3}})

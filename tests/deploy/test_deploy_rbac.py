@@ -50,7 +50,11 @@ INFORMER_GRANTS: set[Grant] = {
         ("resource.k8s.io", "resourceclaims"),
     ]
     for verb in READ
-} | {("*", "", "pods", "*", "patch")}  # the parked-pod retry annotation
+} | {
+    ("*", "", "pods", "*", "patch"),  # the parked-pod retry annotation
+    ("*", "", "namespaces", "*", "list"),  # pod affinity terms' namespaceSelector
+    ("*", "", "namespaces", "*", "watch"),
+}
 
 EVENT_GRANTS: set[Grant] = {
     ("*", group, "events", "*", verb)

@@ -7,15 +7,25 @@ use (``UnschedulableAndUnresolvable``: cordoned, wrong labels, untolerated taint
 Resource fit is deliberately not a predicate: actions compare requests with the node's
 future idle resources themselves (``resource_fit_error`` gives them the message).
 
+Host ports, inter-pod affinity and topology spread look at other pods: their state per
+incoming pod (kube-scheduler's PreFilter: counts per topology domain, and what each node
+added to them) is worked out on first use and kept for the session. A statement's eviction
+or placement (an allocate or deallocate event) marks its node, which alone is counted again
+before the next verdict (kube-scheduler's AddPod / RemovePod); a what-if copy of a node is
+judged by the difference between the copy and the session's node. So a victim search costs
+walks over one node's pods, not over the cluster's. Only a change the session did not make
+(the live cache moving the accounting session's shared nodes: the placement epoch) or one
+it cannot place (an undone pipeline) forgets the counts. A pod with none of these
+constraints, in a cluster where no pod has required anti-affinity, costs a few attribute
+reads.
+
+
 Volumes (``volumes.py``) and devices (``dra.py``) are judged where the engine can judge them
 (bound claims: the volume's node affinity and zone, ``ReadWriteOncePod`` conflicts, CSI attach
 limits; allocated device claims: where their devices are). Where it cannot (a claim not bound
 or not allocated yet, an object the cache lacks, a volume type it does not model, scheduling
 gates), the pre-predicate fails and every node is ``NotEvaluable``: actions and verbs then
 never evict for the pod, and the session remembers why (``Session.not_evaluable``).
-
-Not evaluated (the model does not carry the data): host ports, inter-pod affinity, topology
-spread.
 """
 
 from __future__ import annotations
@@ -27,16 +37,12 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import FitCode, FitError
 from scheduler_core.framework.hooks import PRE_PREDICATE, PREDICATE
-from scheduler_core.framework.registry import (
-    FollowStep,
-    Plugin,
-    UsageChange,
-    follows_nothing,
-    register_plugin,
-)
-from scheduler_core.framework.session import Session
+from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
+from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.predicates import dra, volumes
+from scheduler_core.plugins.predicates.inter_pod_affinity import AffinityState
+from scheduler_core.plugins.predicates.node_ports import node_ports_error
 from scheduler_core.plugins.predicates.node_static import (
     ERR_REASON_NODE_AFFINITY,
     ERR_REASON_UNSCHEDULABLE,
@@ -46,6 +52,12 @@ from scheduler_core.plugins.predicates.node_static import (
     tolerates,
     untolerated_taint,
 )
+from scheduler_core.plugins.predicates.topology_spread import (
+    DEFAULT_CONSTRAINTS,
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    SpreadState,
+    parse_default_constraints,
+)
 
 log = logging.getLogger("scheduler_core.plugins.predicates")
 
@@ -54,14 +66,25 @@ NODE_POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
 NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
 TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
 CACHE_ENABLE = "predicate.CacheEnable"
-
-_UNEVALUATED = "ports, inter-pod affinity and topology spread"
+NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
+POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
+POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 
 SCHEDULING_GATES = "SchedulingGates"
+
+#: What every kube-scheduler filter judges that this plugin cannot: such pods get a
+#: ``NotEvaluable`` verdict on every node.
+_NOT_EVALUABLE = (
+    "pods with unbound claims, unallocated device claims, volume types the engine does not "
+    "model, or scheduling gates"
+)
 
 #: How many preemptors' ReadWriteOncePod claim users a session remembers at most (a verb's
 #: shared session lives for many calls; one action or verb call needs a handful).
 _RWOP_MEMO = 64
+
+#: Pods whose PreFilter states a session keeps at once.
+_STATES_LIMIT = 1024
 
 # --- the plugin ---------------------------------------------------------------------------
 
@@ -78,6 +101,16 @@ class PredicatesPlugin(Plugin):
         self.node_affinity_enable = arguments.get_bool(NODE_AFFINITY_ENABLE, True)
         self.taint_toleration_enable = arguments.get_bool(TAINT_TOLERATION_ENABLE, True)
         self.cache_enable = arguments.get_bool(CACHE_ENABLE, False)
+        self.node_ports_enable = arguments.get_bool(NODE_PORTS_ENABLE, True)
+        self.pod_affinity_enable = arguments.get_bool(POD_AFFINITY_ENABLE, True)
+        self.topology_spread_enable = arguments.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)
+        raw_defaults = arguments.raw().get(DEFAULT_CONSTRAINTS)
+        self.default_constraints = (
+            parse_default_constraints(raw_defaults)
+            if raw_defaults is not None
+            else SYSTEM_DEFAULT_CONSTRAINTS
+        )
+        self._hard_defaults = any(c.hard for c in self.default_constraints)
         #: (job, task role, node) -> verdict of the node-static predicates
         self._cache: dict[tuple[str, str, str], _Verdict] = {}
         self._ssn: Session | None = None
@@ -85,26 +118,46 @@ class PredicatesPlugin(Plugin):
         #: when a pre-predicate considers the task (once, not once per node)
         self._rwop: dict[str, tuple[list[str], volumes.ClaimUsers]] = {}
 
+        #: task uid -> its PreFilter states, while the session's placements stay as they were
+        self._states: dict[str, tuple[AffinityState | None, SpreadState | None]] = {}
+        #: the session's nodes holding pods with required anti-affinity (None: not known)
+        self._anti_nodes: list[NodeInfo] | None = None
+        #: the snapshot's placement epoch those were worked out at
+        self._epoch = 0
+        #: nodes whose pods a statement changed since the counts were last brought up to date
+        self._dirty: set[str] = set()
+
     def can_follow(self, ssn: Session) -> bool:
         return True
 
     def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
-        """Nothing to bring up to date: its memo is of node labels, taints and pod specs, which
-        a change of usage does not move, and the users of a preemptor's ReadWriteOncePod
-        claims are found again by each pre-predicate; everything else it reads live."""
-        return follows_nothing
+        """Its memo of node labels, taints and pod specs stays, and the users of a
+        preemptor's ReadWriteOncePod claims are found again by each pre-predicate; but its
+        counts of pods per topology domain (inter-pod affinity, topology spread) move with
+        any pod placed or gone, so it forgets them."""
+        return self.cluster_changed
 
     def on_session_open(self, ssn: Session) -> None:
-        if ssn.memos.first_time("predicates.unevaluated"):
-            log.log(v(4), "predicates: %s are not evaluated by this scheduler", _UNEVALUATED)
+        if ssn.memos.first_time("predicates.not-evaluable"):
+            log.log(
+                v(4),
+                "predicates: %s are not evaluable: nothing is evicted for them",
+                _NOT_EVALUABLE,
+            )
         self._cache = {}
         self._rwop = {}
         self._ssn = ssn
+        self._states = {}
+        self._anti_nodes = None
+        self._epoch = ssn.snapshot.placement_epoch.value
         ssn.add_hook(PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_hook(PREDICATE, self.name, self.predicate)
+        ssn.add_event_handler(EventHandler(allocate=self._placed, deallocate=self._placed))
 
     def on_session_close(self, ssn: Session) -> None:
         self._cache = {}
+        self._states = {}
+        self._anti_nodes = None
         self._rwop = {}
         self._ssn = None
 
@@ -159,6 +212,133 @@ class PredicatesPlugin(Plugin):
             found = self._rwop[task.uid] = (claims, users)
         return found
 
+    def _placed(self, task: TaskInfo) -> None:
+        """A placement changed (a statement evicted, pipelined or allocated ``task``, or
+        undid that): its node is counted again before the next verdict. A task that names
+        no node of the session (a pipeline undone, an assumed pod) forgets every count."""
+        ssn = self._ssn
+        if ssn is None or task.node_name not in ssn.nodes:
+            self.cluster_changed()
+            return
+        self._dirty.add(task.node_name)
+
+    def _recount_dirty(self) -> None:
+        """Bring every kept count up to date with the nodes whose pods changed."""
+        dirty, self._dirty = self._dirty, set()
+        ssn = self._ssn
+        assert ssn is not None
+        nodes = ssn.nodes
+        anti = self._anti_nodes
+        if anti is not None:
+            known = {n.name for n in anti}
+            if any(nodes[n].anti_affinity_uids and n not in known for n in dirty if n in nodes):
+                # A pod with required anti-affinity arrived where none was: pods judged
+                # without any such pod in the cluster kept no count to correct.
+                self.cluster_changed()
+                return
+            self._anti_nodes = [n for n in anti if n.anti_affinity_uids]
+        for affinity, spread in self._states.values():
+            if affinity is not None:
+                affinity.recount(nodes, dirty)
+            if spread is not None:
+                spread.recount(nodes, dirty)
+
+    def cluster_changed(self) -> None:
+        """The session's nodes changed under it (the accounting session following the
+        cluster): forget every count."""
+        self._states = {}
+        self._anti_nodes = None
+        self._dirty = set()
+
+    def anti_affinity_nodes(self) -> list[NodeInfo]:
+        """The session's nodes with pods of required anti-affinity, found once per change."""
+        nodes = self._anti_nodes
+        if nodes is None:
+            assert self._ssn is not None
+            nodes = [n for n in self._ssn.nodes.values() if n.anti_affinity_uids]
+            self._anti_nodes = nodes
+        return nodes
+
+    def _pod_states(self, task: TaskInfo) -> tuple[AffinityState | None, SpreadState | None]:
+        states = self._states.get(task.uid)
+        if states is None:
+            ssn = self._ssn
+            assert ssn is not None
+            affinity: AffinityState | None = None
+            spread: SpreadState | None = None
+            if self.pod_affinity_enable:
+                terms = task.pod_affinity
+                if terms is not None and (terms.required or terms.required_anti):
+                    affinity = AffinityState.build(
+                        task, ssn.nodes.values(), ssn.snapshot.namespace_labels
+                    )
+                elif self.anti_affinity_nodes():
+                    affinity = AffinityState.build(
+                        task, self.anti_affinity_nodes(), ssn.snapshot.namespace_labels
+                    )
+            if self.topology_spread_enable and self._may_spread(task):
+                spread = SpreadState.build(task, ssn.nodes.values(), self.default_constraints)
+                if spread.trivial:
+                    spread = None
+            states = (affinity, spread)
+            if len(self._states) >= _STATES_LIMIT:  # a long-lived session asked of many pods
+                self._states = {}
+            self._states[task.uid] = states
+        return states
+
+    def _may_spread(self, task: TaskInfo) -> bool:
+        if task.spread_constraints:
+            return any(c.hard for c in task.spread_constraints)
+        return self._hard_defaults and bool(task.labels)
+
+    def _pod_checks(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """NodePorts, InterPodAffinity and PodTopologySpread, in Volcano's order."""
+        if task.host_ports and self.node_ports_enable:
+            err = node_ports_error(task, node)
+            if err is not None:
+                return err
+        ssn = self._ssn
+        if ssn is None:
+            return None
+        epoch = ssn.snapshot.placement_epoch.value
+        if epoch != self._epoch:
+            # The cache changed the nodes this session reads (it shares them).
+            self._epoch = epoch
+            self.cluster_changed()
+        if self._dirty:
+            self._recount_dirty()
+        if task.pod_affinity is None and not task.spread_constraints and not self._hard_defaults:
+            # The common pod: only placed pods' anti-affinity could refuse it.
+            anti = self._anti_nodes
+            if anti is None:
+                anti = self.anti_affinity_nodes()
+            if not (anti or node.anti_affinity_uids) or not self.pod_affinity_enable:
+                return None
+        elif not (
+            self.pod_affinity_enable
+            and (
+                task.pod_affinity is not None
+                or node.anti_affinity_uids
+                or self.anti_affinity_nodes()
+            )
+        ) and not (self.topology_spread_enable and self._may_spread(task)):
+            return None
+        affinity, spread = self._pod_states(task)
+        base = ssn.nodes.get(node.name)
+        if affinity is not None:
+            err = affinity.filter(node, base)
+            if err is not None:
+                return err
+        elif self.pod_affinity_enable and node is not base and node.anti_affinity_uids:
+            # A what-if copy holding an anti-affinity pod the session's node does not.
+            one_off = AffinityState.build(task, (node,), ssn.snapshot.namespace_labels)
+            err = one_off.filter(node, node)
+            if err is not None:
+                return err
+        if spread is not None:
+            return spread.filter(node, base)
+        return None
+
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """Pod count first (``Unschedulable``: evictions free slots), then the node-static
         checks, then volumes and device claims; the most severe code wins and every reason
@@ -187,6 +367,11 @@ class PredicatesPlugin(Plugin):
             if err is not None:
                 err.reasons[:0] = reasons
                 return err
+        err = self._pod_checks(task, node)
+        if err is not None:
+            if reasons:
+                err.reasons[:0] = reasons
+            return err
         if reasons:
             return FitError(task.key, node.name, FitCode.UNSCHEDULABLE, reasons)
         return None
