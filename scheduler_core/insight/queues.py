@@ -53,7 +53,9 @@ def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list
     for job in ssn.jobs.values():
         counts = jobs_by_queue.setdefault(job.queue, [0, 0])
         counts[0] += 1
-        if any(True for _ in job.tasks_with(TaskStatus.PENDING)):
+        # Waiting as the pending page has it: a pod filter has let through (assumed) has its
+        # place, so a job whose only pending pods are assumed is not counted here either.
+        if any(t.key not in acct.assumed for t in job.tasks_with(TaskStatus.PENDING)):
             counts[1] += 1
     children: dict[str, list[str]] = {}
     for name, queue in ssn.queues.items():
