@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from html import unescape
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
 import httpx
 import pytest
+import yaml
 from starlette.responses import PlainTextResponse
 
 from app.backend.engine import EngineBackend
@@ -21,6 +23,8 @@ from app.cli.tables import fmt_resources
 from app.serving.server import create_app
 
 from .live import serve
+
+DEMO = Path(__file__).resolve().parents[2] / "deploy" / "examples" / "demo-cluster.yaml"
 
 #: The path the API server's service proxy serves a Service's port under.
 PROXY = "/api/v1/namespaces/kube-queue-extender/services/kube-queue-extender-metrics:8888/proxy"
@@ -134,3 +138,33 @@ def test_memory_reads_as_the_cli_writes_it(demo: tuple[EngineBackend, httpx.Clie
         page = client.get(f"/queues/{q['name']}").text
         assert f"memory: {spelt.group(1)} held" in page, q["name"]
         assert not re.search(r"memory: 0\.\d+Gi", page), q["name"]
+
+
+def demo_pod(name: str) -> dict[str, Any]:
+    for doc in yaml.safe_load_all(DEMO.read_text()):
+        if doc and doc["kind"] == "Pod" and doc["metadata"]["name"] == name:
+            found: dict[str, Any] = doc
+            return found
+    raise AssertionError(f"the demo cluster has no pod {name}")
+
+
+def test_while_a_pod_is_assumed_the_counts_agree_with_the_lists(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    """Filter passes production's lone pending pod (assumed, not bound): the API's queue,
+    its pending page and the status page then count the pending jobs they list."""
+    _, client = demo
+    before = client.get("/api/v1/queues/production").json()["pendingJobs"]
+    lone = demo_pod("report-export")
+    answer = client.post("/filter", json={"Pod": lone, "NodeNames": ["cpu-node-3"]}).json()
+    assert answer["NodeNames"] == ["cpu-node-3"], answer
+    queue = client.get("/api/v1/queues/production").json()
+    listed = {q["name"]: q for q in client.get("/api/v1/queues").json()["queues"]}
+    page = client.get("/api/v1/queues/production/pending").json()
+    assert queue["assumedPods"] == 1
+    assert queue["pendingJobs"] == listed["production"]["pendingJobs"] == page["total"]
+    assert page["total"] == len(page["jobs"]) == before - 1
+    html = client.get("/queues/production").text
+    assert f"Pending jobs ({page['total']})" in html
+    row = re.search(r"data-queue='production'>(.*?)</tr>", client.get("/").text, re.S)
+    assert row is not None and f"{queue['jobs']} / {page['total']}" in row.group(1)
