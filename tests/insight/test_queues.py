@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.insight.queues import held_with_children, queue_views
 from tests.builders import accounting, node, pod, podgroup, queue
@@ -47,3 +49,38 @@ def test_a_cycle_of_parents_is_summed_once() -> None:
     by["leaf"].children = ["root"]  # as a Queue naming its own ancestor as parent would
     branches = held_with_children(views)
     assert branches["root"]["cpu"] == 3.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(min_value=-1, max_value=5), st.integers(min_value=0, max_value=3)),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_branch_holds_the_sum_of_what_its_queues_hold(spec: list[tuple[int, int]]) -> None:
+    """Queue i's parent is an earlier queue (or none), each holds some CPU: every summed
+    branch equals the CPU of the queue and all queues below it."""
+    objects: list[dict[str, object]] = [node("n1", cpu="64", memory="256Gi")]
+    parents: dict[str, str] = {}
+    for i, (parent, cpu) in enumerate(spec):
+        name = f"q{i}"
+        parents[name] = f"q{parent}" if 0 <= parent < i else ""
+        objects.append(queue(name, parent=parents[name]))
+        if cpu:
+            objects += [
+                podgroup(f"j{i}", 1, queue=name),
+                pod(f"p{i}", group=f"j{i}", cpu=str(cpu), node_name="n1"),
+            ]
+    acct, _ = accounting(objects)
+    held = {f"q{i}": float(cpu) for i, (_, cpu) in enumerate(spec)}
+
+    def below(name: str) -> set[str]:
+        kids = {q for q, p in parents.items() if p == name}
+        return kids.union(*(below(k) for k in kids))
+
+    branches = held_with_children(queue_views(acct))
+    assert set(branches) == {q for q in parents if below(q)}
+    for name, summed in branches.items():
+        assert summed["cpu"] == sum(held[q] for q in below(name) | {name})
