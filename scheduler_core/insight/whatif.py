@@ -149,7 +149,7 @@ def prepare(
     before = {v.name: v for v in queue_views(acct)}
     schedulable = None if request.scope == "all" else _submitted_jobs(fork, objects, added)
     assumed = [(a.task.job, a.task.uid) for a in acct.assumed.values()]
-    return PreparedWhatIf(fork, conf, added, before, schedulable, acct.memos, assumed)
+    return PreparedWhatIf(fork, conf, added, before, schedulable, acct.memos, assumed=assumed)
 
 
 def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
