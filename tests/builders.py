@@ -31,6 +31,7 @@ from scheduler_core.conf import (
     load_configuration,
 )
 from scheduler_core.engine import run_session
+from scheduler_core.extender.filter import filter_pod
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
@@ -713,3 +714,11 @@ def accounting(
     conf = load_configuration(conf_text) if conf_text else default_configuration()
     clock = Clock()
     return QueueAccounting(state, conf, assume_ttl=ttl, clock=clock), clock
+
+
+def assume(acct: QueueAccounting, pod_obj: Mapping[str, Any], nodes: Iterable[str]) -> None:
+    """Pass ``pod_obj`` (as the cache holds it, pending) through the filter verb on ``nodes``:
+    it is then assumed, counted in its queue, and not bound yet."""
+    result = filter_pod(acct, dict(pod_obj), list(nodes))
+    assert result.passed, f"filter rejected the pod to assume: {result.failed}"
+    assert acct.assumed, "filter passed but assumed nothing"

@@ -2,8 +2,13 @@
 JS, nothing fetched from elsewhere), so it works in an air-gapped cluster.
 
 It shows what the read-only API shows and nothing more: the queue tree with allocated,
-deserved and capability as bars, overused queues marked, each queue's pending jobs with the
-reason they wait, and the last evictions when a reclaim loop records them.
+deserved and capability as bars (a parent queue's bar is what its whole branch holds),
+overused queues marked, each queue's pending jobs with the reason they wait, and the last
+evictions when a reclaim loop records them.
+
+Every link is relative to the page: behind the API server's service proxy
+(``/api/v1/namespaces/NS/services/NAME:PORT/proxy/``) an absolute ``/queues/x`` would leave
+the proxy. The index sits at the root, a queue's page one level down (``queues/NAME``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from app.api.port import RecentEviction
 from scheduler_core.insight.amounts import Amounts, describe
 from scheduler_core.insight.derivation import Derivation
 from scheduler_core.insight.pending import PendingPage
-from scheduler_core.insight.queues import QueueView
+from scheduler_core.insight.queues import QueueView, held_with_children
 
 REFRESH_SECONDS = 5
 PENDING_SHOWN = 5
@@ -56,24 +61,28 @@ _SCRIPT = """
 """.replace("REFRESH_MS", str(REFRESH_SECONDS * 1000))
 
 
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, root: str) -> str:
+    """``root``: the way from this page back to the root ("" at the root, "../" one level
+    down)."""
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         '<meta name=viewport content="width=device-width,initial-scale=1">'
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>"
-        '<header><h1><a href="/">kube-queue-extender</a></h1>'
+        f'<header><h1><a href="{root or "./"}">kube-queue-extender</a></h1>'
         f"<span>{escape(title)}</span>"
         "<label><input type=checkbox id=auto checked> auto-refresh</label>"
         "<span class=dim>updated <span id=stamp>now</span></span>"
-        '<a href="/api/v1/queues">JSON</a></header>'
+        f'<a href="{root}api/v1/queues">JSON</a></header>'
         f"<main>{body}</main><script>{_SCRIPT}</script></body></html>"
     )
 
 
-def _bars(view: QueueView) -> str:
-    """One bar per dimension the queue deserves or holds: the fill is allocated, the mark is
-    deserved, the full width is the capability (or the largest of the three)."""
-    allocated = view.allocated or {}
+def _bars(view: QueueView, branch: Amounts | None = None) -> str:
+    """One bar per dimension the queue deserves or holds: the fill is allocated (``branch``,
+    what the queue and its children hold, for a parent queue), the mark is deserved, the full
+    width is the capability (or the largest of the three)."""
+    allocated = (branch if branch is not None else view.allocated) or {}
+    held = "held with its children" if branch is not None else "held"
     deserved = view.deserved or {}
     capability = view.real_capability or view.capability or {}
     names = [
@@ -89,7 +98,8 @@ def _bars(view: QueueView) -> str:
         scale = max(used, fair, cap if cap is not None else 0.0) or 1.0
         over = " over" if fair and used > fair else ""
         rows.append(
-            f"<div class=dim>{escape(name)}: {_one(name, used)} of {_one(name, fair)} deserved"
+            f"<div class=dim>{escape(name)}: {_one(name, used)} {held}, "
+            f"{_one(name, fair)} deserved"
             f"{'' if cap is None else ', cap ' + _one(name, cap)}</div>"
             f'<div class=bar title="{escape(name)}"><div class="alloc{over}" '
             f'style="width:{min(used / scale, 1) * 100:.1f}%"></div>'
@@ -144,13 +154,15 @@ def render_index(
     pending: dict[str, PendingPage],
     evictions: Sequence[RecentEviction] | None,
 ) -> str:
+    branches = held_with_children(list(views))
     rows = []
     for depth, view in _tree(views):
         rows.append(
             f"<tr class='queue{' overused' if view.overused else ''}' data-queue="
             f"'{escape(view.name)}'><td style='padding-left:{8 + depth * 18}px'>"
-            f"<a href='/queues/{escape(view.name)}'>{escape(view.name)}</a></td>"
-            f"<td>{_state(view)}</td><td>{view.weight}</td><td>{_bars(view)}</td>"
+            f"<a href='queues/{escape(view.name)}'>{escape(view.name)}</a></td>"
+            f"<td>{_state(view)}</td><td>{view.weight}</td>"
+            f"<td>{_bars(view, branches.get(view.name))}</td>"
             f"<td>{view.share:.2f}</td><td>{view.jobs} / {view.pending_jobs}</td>"
             f"<td>{_pending_list(pending.get(view.name), PENDING_SHOWN)}</td></tr>"
         )
@@ -161,7 +173,7 @@ def render_index(
         + "".join(rows)
         + "</table>"
     )
-    return _page("queues", table + _evictions(evictions))
+    return _page("queues", table + _evictions(evictions), root="")
 
 
 def _evictions(evictions: Sequence[RecentEviction] | None) -> str:
@@ -206,20 +218,23 @@ def _derivation(derivation: Derivation | None) -> str:
     )
 
 
-def render_queue(view: QueueView, pending: PendingPage) -> str:
+def render_queue(view: QueueView, pending: PendingPage, branch: Amounts | None = None) -> str:
+    """``branch``: what the queue and its children hold, for a queue that has children."""
+    parent = f"<a href='{escape(view.parent)}'>{escape(view.parent)}</a>" if view.parent else "-"
     facts = [
         ("State", _state(view)),
-        ("Parent", escape(view.parent or "-")),
+        ("Parent", parent),
         ("Weight", str(view.weight)),
         ("Guarantee", _amount_cell(view.guarantee)),
         ("Capability", _amount_cell(view.capability)),
         ("Real capability", _amount_cell(view.real_capability)),
         ("Request", _amount_cell(view.request)),
         ("Allocated", _amount_cell(view.allocated)),
+        *([("Held with its children", _amount_cell(branch))] if branch is not None else []),
         ("Assumed", f"{_amount_cell(view.assumed)} ({view.assumed_pods} pods)"),
         ("Deserved", _amount_cell(view.deserved)),
         ("Share", f"{view.share:.3f}"),
-        ("Bars", _bars(view)),
+        ("Bars", _bars(view, branch)),
     ]
     if view.devices:
         held = ", ".join(f"{name}: {count}" for name, count in sorted(view.devices.items()))
@@ -240,8 +255,11 @@ def render_queue(view: QueueView, pending: PendingPage) -> str:
         f"<th>Priority</th><th>Ready/min</th><th>Pending pods</th><th>Why it waits</th></tr>"
         f"{rows}</table>"
     )
-    return _page(f"queue {view.name}", table + _derivation(view.derivation) + jobs)
+    return _page(f"queue {view.name}", table + _derivation(view.derivation) + jobs, root="../")
 
 
 def render_missing(message: str) -> str:
-    return _page("not found", f"<p>{escape(message)}</p><p><a href='/'>all queues</a></p>")
+    """For ``queues/NAME``, one level below the root."""
+    return _page(
+        "not found", f"<p>{escape(message)}</p><p><a href='../'>all queues</a></p>", root="../"
+    )

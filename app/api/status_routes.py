@@ -9,6 +9,7 @@ from app.api.common import BAD_REQUEST, NAME_PATTERN
 from app.api.port import InsightBackend
 from app.api.status_page import PENDING_SHOWN, render_index, render_missing, render_queue
 from scheduler_core.insight.lookup import NotFoundError
+from scheduler_core.insight.queues import held_with_children
 
 HTML = {200: {"content": {"text/html": {"schema": {"type": "string"}}}}}
 
@@ -37,6 +38,7 @@ def make_router(backend: InsightBackend) -> APIRouter:
             pending = backend.pending(name, 100)
         except NotFoundError as exc:
             return HTMLResponse(render_missing(str(exc)), status_code=404)
-        return HTMLResponse(render_queue(view, pending))
+        branch = held_with_children(backend.queues()).get(name) if view.children else None
+        return HTMLResponse(render_queue(view, pending, branch))
 
     return router

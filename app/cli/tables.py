@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from scheduler_core.insight.amounts import memory_text
+
 
 def fmt_bytes(value: float) -> str:
-    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-        if value >= size:
-            return f"{value / size:.4g}{unit}"
-    return f"{value:g}"
+    """The spelling the API's sentences and the status page use too."""
+    return memory_text(value)
 
 
 def fmt_resources(values: Mapping[str, float | None] | None) -> str:

@@ -35,7 +35,17 @@ def describe(values: Amounts | None) -> str:
         if value is None:
             parts.append(f"{name} unlimited")
         elif name == "memory":
-            parts.append(f"memory {value / 2**30:.3g}Gi")
+            parts.append(f"memory {memory_text(value)}")
         else:
             parts.append(f"{name} {value:g}")
     return ", ".join(parts)
+
+
+def memory_text(value: float) -> str:
+    """Bytes in the largest binary unit they reach (``128Mi``, ``1.5Gi``), four significant
+    digits: one spelling for the sentences, the status page and the CLI's tables, so a person
+    comparing them compares like with like."""
+    for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if value >= size:
+            return f"{value / size:.4g}{unit}"
+    return f"{value:g}"

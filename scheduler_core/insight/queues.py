@@ -53,7 +53,9 @@ def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list
     for job in ssn.jobs.values():
         counts = jobs_by_queue.setdefault(job.queue, [0, 0])
         counts[0] += 1
-        if any(True for _ in job.tasks_with(TaskStatus.PENDING)):
+        # Waiting as the pending page has it: a pod filter has let through (assumed) has its
+        # place, so a job whose only pending pods are assumed is not counted here either.
+        if any(t.key not in acct.assumed for t in job.tasks_with(TaskStatus.PENDING)):
             counts[1] += 1
     children: dict[str, list[str]] = {}
     for name, queue in ssn.queues.items():
@@ -138,3 +140,28 @@ def _assumed_by_queue(acct: QueueAccounting) -> dict[str, tuple[Resource, int]]:
         held.add(assumption.task.resreq)
         out[assumption.queue] = (held, count + 1)
     return out
+
+
+def held_with_children(views: list[QueueView]) -> dict[str, Amounts]:
+    """Per queue that has children, what it and every queue below it hold (allocated, the
+    assumed pods included): a parent queue's own jobs are often none, and a person reading
+    the tree asks what the whole branch uses. The fair-share plugins may ignore the
+    hierarchy (proportion does), so this is a sum for reading, not a figure they decide by.
+    A cycle in the parents (which the API does not forbid) is walked once."""
+    by_name = {v.name: v for v in views}
+
+    def total(name: str, seen: frozenset[str]) -> Amounts:
+        view = by_name[name]
+        held: Amounts = dict(view.allocated or {})
+        for child in view.children:
+            if child in by_name and child not in seen:
+                for dim, value in total(child, seen | {child}).items():
+                    mine = held.get(dim, 0.0)
+                    held[dim] = None if mine is None or value is None else round(mine + value, 6)
+        return held
+
+    return {
+        view.name: total(view.name, frozenset({view.name}))
+        for view in views
+        if any(child in by_name for child in view.children)
+    }

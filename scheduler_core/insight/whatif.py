@@ -119,6 +119,9 @@ class PreparedWhatIf:
     #: The accounting's memos: the dry run's cluster is nearly the accounting's.
     memos: SessionMemos
     max_work: int = MAX_WORK
+    #: Pods filter has let through and kube-scheduler has not bound yet, as (job, task uid):
+    #: the live figures count them in their queues, so the dry run holds them too.
+    assumed: list[tuple[str, str]] = field(default_factory=list)
 
 
 def what_if(
@@ -151,7 +154,8 @@ def prepare(
     added = {_pod_key(pod) for pod in objects.pods}
     before = {v.name: v for v in queue_views(acct)}
     schedulable = None if request.scope == "all" else _submitted_jobs(fork, objects, added)
-    return PreparedWhatIf(fork, conf, added, before, schedulable, acct.memos)
+    assumed = [(a.task.job, a.task.uid) for a in acct.assumed.values()]
+    return PreparedWhatIf(fork, conf, added, before, schedulable, acct.memos, assumed=assumed)
 
 
 def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
@@ -165,6 +169,7 @@ def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
         memos=prepared.memos,
     )
     ssn.schedulable = prepared.schedulable
+    _hold_assumed(ssn, prepared.assumed)
     work = _work(ssn)
     if work > prepared.max_work:
         close_session(ssn, update_phases=False)
@@ -194,6 +199,22 @@ def _work(ssn: Session) -> int:
         if task.status == TaskStatus.PENDING
     )
     return pending * len(ssn.nodes)
+
+
+def _hold_assumed(ssn: Session, assumed: Sequence[tuple[str, str]]) -> None:
+    """Give each assumed pod the fork still has pending its place, as the live accounting
+    does: charged to its queue (so "before" and "after" count the same pods), present for its
+    gang, and not for the dry run to place a second time. It has no node yet (filter passed
+    several), so no node is charged: the same as the accounting session. A pod the cache has
+    not shown yet is not in the fork, and not held."""
+    for job_uid, task_uid in assumed:
+        job = ssn.jobs.get(job_uid)
+        task = job.tasks.get(task_uid) if job is not None else None
+        if job is None or task is None or task.status != TaskStatus.PENDING:
+            continue  # bound meanwhile (counted as such), removed by the request, or unseen
+        mine = ssn.own(task)
+        job.update_task_status(mine, TaskStatus.ALLOCATED)
+        ssn.fire_allocate(mine)
 
 
 def _check_sizes(request: WhatIfRequest) -> None:

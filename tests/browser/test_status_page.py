@@ -1,5 +1,6 @@
 """The status page in a real headless Chromium: the queue rows, a pending reason, the
-overused mark, the queue page's derivation; a screenshot is kept in the test's directory."""
+overused mark, a parent queue's rolled-up usage, the queue page's derivation; a screenshot
+is kept in the test's directory."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def test_status_page_shows_queues_and_pending_reasons(chromium: Any, tmp_path: P
         assert "passes the queue and gang checks" in production.text
         archive = next(r for r in rows if r.get_attribute("data-queue") == "archive")
         assert "queue archive is Closed" in archive.text
+        research = next(r for r in rows if r.get_attribute("data-queue") == "research")
+        assert "held with its children" in research.text  # its children's usage, rolled up
         assert chromium.find_element(By.ID, "auto").is_selected()
         shot = tmp_path / "status-page.png"
         chromium.save_screenshot(str(shot))
@@ -43,6 +46,7 @@ def test_status_page_shows_queues_and_pending_reasons(chromium: Any, tmp_path: P
             chromium.save_screenshot(os.environ[SCREENSHOT_ENV])
 
         chromium.find_element(By.LINK_TEXT, "production").click()
+        assert chromium.current_url == url + "/queues/production"  # a relative link, resolved
         assert chromium.find_element(By.ID, "derivation").text.count("pass 1") == 1
         assert "billing-reconcile" in chromium.find_element(By.ID, "pending").text
         chromium.save_screenshot(str(tmp_path / "queue-page.png"))

@@ -2,8 +2,9 @@
 sidecar-labelled ConfigMap, and every query in it names a metric a running server exports.
 
 The names are checked against real scrapes: the server in-process on the bundled demo cluster
-(queue gauges, request metrics), and on the stand-in API server (the informers' metrics exist
-only when watching a cluster). PromQL is parsed by a real parser (promql-parser), after
+(queue gauges, request metrics), and on the stand-in API server with the reclaim loop on, as
+deployed (the informers', the controller's and the reclaim loop's metrics exist only when
+watching a cluster). PromQL is parsed by a real parser (promql-parser), after
 Grafana's variables are replaced by values of the same kind.
 """
 
@@ -24,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.serving.server import ServerSettings, create_app
+from scheduler_core.controller.podgroup_status import PHASES
 from tests.app.live import serve
 from tests.fakeapi.kubeconfig import write_kubeconfig
 from tests.fakeapi.server import FakeApiServer
@@ -180,8 +182,10 @@ def _scrape_watching(tmp_path: Path) -> str:
             },
         )
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url)
+        # With the reclaim loop, as deploy/ and the chart run it by default: its metrics
+        # exist only then.
         backend = backend_from_args(
-            build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig)])
+            build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig), "--reclaim"])
         )
         try:
             settings = ServerSettings(extra_registries=(backend.registry,))
@@ -218,7 +222,9 @@ def test_the_check_sees_a_metric_that_is_not_exported(exported: set[str]) -> Non
 
 def test_the_dashboard_shows_what_operators_ask_for() -> None:
     """The panels the dashboard exists for: queues over time, verb latency and outcomes,
-    filter rejections, informer lag."""
+    filter rejections, informer lag; and what runs by default besides the verbs: the reclaim
+    loop (evictions by result, cycle time, skipped cycles by reason), leadership, parked
+    pods and PodGroup phases."""
     queries = dashboard_queries(_dashboard())
     used = {name for q in queries for name in metric_names(q)}
     assert {
@@ -230,7 +236,16 @@ def test_the_dashboard_shows_what_operators_ask_for() -> None:
         "queue_extender_decisions_total",
         "queue_extender_filter_rejections_total",
         "queue_extender_informer_last_event_age_seconds",
+        "queue_extender_reclaim_evictions_total",
+        "queue_extender_reclaim_cycle_seconds_bucket",
+        "queue_extender_reclaim_cycles_skipped_total",
+        "queue_extender_leader",
+        "queue_extender_parked_pods",
+        *(f"volcano_queue_pod_group_{phase.lower()}_count" for phase in PHASES),
     } <= used
+    by_metric = {name: q for q in queries for name in metric_names(q)}
+    assert "by (result)" in by_metric["queue_extender_reclaim_evictions_total"]
+    assert "by (reason)" in by_metric["queue_extender_reclaim_cycles_skipped_total"]
     quantiles = [q for q in queries if q.startswith("histogram_quantile(")]
     assert {q.split(",", 1)[0] for q in quantiles} == {
         "histogram_quantile(0.5",

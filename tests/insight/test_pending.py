@@ -6,7 +6,8 @@ import pytest
 
 from scheduler_core.insight.lookup import NotFoundError
 from scheduler_core.insight.pending import pending_jobs
-from tests.builders import accounting, node, pod, podgroup, priority_class, queue
+from scheduler_core.insight.queues import queue_views
+from tests.builders import accounting, assume, node, pod, podgroup, priority_class, queue
 from tests.insight.conftest import fingerprint
 
 
@@ -55,3 +56,22 @@ def test_an_unknown_queue_is_not_found_and_nothing_changes() -> None:
     assert fingerprint(acct) == before
     with pytest.raises(NotFoundError, match="queue nope"):
         pending_jobs(acct, "nope")
+
+
+@pytest.mark.parametrize("assumed", [[], ["h0"], ["h0", "w0"]], ids=["none", "one", "two"])
+def test_the_queue_counts_the_pending_jobs_its_pending_page_lists(assumed: list[str]) -> None:
+    """A pod filter has let through (assumed, not bound yet) has its place: its job leaves
+    the pending page, and the queue's pending count with it."""
+    objects = [
+        node("n1", cpu="8"),
+        queue("a"),
+        *[o for o in cluster() if o["kind"] not in ("Node", "Queue")],
+        podgroup("wide", 1, queue="a", phase="Inqueue"),
+        pod("w0", group="wide", cpu="1"),
+    ]
+    acct, _ = accounting(objects)
+    for name in assumed:
+        assume(acct, next(o for o in objects if o["metadata"]["name"] == name), ["n1"])
+    page = pending_jobs(acct, "a")
+    (view,) = [v for v in queue_views(acct) if v.name == "a"]
+    assert view.pending_jobs == page.total == 4 - len(assumed)

@@ -23,7 +23,16 @@ from scheduler_core.insight.whatif import (
     what_if,
 )
 from scheduler_core.report import session_report
-from tests.builders import HELM_CONF, accounting, node, pod, podgroup, priority_class, queue
+from tests.builders import (
+    HELM_CONF,
+    accounting,
+    assume,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    queue,
+)
 from tests.insight.conftest import fingerprint
 
 CONF = HELM_CONF.format(actions="enqueue, allocate, preempt, reclaim", configurations="")
@@ -219,3 +228,35 @@ def test_a_what_if_within_its_work_bound_runs() -> None:
     prepared = prepare(acct, load_configuration(CONF), WhatIfRequest(add=submission()))
     prepared.max_work = 10**9
     assert run_prepared(prepared).placed
+
+
+def assumed_cluster() -> list[dict[str, Any]]:
+    """Queue a holds 2 CPU bound, and one more pod filter has passed but not yet bound."""
+    return [
+        node("n1", cpu="8"),
+        queue("a"),
+        queue("b"),
+        podgroup("held", 1, queue="a"),
+        pod("h0", group="held", cpu="1", node_name="n1"),
+        pod("h1", group="held", cpu="1", node_name="n1"),
+        podgroup("filtered", 1, queue="a", phase="Inqueue"),
+        pod("f0", group="filtered", cpu="2"),
+    ]
+
+
+@pytest.mark.parametrize("scope", ["submitted", "all"])
+def test_an_assumed_pod_counts_before_and_after_alike(scope: str) -> None:
+    """'before' is the live accounting, which charges the assumed pod to its queue; 'after'
+    must hold it too (and not place it a second time), or a what-if that changes nothing in
+    a queue would show its allocation drop by the assumed pods."""
+    acct, _ = accounting(assumed_cluster(), CONF)
+    assume(acct, next(o for o in assumed_cluster() if o["metadata"]["name"] == "f0"), ["n1"])
+    live = fingerprint(acct)
+    other = [podgroup("elsewhere", 1, queue="b"), pod("e0", group="elsewhere", cpu="1")]
+    result = what_if(acct, load_configuration(CONF), WhatIfRequest(add=other, scope=scope))
+    assert fingerprint(acct) == live
+    a = next(q for q in result.queues if q.name == "a")
+    assert a.before is not None and a.after is not None
+    assert a.before.allocated is not None and a.before.allocated["cpu"] == 4.0
+    assert a.after.allocated == a.before.allocated
+    assert "ns/f0" not in {p.pod for p in result.placed}
