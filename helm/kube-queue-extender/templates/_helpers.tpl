@@ -136,7 +136,7 @@ Call with (dict "root" $ "path" "/healthz").
 */}}
 {{- define "kqe.probeCommand" -}}
 {{- $root := .root -}}
-- /usr/local/bin/python3
+- /opt/venv/bin/python3
 - -I
 - -S
 - /opt/queue-extender/healthprobe.py
