@@ -36,7 +36,7 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane, Process, free_port, wait_for
+from tests.e2e.controlplane import ControlPlane, Process, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 #: Kept between runs on one machine; `make clean` removes it.
