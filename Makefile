@@ -31,8 +31,8 @@ $(STAMP): $(RUN_STAMP)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# The demo cluster on http://127.0.0.1:8888 (the status page at /status); ARGS="--port N" to
-# listen elsewhere (see `.venv/bin/queue-extender serve --help`).
+# The demo cluster on http://127.0.0.1:8888 (the status page at /); ARGS="--port N" to listen
+# elsewhere (see `.venv/bin/queue-extender serve --help`).
 run: $(RUN_STAMP)
 	$(BIN)/queue-extender serve --demo $(ARGS)
 
@@ -71,7 +71,27 @@ unit: $(STAMP)
 e2e: $(STAMP)
 	$(BIN)/pytest -m e2e tests/e2e
 
-test: lint typecheck layering unit
+# The real node's Debian packages (root, Debian 12), installed only when CI asks for the
+# real-node suite (REQUIRE_REAL_NODE=1) and a part is missing; otherwise those tests skip.
+REAL_NODE_PACKAGES := containerd runc containernetworking-plugins busybox-static debootstrap \
+	docker.io
+REAL_NODE_BINARIES := /usr/bin/containerd /usr/bin/ctr /usr/sbin/runc /usr/lib/cni/bridge \
+	/usr/bin/busybox /usr/sbin/debootstrap /usr/sbin/dockerd /usr/bin/docker
+real-node-deps:
+	@if [ "$(REQUIRE_REAL_NODE)" = 1 ]; then \
+	  for b in $(REAL_NODE_BINARIES); do [ -x $$b ] || missing=1; done; \
+	  if [ -n "$$missing" ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      $(REAL_NODE_PACKAGES); \
+	  fi; \
+	fi
+
+# The image built offline, the real node (containerd, kubelet, kube-controller-manager), the
+# chart and deploy/ installed on it (tests/e2e/test_real_node.py). `make test` runs it too.
+real-node: $(STAMP) real-node-deps
+	$(BIN)/pytest -m e2e tests/e2e/test_real_node.py
+
+test: lint typecheck layering real-node-deps unit
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)

@@ -64,6 +64,7 @@ NEEDED = {
 PAUSE_IMAGE = "docker.io/local/pause:1"
 SCHEDULER_IMAGE_REPOSITORY = "local/kube-scheduler"
 PROJECT_IMAGE = "kube-queue-extender:0.1.0"
+WORKLOAD_IMAGE = "docker.io/local/busybox:1"
 BASE_IMAGE = "local/debian-python:bookworm"
 
 
@@ -85,9 +86,8 @@ def run(argv: list[str], *, timeout: float = 600, **kwargs: Any) -> str:
         argv, capture_output=True, text=True, timeout=timeout, check=False, **kwargs
     )
     if done.returncode != 0:
-        raise RuntimeError(
-            f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        )
+        output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}):\n{output}")
     return done.stdout
 
 
@@ -95,7 +95,7 @@ def run(argv: list[str], *, timeout: float = 600, **kwargs: Any) -> str:
 
 
 def docker_archive(
-    path: Path, tag: str, files: dict[str, tuple[bytes, int]], config: dict[str, Any]
+    path: Path, tags: list[str], files: dict[str, tuple[bytes, int]], config: dict[str, Any]
 ) -> Path:
     """A one-layer docker-archive tarball (what `docker save` writes, and containerd's
     `ctr images import` reads): ``files`` maps a path in the image to (content, mode)."""
@@ -133,7 +133,7 @@ def docker_archive(
     }
     config_bytes = json.dumps(image_config).encode()
     config_name = hashlib.sha256(config_bytes).hexdigest() + ".json"
-    manifest = [{"Config": config_name, "RepoTags": [tag], "Layers": ["layer/layer.tar"]}]
+    manifest = [{"Config": config_name, "RepoTags": tags, "Layers": ["layer/layer.tar"]}]
     path.parent.mkdir(parents=True, exist_ok=True)
     with tarfile.open(path, "w") as out:
         for name, data in (
@@ -152,7 +152,7 @@ def pause_image(path: Path) -> Path:
     busybox = Path(NEEDED["busybox-static"]).read_bytes()
     return docker_archive(
         path,
-        PAUSE_IMAGE,
+        [PAUSE_IMAGE],
         {"/bin/busybox": (busybox, 0o755)},
         {"Entrypoint": ["/bin/busybox", "sleep", "2147483647"]},
     )
@@ -160,11 +160,12 @@ def pause_image(path: Path) -> Path:
 
 def scheduler_image(path: Path, kube_bin: Path, tag: str) -> Path:
     """kube-scheduler from the shared binary (statically linked) at the path the chart runs,
-    with busybox for the tests' SIGTERM-ignoring workloads' shell."""
+    named as the chart and deploy/ name it (registry.k8s.io/kube-scheduler:<tag>, never
+    pulled: the node has it) and as local/kube-scheduler:<tag>."""
     binary = (kube_bin / "kube-scheduler").read_bytes()
     return docker_archive(
         path,
-        f"docker.io/{SCHEDULER_IMAGE_REPOSITORY}:{tag}",
+        [f"registry.k8s.io/kube-scheduler:{tag}", f"docker.io/{SCHEDULER_IMAGE_REPOSITORY}:{tag}"],
         {"/usr/local/bin/kube-scheduler": (binary, 0o755)},
         {"Entrypoint": ["/usr/local/bin/kube-scheduler"], "User": "65532:65532"},
     )
@@ -175,7 +176,7 @@ def workload_image(path: Path) -> Path:
     busybox = Path(NEEDED["busybox-static"]).read_bytes()
     return docker_archive(
         path,
-        "docker.io/local/busybox:1",
+        [WORKLOAD_IMAGE],
         {"/bin/busybox": (busybox, 0o755), "/bin/sh": (busybox, 0o755)},
         {"Entrypoint": ["/bin/busybox"]},
     )
@@ -549,6 +550,22 @@ state = "{d / "state"}"
         self.start_controller_manager()
         return self
 
+    def pod_log(self, namespace: str, pod: str, container: str, lines: int = 60) -> str:
+        """The last lines the kubelet wrote for a container (every restart's file)."""
+        texts = []
+        for path in sorted(self.pod_logs.glob(f"{namespace}_{pod}_*/{container}/*.log")):
+            texts.extend(path.read_text(errors="replace").splitlines())
+        return "\n".join(texts[-lines:])
+
+    def pod_logs_matching(self, namespace: str, prefix: str, lines: int = 40) -> str:
+        parts = []
+        for directory in sorted(self.pod_logs.glob(f"{namespace}_{prefix}*")):
+            for container in sorted(p for p in directory.iterdir() if p.is_dir()):
+                pod = directory.name.split("_")[1]
+                text = self.pod_log(namespace, pod, container.name, lines)
+                parts.append(f"----- {pod}/{container.name} -----\n{text}")
+        return "\n".join(parts)
+
     # --- teardown -----------------------------------------------------------------------
 
     def stop(self) -> None:
@@ -565,6 +582,8 @@ state = "{d / "state"}"
             self.containerd.stop()
         self.network.delete()
         self._unmount_under(self.dir)
+        for leftover in (self.socket, Path(f"{self.socket}.ttrpc")):
+            leftover.unlink(missing_ok=True)
 
     def _delete_every_pod(self) -> None:
         from kubernetes import client
@@ -623,6 +642,8 @@ def real_cluster(kube_bin: Path, workdir: Path) -> Iterator[tuple[ControlPlane, 
     node = RealNode(cp, network, workdir / "node")
     try:
         cp.start()
+        # The cluster's own default-scheduler (the chart's pods name no scheduler).
+        cp.start_scheduler("kube-scheduler", ["default-scheduler"], None)
         node.start()
         yield cp, node
     finally:
