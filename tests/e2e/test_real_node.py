@@ -581,11 +581,16 @@ def _longest_gap(samples: list[LeaseSample]) -> float:
 
 
 @pytest.mark.xfail(
-    strict=True,
-    reason="on main the extender neither follows kube-scheduler's Lease nor releases its own "
-    "on SIGTERM: the new pod waits out the old lease (15 s) before it leads",
+    strict=False,
+    reason="on main the new pod's extender takes its own Lease on its next jittered retry "
+    "after the old one releases it, not when kube-scheduler's leadership moves: measured "
+    "gaps 2.4-3.4 s (once under 2 s) against a 2 s retry period, so the outcome is not "
+    "stable enough for a strict xfail",
 )
 def test_helm_upgrade_rolls_without_a_leadership_gap(installed: Cluster) -> None:
+    """`helm upgrade` with a changed pod template: the Deployment surges a new pod, which
+    must lead (kube-scheduler's Lease and the extender's) no later than one retry period after
+    the old one stopped leading: the old pod releases both on SIGTERM."""
     (old,) = installed.release_pods()
     leases = ["queue-scheduler", RELEASE]
     wait_for(
@@ -615,7 +620,11 @@ def test_helm_upgrade_rolls_without_a_leadership_gap(installed: Cluster) -> None
     samples = _watch_leases(installed, leases, rolled, timeout=180)
     assert rolled(), "the upgrade did not roll to a new leading pod"
     installed.wait_rolled_out()
+    for name, taken in samples.items():
+        holders = [s.holder for s in taken if s.holder]
+        assert len(set(holders)) >= 2, f"{name}: no change of leader was seen ({holders[:3]})"
     gaps = {name: _longest_gap(s) for name, s in samples.items()}
+    print(f"FIGURES leadership gap during helm upgrade (s): {gaps}")
     assert all(gap <= RETRY_PERIOD for gap in gaps.values()), gaps
 
 
