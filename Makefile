@@ -37,15 +37,19 @@ run: $(RUN_STAMP)
 	$(BIN)/queue-extender serve --demo $(ARGS)
 
 # The image's Python packages, made on the host: the locked runtime set as wheels for
-# CPython 3.11 on linux/amd64 (each file checked against its hash in requirements.lock) and
-# the project's wheel. The Dockerfile installs from here, offline.
-wheelhouse: $(RUN_STAMP)
-	rm -rf $(WHEELS)
+# CPython 3.11 on linux/amd64 (each file checked against its hash in requirements.lock; kept
+# until the lock changes) and the project's wheel. The Dockerfile installs from here, offline.
+$(WHEELS)/locked/.complete: requirements.lock | $(RUN_STAMP)
+	rm -rf $(WHEELS)/locked
 	$(BIN)/pip download --quiet --require-hashes --no-deps --only-binary=:all: \
 	  --python-version 3.11 --implementation cp --abi cp311 \
 	  --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 	  --platform manylinux_2_28_x86_64 --platform linux_x86_64 \
 	  --dest $(WHEELS)/locked -r requirements.lock
+	touch $@
+
+wheelhouse: $(WHEELS)/locked/.complete $(RUN_STAMP)
+	rm -rf $(WHEELS)/project
 	$(BIN)/pip wheel --quiet --no-deps --wheel-dir $(WHEELS)/project .
 
 image: wheelhouse

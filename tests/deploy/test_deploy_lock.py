@@ -82,13 +82,13 @@ def _options(argv: list[str]) -> dict[str, str | None]:
 
 
 def _wheelhouse_commands() -> list[list[str]]:
-    """The `$(BIN)/pip ...` lines of the Makefile's wheelhouse recipe, as argv after `pip`."""
+    """The Makefile's `$(BIN)/pip ...` recipe lines that fill the wheelhouse (`make
+    wheelhouse`), as argv after `pip`."""
     text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
-    recipe = text.split("\nwheelhouse:", 1)[1].split("\n\n", 1)[0]
     commands = []
-    for line in recipe.splitlines()[1:]:
-        words = shlex.split(line.strip())
-        if words and words[0].endswith("/pip"):
+    for line in text.splitlines():
+        words = shlex.split(line.strip()) if line.startswith("\t") else []
+        if words[:1] == ["$(BIN)/pip"] and "$(WHEELS)" in line:
             commands.append(words[1:])
     return commands
 
