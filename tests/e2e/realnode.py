@@ -41,7 +41,8 @@ from tests.e2e.controlplane import ControlPlane, Process, free_port, wait_for
 REPO = Path(__file__).resolve().parents[2]
 #: Kept between runs on one machine; `make clean` removes it.
 CACHE = Path(os.environ.get("REAL_NODE_CACHE", REPO / "build" / "real-node"))
-#: The Debian packages the node needs (binaries checked below); `make real-node-deps` installs them.
+#: The Debian packages the node needs (binaries checked below); `make real-node-deps` installs
+#: them when REQUIRE_REAL_NODE=1.
 DEBIAN_PACKAGES = (
     "containerd",
     "runc",

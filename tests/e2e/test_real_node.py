@@ -8,7 +8,7 @@ objects applied with server-side apply through the Python client, which is what 
 
 The tests of this module run in order on one installation: install, use, upgrade, uninstall;
 then deploy/ on the same node. They need root, the Debian packages in
-``realnode.DEBIAN_PACKAGES`` (`make real-node-deps`) and the shared kubelet and
+``realnode.DEBIAN_PACKAGES`` (`REQUIRE_REAL_NODE=1 make real-node-deps`) and the shared kubelet and
 kube-controller-manager; without them they skip, saying what is missing, unless
 ``REQUIRE_REAL_NODE=1`` (CI), where that is a failure.
 """
@@ -66,7 +66,10 @@ GRACE = 5
 def _fail_or_skip(reason: str) -> None:
     if os.environ.get("REQUIRE_REAL_NODE") == "1":
         pytest.fail(f"REQUIRE_REAL_NODE=1 but {reason}", pytrace=False)
-    pytest.skip(f"real-node tests skipped: {reason} (`make real-node-deps` installs the parts)")
+    pytest.skip(
+        f"real-node tests skipped: {reason} (as root, `REQUIRE_REAL_NODE=1 make real-node-deps` "
+        "installs the Debian packages)"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -462,10 +465,18 @@ def test_reclaim_evicts_once_per_victim_with_graceful_termination(installed: Clu
             evicted[name] = count
     assert len(evicted) == 2, evicted
     assert set(evicted.values()) == {1}, f"a victim evicted more than once: {evicted}"
-    # Real graceful termination: the victims outlived SIGTERM by the grace period.
+    # Real graceful termination: the victims outlived SIGTERM by the grace period, and the
+    # starved pods could start only once they were gone.
+    evictions = []
     for name in evicted:
-        killing = [e for e in events_for(installed, ns, name) if e.reason == "Killing"]
-        assert killing, f"{name}: the kubelet never stopped it"
+        events = events_for(installed, ns, name)
+        assert any(e.reason == "Killing" for e in events), f"{name}: the kubelet never stopped it"
+        evictions += [e.event_time or e.first_timestamp for e in events if e.reason == "Reclaimed"]
+    started = min(
+        installed.core.read_namespaced_pod(f"starved-{i}", ns).status.start_time for i in (0, 1)
+    )
+    waited = (started - min(evictions)).total_seconds()
+    assert waited >= GRACE - 1, f"the starved pods started {waited:.1f}s after the evictions"
 
 
 def test_queue_and_podgroup_status_are_written(installed: Cluster) -> None:
