@@ -313,6 +313,25 @@ def build_project_image(docker: Docker, base: str, out: Path) -> Path:
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     run([*docker.cli(), "save", "-o", str(out), PROJECT_IMAGE])
+    # The previous builds' images (untagged now) would pile up in the cache run after run.
+    # The build stage is tagged first (all of it from the cache just filled), so its layers
+    # stay and an unchanged project rebuilds from the cache next time.
+    run(
+        [
+            *docker.cli(),
+            "build",
+            "--quiet",
+            "--target",
+            "build",
+            "--build-arg",
+            f"BASE_IMAGE={base}",
+            "-t",
+            "kube-queue-extender:build-stage",
+            str(REPO),
+        ],
+        env=env,
+    )
+    run([*docker.cli(), "image", "prune", "--force"])
     return out
 
 
