@@ -664,6 +664,44 @@ def test_uninstall_leaves_nothing_behind(installed: Cluster) -> None:
     )
 
 
+def test_a_dry_run_install_decides_but_evicts_nothing(cluster: Cluster) -> None:
+    """`helm install --set reclaimLoop.dryRun=true` (after the uninstall): the loop names its
+    victims in WouldReclaim events and evicts none of them."""
+    cluster.delete_workloads()
+    documents = chart_documents({"reclaimLoop": {"enabled": True, "dryRun": True}})
+    cluster.apply(documents)
+    try:
+        cluster.wait_rolled_out()
+        ns = make_namespace(cluster, "dry-run")
+        make_queue(cluster, "dry-greedy")
+        make_queue(cluster, "dry-starved")
+        # The shape of the reclaim test above, where the loop does evict.
+        size = (free_millicpu(cluster) - 100) // 4
+        greedy = [make_pod(cluster, ns, f"greedy-{i}", "dry-greedy", f"{size}m") for i in range(4)]
+        for name in greedy:
+            wait_for(lambda n=name: pod_phase(cluster, ns, n) == "Running", 60, f"{name} Running")
+        starved = [make_pod(cluster, ns, f"starved-{i}", "dry-starved", f"{size}m") for i in (0, 1)]
+
+        def decided() -> list[str]:
+            return [
+                name
+                for name in greedy
+                if any(e.reason == "WouldReclaim" for e in events_for(cluster, ns, name))
+            ]
+
+        # The new pod may wait out the Lease the uninstalled one left behind (15 s).
+        named = wait_for(decided, 90, "a WouldReclaim event on a victim", interval=1)
+        time.sleep(5)  # five more cycles of the loop, each of which would evict if it could
+        for name in greedy:
+            pod = cluster.core.read_namespaced_pod(name, ns)
+            assert pod.metadata.deletion_timestamp is None, f"{name} was evicted"
+            assert not [e for e in events_for(cluster, ns, name) if e.reason == "Reclaimed"]
+        assert named and all(pod_phase(cluster, ns, name) == "Pending" for name in starved)
+    finally:
+        cluster.delete(documents)
+    wait_for(lambda: not cluster.release_pods(), 120, "the dry-run install's pods gone", interval=1)
+
+
 # --- deploy/ -----------------------------------------------------------------------------
 
 
