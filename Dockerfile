@@ -1,38 +1,44 @@
-# syntax=docker/dockerfile:1
-# kube-queue-extender: `queue-extender serve` on python:3.11-slim, non-root, no build tools.
+# kube-queue-extender: `queue-extender serve`, non-root, no build tools, no pip, read-only root.
 #
-# Build stage: the locked runtime dependencies are downloaded as wheels, each checked against
-# its hash in requirements.lock (`make lock` regenerates it from pyproject.toml), and the
-# project itself becomes one wheel.
-# Final stage: a venv installed from those wheels only (--no-index, --require-hashes,
-# --no-deps: exactly the locked set, nothing resolved at build time), without pip in it.
-# The wheels reach the final stage through a bind mount, so they leave no layer behind.
+# The build is offline: nothing is fetched from a registry or an index while it runs.
+# - The base image is a build ARG (default python:3.11-slim). Any image with CPython 3.11 and
+#   its venv module works, e.g. a Debian 12 root file system made by debootstrap and
+#   `docker import`ed (what the project's test bed does where no registry is reachable).
+# - The Python packages come from build/wheels/ in the build context, which `make wheelhouse`
+#   fills on the host: the locked runtime dependencies downloaded by pip and checked against
+#   every hash in requirements.lock, and the project's own wheel. Here they are installed with
+#   --no-index --require-hashes --no-deps: exactly the locked set, nothing resolved.
+# - No `# syntax=` line and no BuildKit-only instruction: such a line makes BuildKit fetch a
+#   frontend image from a registry, and the classic builder runs this file unchanged.
 #
-#   docker build -t kube-queue-extender:0.1.0 \
-#     --build-arg VCS_REF=$(git rev-parse HEAD) \
-#     --build-arg BUILD_DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ) .
+#   make image                       # wheelhouse, then docker build with the labels below
+#   docker build -t kube-queue-extender:0.1.0 --build-arg BASE_IMAGE=<image> .
 #
-# The base image is named by tag here: pin it by digest for a reproducible build. Resolve the
-# tag's current digest (a multi-arch index) and pass or commit it:
+# Pin the usual base by digest for a reproducible build:
 #   docker buildx imagetools inspect python:3.11-slim --format '{{json .Manifest.Digest}}'
-#   docker build --build-arg BASE_IMAGE=python:3.11-slim@sha256:<digest> .
-# Re-run both to take the base image's security updates.
+#   make image BASE_IMAGE=python:3.11-slim@sha256:<digest>
 
 ARG BASE_IMAGE=python:3.11-slim
 
 FROM ${BASE_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1
-WORKDIR /src
-COPY requirements.lock ./
-# Wheels only (no sdist builds: there is no compiler here), every file checked by its hash.
-RUN python -m pip download --require-hashes --no-deps --only-binary=:all: \
-       --dest /wheels/locked -r requirements.lock
-# README.m[d]: the package metadata reads it when present; a glob may match nothing.
-COPY pyproject.toml LICENSE README.m[d] ./
-COPY app ./app
-COPY scheduler_core ./scheduler_core
-RUN python -m pip wheel --no-deps --wheel-dir /wheels/project .
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_INDEX=1 \
+    PYTHONDONTWRITEBYTECODE=1
+COPY requirements.lock /src/requirements.lock
+COPY build/wheels /wheels
+# The venv's pip (from the interpreter's own ensurepip) installs the wheels, byte-compiling
+# them so the read-only root file system costs nothing at start; `pip check` fails the build
+# if the locked set does not satisfy its own requirements; then pip leaves the venv.
+RUN python3 -m venv /opt/venv \
+    && /opt/venv/bin/python -m pip install --no-index --find-links=/wheels/locked \
+       --require-hashes --no-deps -r /src/requirements.lock \
+    && /opt/venv/bin/python -m pip install --no-index --no-deps /wheels/project/*.whl \
+    && /opt/venv/bin/python -m pip check \
+    && /opt/venv/bin/python -m pip uninstall --yes --quiet pip setuptools \
+    && /opt/venv/bin/queue-extender --help >/dev/null
+COPY deploy/healthprobe.py /opt/queue-extender/healthprobe.py
+RUN chmod 0555 /opt/queue-extender/healthprobe.py
 
 FROM ${BASE_IMAGE}
 ARG BASE_IMAGE
@@ -49,24 +55,12 @@ LABEL org.opencontainers.image.title="kube-queue-extender" \
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOME=/tmp
-# pip byte-compiles while installing, so the read-only root filesystem costs nothing at start.
-# `pip check` fails the build if the locked set does not satisfy its own requirements.
-RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    --mount=type=bind,source=requirements.lock,target=/tmp/requirements.lock \
-    python -m venv --without-pip /opt/venv \
-    && python -m pip --python /opt/venv/bin/python install --no-index --find-links=/wheels/locked \
-       --require-hashes --no-deps -r /tmp/requirements.lock \
-    && python -m pip --python /opt/venv/bin/python install --no-index --no-deps \
-       /wheels/project/*.whl \
-    && python -m pip --python /opt/venv/bin/python check \
-    && /opt/venv/bin/queue-extender --help >/dev/null
+# The venv and the probe only: the wheels stay behind in the build stage.
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/queue-extender /opt/queue-extender
 COPY LICENSE /usr/share/doc/kube-queue-extender/LICENSE
-# The exec probe of deploy/ and helm/ (stdlib only; see the file).
-COPY --chmod=0555 deploy/healthprobe.py /opt/queue-extender/healthprobe.py
 USER 65532:65532
-EXPOSE 8888 8889
+EXPOSE 8888 8889 8890
 ENTRYPOINT ["queue-extender"]
 CMD ["serve"]

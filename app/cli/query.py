@@ -28,7 +28,7 @@ from app.cli.query_client import (
 from app.cli.tables import fmt_resources, table
 
 #: Where ``kubectl queue`` looks without ``--server``: the Service the manifests install.
-DEFAULT_SERVICE = "kube-queue-extender/kube-queue-extender-metrics:8888"
+DEFAULT_SERVICE = "kube-queue-extender/kube-queue-extender-status:8890"
 
 _Subparsers = Any  # argparse's _SubParsersAction is private; typed loosely on purpose.
 

@@ -425,8 +425,16 @@ def banner(args: argparse.Namespace) -> str:
         host, port = args.metrics_bind_address
         metrics_url = base_url(argparse.Namespace(**{**vars(args), "host": host, "port": port}))
         metrics_url += "/metrics"
+    # The status page is served by the main listener, and by --status-address when given.
+    status_url = url + "/"
+    status_address: tuple[str, int] | None = getattr(args, "status_address", None)
+    if status_address is not None:
+        host, port = status_address
+        status_url = base_url(argparse.Namespace(**{**vars(args), "host": host, "port": port}))
+        status_url += "/"
     return (
         f"queue-extender serving on {url} (filter {filter_url}, metrics {metrics_url})\n"
+        f"status page: {status_url}\n"
         f"try: {command}"
     )
 

@@ -302,6 +302,20 @@ def test_the_metrics_listener_cannot_share_the_main_address(restore_root: None) 
     assert run_serve(args, lambda _a: FakeBackend()) == 2
 
 
+@pytest.mark.parametrize(
+    ("flags", "url"),
+    [
+        ((), "http://127.0.0.1:8888/"),
+        (("--port", "9000"), "http://127.0.0.1:9000/"),
+        (("--status-address", "0.0.0.0:9100"), "http://127.0.0.1:9100/"),
+        (("--tls-cert", "c", "--tls-key", "k"), "https://127.0.0.1:8888/"),
+    ],
+)
+def test_the_banner_names_the_status_page(flags: tuple[str, ...], url: str) -> None:
+    lines = banner(parse("--demo", *flags)).splitlines()
+    assert f"status page: {url}" in lines
+
+
 def test_the_banner_names_the_metrics_listener() -> None:
     text = banner(parse("--metrics-bind-address", "0.0.0.0:9090"))
     assert "metrics http://127.0.0.1:9090/metrics" in text

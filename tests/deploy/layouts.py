@@ -30,8 +30,16 @@ CHART_LAYOUTS: dict[str, dict[str, Any]] = {
         },
     },
     "chart-listen-all-no-peers": {
-        "extender": {"listenAll": True, "tls": {"enabled": True, "secretName": "tls"}},
+        "extender": {
+            "listenAll": True,
+            "tls": {"enabled": True, "secretName": "tls", "clientAuth": True},
+        },
         "networkPolicy": {"from": []},
+        "statusPage": {"enabled": False},
+    },
+    "chart-closed-dry-run": {
+        "statusPage": {"enabled": False},
+        "reclaimLoop": {"enabled": True, "dryRun": True},
     },
 }
 

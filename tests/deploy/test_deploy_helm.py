@@ -10,6 +10,8 @@ import helm_python as helm
 import pytest
 import yaml
 
+from app.cli.query import DEFAULT_SERVICE
+
 from .deploy_manifests import (
     CHART_DIR,
     NAMESPACE,
@@ -113,13 +115,59 @@ def test_deploy_is_the_chart_metrics_layout() -> None:
         assert document == rendered[key], key
 
 
-def test_default_layout_keeps_the_extender_on_loopback() -> None:
+def test_default_layout_keeps_the_verbs_on_loopback_and_serves_the_status_page() -> None:
+    """By default only the status listener (page and read-only API, no verbs) leaves
+    loopback, behind the Service `kubectl queue` defaults to, open to every peer (the API
+    server's service proxy has no selectable address)."""
     documents = layout_documents("chart-default")
     extender = containers(documents)["queue-extender"]
     assert option_value(extender["args"], "--host") == "127.0.0.1"
+    assert option_value(extender["args"], "--status-address") == "0.0.0.0:8890"
+    assert option_value(extender["args"], "--metrics-bind-address") is None
+    assert extender["ports"] == [{"name": "status", "containerPort": 8890, "protocol": "TCP"}]
+    (service,) = find_all(documents, "Service")
+    assert service["metadata"]["name"] == "kube-queue-extender-status"
+    assert service["spec"]["ports"] == [
+        {"name": "status", "port": 8890, "targetPort": "status", "protocol": "TCP"}
+    ]
+    namespace, _, name_port = DEFAULT_SERVICE.partition("/")
+    assert (namespace, name_port) == (
+        service["metadata"]["namespace"],
+        f"{service['metadata']['name']}:{service['spec']['ports'][0]['port']}",
+    )
+    (rule,) = find(documents, "NetworkPolicy")["spec"]["ingress"]
+    assert rule == {"ports": [{"port": "status", "protocol": "TCP"}]}
+
+
+def test_closed_layout_opens_nothing_beyond_loopback() -> None:
+    documents = layout_documents("chart-closed-dry-run")
+    extender = containers(documents)["queue-extender"]
     assert "ports" not in extender
+    assert option_value(extender["args"], "--status-address") is None
     assert find_all(documents, "Service") == []
     assert find_all(documents, "NetworkPolicy") == []
+
+
+@pytest.mark.parametrize(
+    ("values", "flags"),
+    [
+        ({}, ["--reclaim"]),
+        ({"reclaimLoop": {"enabled": True, "dryRun": True}}, ["--reclaim", "--reclaim-dry-run"]),
+        ({"reclaimLoop": {"enabled": False, "dryRun": True}}, []),
+    ],
+)
+def test_reclaim_dry_run_value_passes_the_flag(values: dict[str, Any], flags: list[str]) -> None:
+    args = containers(rendered_documents(values))["queue-extender"]["args"]
+    assert [a for a in args if a in ("--reclaim", "--reclaim-dry-run")] == flags
+
+
+def test_status_rule_takes_its_own_peers() -> None:
+    peers = [{"ipBlock": {"cidr": "10.0.0.0/8"}}]
+    documents = rendered_documents({"statusPage": {"from": peers}})
+    (rule,) = find(documents, "NetworkPolicy")["spec"]["ingress"]
+    assert rule == {"ports": [{"port": "status", "protocol": "TCP"}], "from": peers}
+    nobody = rendered_documents({"statusPage": {"from": []}})
+    assert find(nobody, "NetworkPolicy")["spec"]["ingress"] == []
 
 
 @pytest.mark.parametrize("layout", ["chart-metrics", "chart-mtls-reclaim-ha"])
@@ -134,9 +182,10 @@ def test_metrics_layout_exposes_only_the_metrics_listener(layout: str) -> None:
     assert host == "0.0.0.0"
     assert int(metrics_port) == 8889 != verbs_port
     assert extender["ports"] == [
-        {"name": "metrics", "containerPort": int(metrics_port), "protocol": "TCP"}
+        {"name": "metrics", "containerPort": int(metrics_port), "protocol": "TCP"},
+        {"name": "status", "containerPort": 8890, "protocol": "TCP"},
     ]
-    service = find(documents, "Service")
+    service = find(documents, "Service", "kube-queue-extender-metrics")
     annotations = service["metadata"]["annotations"]
     assert annotations["prometheus.io/scrape"] == "true"
     assert annotations["prometheus.io/port"] == metrics_port
@@ -150,7 +199,8 @@ def test_metrics_layout_exposes_only_the_metrics_listener(layout: str) -> None:
     policy = find(documents, "NetworkPolicy")
     assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
     assert policy["spec"]["policyTypes"] == ["Ingress"]
-    (rule,) = policy["spec"]["ingress"]
+    rule, status_rule = policy["spec"]["ingress"]
+    assert status_rule == {"ports": [{"port": "status", "protocol": "TCP"}]}
     assert rule["ports"] == [{"port": "metrics", "protocol": "TCP"}]
     assert rule["from"] == [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
@@ -164,13 +214,22 @@ def test_metrics_port_is_configurable() -> None:
     extender = containers(documents)["queue-extender"]
     assert option_value(extender["args"], "--metrics-bind-address") == "0.0.0.0:9100"
     assert extender["ports"][0]["containerPort"] == 9100
-    service = find(documents, "Service")
+    service = find(documents, "Service", "kube-queue-extender-metrics")
     assert service["metadata"]["annotations"]["prometheus.io/port"] == "9100"
     assert service["spec"]["ports"][0]["port"] == 80
 
 
 def test_listen_all_with_metrics_guards_both_ports() -> None:
-    documents = rendered_documents({"metrics": {"enabled": True}, "extender": {"listenAll": True}})
+    documents = rendered_documents(
+        {
+            "metrics": {"enabled": True},
+            "statusPage": {"enabled": False},
+            "extender": {
+                "listenAll": True,
+                "tls": {"enabled": True, "secretName": "tls", "clientAuth": True},
+            },
+        }
+    )
     extender = containers(documents)["queue-extender"]
     assert option_value(extender["args"], "--host") == "0.0.0.0"
     assert {p["name"]: p["containerPort"] for p in extender["ports"]} == {
@@ -224,7 +283,8 @@ def test_config_change_rolls_the_pods() -> None:
 
     base = checksum({})
     assert checksum({}) == base
-    assert checksum({"engineConfig": 'actions: "enqueue, allocate"\n'}) != base
+    engine = 'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n'
+    assert checksum({"engineConfig": engine}) != base
     assert checksum({"scheduler": {"extender": {"weight": 5}}}) != base
 
 

@@ -60,6 +60,26 @@ BAD_VALUES: dict[str, tuple[dict[str, Any], str]] = {
     "security-context-not-an-object": ({"securityContext": "restricted"}, "/securityContext"),
     "extra-args-not-strings": ({"extender": {"extraArgs": [1]}}, "/extender/extraArgs/0"),
     "engine-config-empty": ({"engineConfig": ""}, "/engineConfig"),
+    # What the extender refuses at start: the schema refuses it at install instead.
+    "verbosity-above-ten": ({"extender": {"verbosity": 11}}, "/extender/verbosity"),
+    "verbosity-negative": ({"extender": {"verbosity": -1}}, "/extender/verbosity"),
+    "engine-config-not-volcano": ({"engineConfig": "foo: bar\n"}, "/engineConfig"),
+    "engine-config-unknown-action": (
+        {"engineConfig": 'actions: "enqueue, alocate"\ntiers:\n- plugins:\n  - name: gang\n'},
+        "/engineConfig",
+    ),
+    "engine-config-no-plugins": (
+        {"engineConfig": 'actions: "allocate"\ntiers: []\n'},
+        "/engineConfig",
+    ),
+    "listen-all-without-tls": ({"extender": {"listenAll": True}}, "/extender/tls/enabled"),
+    "listen-all-without-client-ca": (
+        {"extender": {"listenAll": True, "tls": {"enabled": True, "secretName": "x"}}},
+        "/extender/tls/clientAuth",
+    ),
+    "dry-run-as-string": ({"reclaimLoop": {"enabled": True, "dryRun": "yes"}}, "/reclaimLoop"),
+    "status-port-out-of-range": ({"statusPage": {"port": 0}}, "/statusPage/port"),
+    "status-peers-not-a-list": ({"statusPage": {"from": "everyone"}}, "/statusPage/from"),
 }
 
 

@@ -83,7 +83,7 @@ def test_monitor_validates_against_the_operators_schema(kind: str, options: dict
 def test_service_monitor_scrapes_the_metrics_service() -> None:
     documents = _monitor("ServiceMonitor")
     monitor = find(documents, "ServiceMonitor")
-    service = find(documents, "Service")
+    service = find(documents, "Service", "kube-queue-extender-metrics")
     assert (
         monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     )

@@ -169,11 +169,17 @@ class Pki:
     sa_key: Path = field(init=False)
     sa_pub: Path = field(init=False)
 
+    #: More names for the serving certificate (the real node's API server address, which pods
+    #: reach as the `kubernetes` Service's ClusterIP).
+    extra_sans: tuple[str, ...] = ()
+
     def __post_init__(self) -> None:
         d = self.directory
         d.mkdir(parents=True, exist_ok=True)
         ca = trustme.CA()
-        cert = ca.issue_cert("127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc")
+        cert = ca.issue_cert(
+            "127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc", *self.extra_sans
+        )
         self.ca_cert = d / "ca.crt"
         self.serving_cert = d / "apiserver.crt"
         self.serving_key = d / "apiserver.key"
@@ -203,20 +209,34 @@ class Pki:
 class ControlPlane:
     """etcd + kube-apiserver (+ the CRDs), and the kube-schedulers and extenders tests start."""
 
-    def __init__(self, bin_dir: Path, workdir: Path, *, authorization: str = "AlwaysAllow") -> None:
+    def __init__(
+        self,
+        bin_dir: Path,
+        workdir: Path,
+        *,
+        authorization: str = "AlwaysAllow",
+        host: str = "127.0.0.1",
+        api_port: int = 0,
+        service_cidr: str = "10.0.0.0/24",
+    ) -> None:
+        """``host``, ``api_port`` and ``service_cidr`` place kube-apiserver where pods of a
+        real node reach it (tests/e2e/realnode.py); the defaults keep it on loopback."""
         self.bin = bin_dir
         self.dir = workdir
         self.dir.mkdir(parents=True, exist_ok=True)
         self.logs = self.dir / "logs"
         self.logs.mkdir(exist_ok=True)
         self.authorization = authorization
-        self.pki = Pki(self.dir / "pki")
+        self.host = host
+        self.service_cidr = service_cidr
+        extra = () if host == "127.0.0.1" else (host,)
+        self.pki = Pki(self.dir / "pki", extra_sans=extra)
         self.processes: list[Process] = []
         self.etcd: Process | None = None
         self.apiserver: Process | None = None
         self.etcd_port = 0
         self.etcd_peer_ports: tuple[int, int] = (0, 0)
-        self.api_port = 0
+        self.api_port = api_port
         self.kubeconfig = self.dir / "admin.kubeconfig"
         #: Static tokens beside the admin's: token -> (user, groups), for identities that RBAC
         #: tests bind roles to (e.g. a ServiceAccount's name, since a real SA token needs the
@@ -299,8 +319,8 @@ class ControlPlane:
             [
                 str(self.bin / "kube-apiserver"),
                 f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={self.host}",
+                f"--advertise-address={self.host}",
                 f"--secure-port={self.api_port}",
                 "--endpoint-reconciler-type=none",
                 f"--tls-cert-file={pki.serving_cert}",
@@ -316,7 +336,7 @@ class ControlPlane:
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-account-key-file={pki.sa_pub}",
                 f"--service-account-signing-key-file={pki.sa_key}",
-                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--service-cluster-ip-range={self.service_cidr}",
                 f"--cert-dir={self.dir / 'apiserver-certs'}",
                 *extra_flags,
             ],
@@ -325,7 +345,7 @@ class ControlPlane:
 
     def wait_apiserver_ready(self, timeout: float = 60) -> None:
         context = self.pki.ssl_context()
-        url = f"https://127.0.0.1:{self.api_port}/readyz"
+        url = f"https://{self.host}:{self.api_port}/readyz"
 
         def ready() -> bool:
             assert self.apiserver is not None
@@ -352,7 +372,7 @@ class ControlPlane:
                 {
                     "name": "e2e",
                     "cluster": {
-                        "server": f"https://127.0.0.1:{self.api_port}",
+                        "server": f"https://{self.host}:{self.api_port}",
                         "certificate-authority": str(self.pki.ca_cert),
                     },
                 }

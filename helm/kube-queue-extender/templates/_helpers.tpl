@@ -46,7 +46,7 @@ Whether any port of the extender is reachable from outside the pod: the metrics 
 on 127.0.0.1 and only kube-scheduler reaches the extender. Returns "true" or "".
 */}}
 {{- define "kqe.exposed" -}}
-{{- if or .Values.metrics.enabled .Values.extender.listenAll }}true{{ end }}
+{{- if or .Values.metrics.enabled .Values.extender.listenAll .Values.statusPage.enabled }}true{{ end }}
 {{- end }}
 
 {{/*
@@ -136,7 +136,7 @@ Call with (dict "root" $ "path" "/healthz").
 */}}
 {{- define "kqe.probeCommand" -}}
 {{- $root := .root -}}
-- /usr/local/bin/python3
+- /opt/venv/bin/python3
 - -I
 - -S
 - /opt/queue-extender/healthprobe.py
