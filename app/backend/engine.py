@@ -17,6 +17,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from app.api import wire
 from app.api.port import RecentEviction, RecentEvictionsProvider
 from app.backend.conf_reload import ConfigurationWatcher
 from app.backend.forked import run_forked
@@ -36,13 +37,17 @@ from scheduler_core.controller.eviction import EvictionResult
 from scheduler_core.controller.reclaim import ReclaimLoop
 from scheduler_core.controller.runtime import Controller
 from scheduler_core.extender.decisions import NodeVictims
-from scheduler_core.extender.explain import explain_pod
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.extender.holds import preempt_refusals
 from scheduler_core.extender.managed import ManagedPods
 from scheduler_core.extender.preempt import preempt_pod
 from scheduler_core.extender.prioritize import prioritize_pod
-from scheduler_core.insight.explain import Explanation, explain_cached_pod, explain_podgroup
+from scheduler_core.insight.explain import (
+    Explanation,
+    explain_cached_pod,
+    explain_podgroup,
+    explain_requested_pod,
+)
 from scheduler_core.insight.lookup import NotFoundError
 from scheduler_core.insight.pending import PendingPage, pending_jobs
 from scheduler_core.insight.queues import QueueView, queue_view, queue_views
@@ -323,13 +328,17 @@ class EngineBackend:
             )
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:
-        """What filter would answer and why, without assuming the pod. Raises
-        ``BadPodError`` (one line naming the field) for a pod the engine cannot read."""
+        """What filter would answer and why, without assuming the pod: the people's API's
+        explanation (one derivation, one set of numbers), for a pod sent as kube-scheduler
+        sends it, and whether this extender manages it. Raises ``BadPodError`` (one line
+        naming the field) for a pod the engine cannot read."""
         with self.state.locked():
             try:
-                return explain_pod(self.accounting, pod, self.is_managed(pod))
+                explanation = explain_requested_pod(self.accounting, pod)
             except ConversionError as exc:
                 raise BadPodError(f"cannot read the pod: {exc}") from exc
+        doc = wire.Explanation.model_validate(explanation).model_dump(mode="json", by_alias=True)
+        return {"managed": self.is_managed(pod), **doc}
 
     # --- the read-only API (app.api.port.InsightBackend) -------------------------------
 
@@ -370,11 +379,16 @@ class EngineBackend:
         with self.state.locked():
             ssn = self.accounting.session()
             report = session_report(ssn)
+            views = queue_views(self.accounting)
             return {
                 "source": self.source,
                 "clusterVersion": self.state.version,
                 "objects": self.state.counts(),
-                "queues": report["queues"],
+                # The people's API's queue views (/api/v1/queues): one set of numbers.
+                "queues": [
+                    wire.Queue.model_validate(view).model_dump(mode="json", by_alias=True)
+                    for view in views
+                ],
                 "jobs": report["jobs"],
                 # Sorted by pod key: dicts themselves have no order (two of them made this 500).
                 "assumed": [

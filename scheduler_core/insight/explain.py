@@ -20,6 +20,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
+from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import (
     check_pod,
     gang_shortfall,
@@ -123,7 +124,22 @@ def explain_podgroup(acct: QueueAccounting, namespace: str, name: str) -> Explan
     return _explain(acct, task, "PodGroup", key)
 
 
-def _explain(acct: QueueAccounting, cached: TaskInfo, kind: str, name: str) -> Explanation:
+def explain_requested_pod(acct: QueueAccounting, pod: dict[str, Any]) -> Explanation:
+    """The explanation of a pod as kube-scheduler would send it to filter (``POST
+    /debug/explain``): judged as pending, as filter would judge it, in a one-off session when
+    the cache has not shown it yet. Raises ``ConversionError`` for a pod the engine cannot
+    read."""
+    ctx = PodContext(acct, pod)
+    return _explain(acct, ctx.task, "Pod", ctx.task.key, ctx)
+
+
+def _explain(
+    acct: QueueAccounting,
+    cached: TaskInfo,
+    kind: str,
+    name: str,
+    ctx: PodContext | None = None,
+) -> Explanation:
     if cached.status != TaskStatus.PENDING:
         where = f" on node {cached.node_name}" if cached.node_name else ""
         return Explanation(
@@ -149,7 +165,8 @@ def _explain(acct: QueueAccounting, cached: TaskInfo, kind: str, name: str) -> E
                 )
             ],
         )
-    ctx = CachedPodContext(acct, cached)
+    if ctx is None:
+        ctx = CachedPodContext(acct, cached)
     steps: list[Step] = []
     assumption = acct.assumed.get(cached.key)
     if assumption is not None:
@@ -237,7 +254,7 @@ def _skipped(name: str, question: str, why: str) -> Step:
 # --- the queue and gang checks (filter's, one by one) ------------------------------------------
 
 
-def _queue_steps(ctx: CachedPodContext) -> list[Step]:
+def _queue_steps(ctx: PodContext) -> list[Step]:
     job, ssn, task = ctx.job, ctx.ssn, ctx.task
     steps = []
     if job is None:
@@ -363,7 +380,7 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
 # --- nodes ---------------------------------------------------------------------------------
 
 
-def _not_evaluable(ctx: CachedPodContext) -> FitError | None:
+def _not_evaluable(ctx: PodContext) -> FitError | None:
     """Why the engine cannot judge where the pod fits (volumes, device claims, scheduling
     gates), or None when it can."""
     task = ctx.job.tasks.get(ctx.task.uid, ctx.task) if ctx.job is not None else ctx.task
@@ -383,7 +400,7 @@ def _evaluable_step(unjudged: FitError) -> Step:
     )
 
 
-def _fit(ctx: CachedPodContext, task: TaskInfo, node: NodeInfo) -> str | None:
+def _fit(ctx: PodContext, task: TaskInfo, node: NodeInfo) -> str | None:
     if node.unschedulable:
         return "node is unschedulable (cordoned)"
     err = ctx.ssn.predicate(task, node)
@@ -397,7 +414,7 @@ def _fit(ctx: CachedPodContext, task: TaskInfo, node: NodeInfo) -> str | None:
     return None
 
 
-def _node_step(ctx: CachedPodContext) -> tuple[list[str], Step]:
+def _node_step(ctx: PodContext) -> tuple[list[str], Step]:
     """Which nodes would take the pod now (the predicates and free resources, as allocate
     checks them), and why the others would not, counted by reason."""
     fitting: list[str] = []
@@ -431,7 +448,7 @@ def _node_step(ctx: CachedPodContext) -> tuple[list[str], Step]:
 # --- preempt and reclaim -----------------------------------------------------------------------
 
 
-def _victims(ctx: CachedPodContext) -> list[NodeVictimsView]:
+def _victims(ctx: PodContext) -> list[NodeVictimsView]:
     """The preempt verb's own choice per node (same-queue preempt first, then reclaim),
     over the nodes where evicting could help: those that pass the preemption predicates
     and run something."""
@@ -464,7 +481,7 @@ def _victims(ctx: CachedPodContext) -> list[NodeVictimsView]:
     return found
 
 
-def _eviction_steps(ctx: CachedPodContext, victims: list[NodeVictimsView]) -> list[Step]:
+def _eviction_steps(ctx: PodContext, victims: list[NodeVictimsView]) -> list[Step]:
     task, ssn, queue = ctx.task, ctx.ssn, ctx.queue
     preempt = [v for v in victims if v.mode == "preempt"]
     reclaim = [v for v in victims if v.mode == "reclaim"]

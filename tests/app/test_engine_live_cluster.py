@@ -92,7 +92,7 @@ def test_answers_follow_the_cluster_as_events_stream_in(
         allocated = 'volcano_queue_allocated_milli_cpu{queue_name="a"}'
         assert metric(client, allocated) == 0.0
         explain = client.post("/debug/explain", json=waiting_pod("waiting", "2")).json()
-        assert explain["verdict"] == "pass"
+        assert explain["filter"] == "pass"  # the API's explanation: what filter answers
 
         # another scheduler binds a 3-CPU pod of queue a: the stream alone must carry it
         api.add("Pod", waiting_pod("elsewhere", "3", node_name="n1"))

@@ -8,8 +8,10 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from app.api.whatif import MAX_WHATIF_BYTES
+from app.backend.build import demo_cluster_text
 from app.backend.engine import EngineBackend
 from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
@@ -205,3 +207,33 @@ def test_docs_are_off_and_the_schema_lists_the_api(
         "/api/v1/whatif",
     ):
         assert path in paths, path
+
+
+def test_debug_explain_and_the_api_explain_a_cached_pod_with_one_derivation(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    """POST /debug/explain with a pod the cache holds answers exactly what the people's API
+    answers for it (plus whether the extender manages it): one derivation, one set of
+    numbers."""
+    _, client = demo
+    api = client.get("/api/v1/pods/research/resnet-train-worker-0/explain")
+    assert api.status_code == 200, api.text
+    demo_objects = yaml.safe_load_all(demo_cluster_text())
+    pod = next(
+        o
+        for o in demo_objects
+        if o and o.get("kind") == "Pod" and o["metadata"]["name"] == "resnet-train-worker-0"
+    )
+    debug = client.post("/debug/explain", json=pod)
+    assert debug.status_code == 200, debug.text
+    answer = debug.json()
+    assert answer.pop("managed") is True
+    assert answer == api.json()
+
+
+def test_debug_queues_shows_the_api_s_queue_views(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    _, client = demo
+    debug = client.get("/debug/queues").json()["queues"]
+    assert debug == client.get("/api/v1/queues").json()["queues"]
