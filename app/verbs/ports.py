@@ -58,7 +58,10 @@ class ExtenderBackend(Protocol):
     def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision: ...
 
     def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> Sequence[tuple[str, int]]:
-        """(node, score) pairs, score in 0..10 (`MaxExtenderPriority`)."""
+        """(node, score) pairs, score in 0..10 (`MaxExtenderPriority`). The engine answers
+        a ``HostScores`` (``scheduler_core.extender.prioritize``): the same pairs, kept as
+        the request's names beside one array already on 0..10, which the route encodes
+        without a step per node; any other sequence of pairs is clamped to the input names."""
         ...
 
     def preempt(
