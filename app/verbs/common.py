@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from time import perf_counter
+from typing import Literal, TypeVar
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from app.telemetry.logs import DEBUG_V
-from app.telemetry.metrics import ServiceMetrics
+from app.telemetry.metrics import ServiceMetrics, VerbMetrics
 from app.verbs.ports import ExtenderBackend
 from app.verbs.wire import BodyTooLarge, WireError, one_line
 from scheduler_core.logutil import v
@@ -85,3 +87,36 @@ def log_backend_failure(verb: str, pod: object, exc: BaseException, policy: OnEr
         one_line(str(exc)),
     )
     log.log(v(DEBUG_V), "%s backend failure traceback", verb, exc_info=exc)
+
+
+Args = TypeVar("Args")
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def verb_endpoint(
+    ctx: VerbContext,
+    verb: str,
+    parse: Callable[[bytes], Args],
+    answer: Callable[[VerbMetrics, Args], tuple[int, bytes]],
+    encode_bad_request: Callable[[str], bytes],
+) -> Endpoint:
+    """The one skeleton every verb's handler has: read the bounded body, decode it, answer,
+    and time the call; a body that does not decode (``WireError``) is counted and logged as a
+    bad request and answered in the verb's own error shape."""
+    m = ctx.metrics.verb(verb)
+
+    async def endpoint(request: Request) -> Response:
+        started = perf_counter()
+        try:
+            try:
+                args = parse(await read_body(request, ctx.max_body_bytes))
+                status, body = answer(m, args)
+            except WireError as exc:
+                m.bad_request()
+                log_bad_request(verb, exc)
+                return json_response(encode_bad_request(str(exc)), exc.status)
+            return json_response(body, status)
+        finally:
+            m.observe(perf_counter() - started)
+
+    return endpoint

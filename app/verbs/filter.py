@@ -9,21 +9,15 @@ FailedNodes / FailedAndUnresolvableNodes, whatever the backend returned.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from time import perf_counter
-
-from starlette.requests import Request
-from starlette.responses import Response
 
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
+    Endpoint,
     VerbContext,
-    json_response,
     log_backend_failure,
-    log_bad_request,
     pod_ref,
-    read_body,
+    verb_endpoint,
 )
 from app.verbs.ports import BadPodError, FilterDecision
 from app.verbs.wire import (
@@ -124,21 +118,11 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
     return encode_filter_result(args, answer.passed, answer.failed, answer.unresolvable)
 
 
-def make_filter_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Response]]:
-    m = ctx.metrics.verb(VERB)
-
-    async def filter_endpoint(request: Request) -> Response:
-        started = perf_counter()
-        try:
-            try:
-                args = parse_extender_args(await read_body(request, ctx.max_body_bytes))
-                answer = answer_filter(ctx, m, args)
-            except WireError as exc:
-                m.bad_request()
-                log_bad_request(VERB, exc)
-                return json_response(encode_filter_error(str(exc)), exc.status)
-            return json_response(answer)
-        finally:
-            m.observe(perf_counter() - started)
-
-    return filter_endpoint
+def make_filter_endpoint(ctx: VerbContext) -> Endpoint:
+    return verb_endpoint(
+        ctx,
+        VERB,
+        parse_extender_args,
+        lambda m, args: (200, answer_filter(ctx, m, args)),
+        encode_filter_error,
+    )

@@ -9,19 +9,14 @@ also what every failure answers: nothing is evicted on doubt.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from time import perf_counter
-
-from starlette.requests import Request
-from starlette.responses import Response
+from collections.abc import Mapping
 
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
+    Endpoint,
     VerbContext,
-    json_response,
     log_backend_failure,
-    log_bad_request,
-    read_body,
+    verb_endpoint,
 )
 from app.verbs.ports import BadPodError
 from app.verbs.wire import (
@@ -95,21 +90,11 @@ def answer_preempt(ctx: VerbContext, m: VerbMetrics, args: DecodedPreemptionArgs
     return encode_preemption_result(victims)
 
 
-def make_preempt_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Response]]:
-    m = ctx.metrics.verb(VERB)
-
-    async def preempt_endpoint(request: Request) -> Response:
-        started = perf_counter()
-        try:
-            try:
-                args = parse_preemption_args(await read_body(request, ctx.max_body_bytes))
-                answer = answer_preempt(ctx, m, args)
-            except WireError as exc:
-                m.bad_request()
-                log_bad_request(VERB, exc)
-                return json_response(encode_error(str(exc)), exc.status)
-            return json_response(answer)
-        finally:
-            m.observe(perf_counter() - started)
-
-    return preempt_endpoint
+def make_preempt_endpoint(ctx: VerbContext) -> Endpoint:
+    return verb_endpoint(
+        ctx,
+        VERB,
+        parse_preemption_args,
+        lambda m, args: (200, answer_preempt(ctx, m, args)),
+        encode_error,
+    )

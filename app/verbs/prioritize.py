@@ -7,19 +7,14 @@ order, scores clamped to 0..MaxExtenderPriority, nodes the backend did not score
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from time import perf_counter
-
-from starlette.requests import Request
-from starlette.responses import Response
+from collections.abc import Callable, Sequence
 
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
+    Endpoint,
     VerbContext,
-    json_response,
     log_backend_failure,
-    log_bad_request,
-    read_body,
+    verb_endpoint,
 )
 from app.verbs.ports import BadPodError
 from app.verbs.wire import (
@@ -97,22 +92,12 @@ def answer_prioritize(
     return 200, encode_host_priorities(args.node_names, scores)
 
 
-def make_prioritize_endpoint(ctx: VerbContext) -> Callable[[Request], Awaitable[Response]]:
-    m = ctx.metrics.verb(VERB)
+def make_prioritize_endpoint(ctx: VerbContext) -> Endpoint:
     encode_scores = HostScoreEncoder()
-
-    async def prioritize_endpoint(request: Request) -> Response:
-        started = perf_counter()
-        try:
-            try:
-                args = parse_extender_args(await read_body(request, ctx.max_body_bytes))
-                status, body = answer_prioritize(ctx, m, args, encode_scores)
-            except WireError as exc:
-                m.bad_request()
-                log_bad_request(VERB, exc)
-                return json_response(encode_error(str(exc)), exc.status)
-            return json_response(body, status)
-        finally:
-            m.observe(perf_counter() - started)
-
-    return prioritize_endpoint
+    return verb_endpoint(
+        ctx,
+        VERB,
+        parse_extender_args,
+        lambda m, args: answer_prioritize(ctx, m, args, encode_scores),
+        encode_error,
+    )
