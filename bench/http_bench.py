@@ -46,6 +46,12 @@ BENCHES: dict[str, str] = {
     "verb-rss-growth": "server RSS change over 10,000 more filter + prioritize calls, c=1",
 }
 
+#: The fit variant's rows (``ClusterSpec.fit``): plain row name and what the row is.
+FIT_BENCHES: dict[str, tuple[str, str]] = {
+    "filter-http-fit": ("filter-http", "filter-http on the fit variant"),
+    "prioritize-http-fit": ("prioritize-http", "prioritize-http on the fit variant"),
+}
+
 #: A leak of half a kilobyte a call shows as 5 MiB over the 10,000 calls of verb-rss-growth;
 #: below that, the allocator's own rounding (arenas, free lists) is indistinguishable.
 RSS_GROWTH_TARGET_MIB = 5.0
@@ -146,13 +152,14 @@ def get(port: int, path: str) -> tuple[int, bytes]:
 # --- the server process ---------------------------------------------------------------------
 
 
-def serve(scale: float, port: int) -> int:
-    """The service under test, built by the production code path around the synthetic cluster."""
+def serve(scale: float, port: int, fit: bool = False) -> int:
+    """The service under test, built by the production code path around the synthetic cluster
+    (its fit variant when ``fit``)."""
     from app.logs import setup_logging
     from app.serve_cli import add_serve_parser, build_server
     from bench.engine_bench import build_fixture
 
-    fixture = build_fixture(SyntheticCluster(ClusterSpec.at_scale(scale)))
+    fixture = build_fixture(SyntheticCluster(ClusterSpec.at_scale(scale, fit=fit)))
     parser = argparse.ArgumentParser(prog="bench-serve")
     add_serve_parser(parser.add_subparsers())
     args = parser.parse_args(["serve", "--host", "127.0.0.1", "--port", str(port)])
@@ -173,8 +180,9 @@ def free_port() -> int:
 class ServerProcess:
     """The ``serve`` child, pinned to core 0; its output goes to a log file kept for errors."""
 
-    def __init__(self, scale: float, workdir: Path) -> None:
+    def __init__(self, scale: float, workdir: Path, *, fit: bool = False) -> None:
         self.scale = scale
+        self.fit = fit
         self.port = free_port()
         self.log_path = workdir / "server.log"
         self._log: IO[bytes] | None = None
@@ -185,6 +193,8 @@ class ServerProcess:
         self._log = self.log_path.open("wb")
         argv = [sys.executable, "-m", "bench.http_bench", "serve"]
         argv += ["--scale", str(self.scale), "--port", str(self.port)]
+        if self.fit:
+            argv.append("--fit")
         self.proc = subprocess.Popen(
             pinned(0, argv),
             cwd=REPO_ROOT,
@@ -412,7 +422,12 @@ def _bodies(cluster: SyntheticCluster, picks: list[int]) -> dict[str, list[bytes
 
 
 def run(
-    scale: float, selected: set[str], budgets: dict[str, Budget], cluster: SyntheticCluster
+    scale: float,
+    selected: set[str],
+    budgets: dict[str, Budget],
+    cluster: SyntheticCluster,
+    *,
+    fit: bool = False,
 ) -> list[Measurement]:
     wanted = set(selected)
     if "filter-noop-ratio" in wanted:
@@ -420,7 +435,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         workdir = Path(tmp)
         try:
-            with ServerProcess(scale, workdir) as server:
+            with ServerProcess(scale, workdir, fit=fit) as server:
                 return _run_with_server(server, cluster, wanted, selected, budgets, workdir)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
@@ -625,17 +640,31 @@ def _ratio(results: dict[str, Any]) -> Measurement:
     return ratio
 
 
+def run_fit(
+    scale: float, selected: set[str], budgets: dict[str, Budget], cluster: SyntheticCluster
+) -> list[Measurement]:
+    """The fit variant's HTTP rows: the plain rows' scenarios against a server holding the
+    fit variant of the cluster (``cluster`` must be it), renamed."""
+    plain = {FIT_BENCHES[name][0]: name for name in selected}
+    out = run(scale, set(plain), budgets, cluster, fit=True)
+    for measurement in out:
+        name = plain[measurement.name]
+        measurement.name, measurement.what = name, FIT_BENCHES[name][1]
+    return out
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.http_bench")
     sub = parser.add_subparsers(dest="role", required=True)
     s = sub.add_parser("serve", help="serve the synthetic cluster (the process under test)")
     s.add_argument("--scale", type=float, default=1.0)
     s.add_argument("--port", type=int, default=8899)
+    s.add_argument("--fit", action="store_true", help="the fit variant of the cluster")
     c = sub.add_parser("client", help="run a load plan against a server (bench internal)")
     c.add_argument("plan")
     args = parser.parse_args(argv)
     if args.role == "serve":
-        return serve(args.scale, args.port)
+        return serve(args.scale, args.port, args.fit)
     return client(args.plan)
 
 

@@ -4,9 +4,11 @@ topology spread and host ports judged as kube-scheduler judges them, on the real
 Two 2-cpu nodes full of q2's 1-cpu pods, q1 (equal weight) starving for one more cpu. On each
 node q2 runs a pod the preemptor's constraint is about (priority 100) and one it is not
 (priority 10). The preemptor has priority 10, so kube-scheduler preempts nothing itself and
-every eviction is the loop's; and a victim search blind to the constraint takes the
-priority-10 pod first, which frees a cpu the preemptor still cannot use (q2 is then at its
-deserved share, so nothing more would be reclaimed and the preemptor would wait for ever).
+every eviction is the loop's. A victim search blind to the constraint takes the first pod it
+meets that brings q2 down to its deserved share; the unconstrained pods' names sort first (the
+loop's cache lists pods in name order), so that is the one it meets, and it frees a cpu the
+preemptor still cannot use (q2 is then at its share, so nothing more is reclaimed and the
+preemptor waits for ever).
 """
 
 from __future__ import annotations
@@ -92,8 +94,16 @@ def placed_where_room_was_made(
     bed: Bed, loop: Extender, victims: list[str], keep: list[str]
 ) -> None:
     """The preemptor binds; exactly one pod was evicted, one of ``victims``, on the node the
-    preemptor got; none of ``keep`` was touched."""
-    node = bed.kube.wait_bound(bed.ns, "p", timeout=90)
+    preemptor got; none of ``keep`` was touched (checked all along: once one is gone the
+    preemptor waits for ever, and the test says so at once)."""
+
+    def bound() -> str | None:
+        wrong = bed.gone(keep)
+        assert not wrong, f"the loop evicted {wrong}, which frees no room the preemptor may use"
+        pod = bed.kube.get_pod(bed.ns, "p")
+        return pod.spec.node_name if pod is not None else None
+
+    node = wait_for(bound, 90, "the preemptor to be bound", interval=0.3)
     gone = bed.gone(victims + keep)
     assert len(gone) == 1 and gone[0] in victims, f"evicted {gone}, expected one of {victims}"
     assert evictions(loop) == 1
@@ -104,8 +114,8 @@ def test_anti_affinity_the_loop_evicts_the_pod_the_preemptor_avoids_and_it_binds
     kube: Kube, reclaimer: Any
 ) -> None:
     bed = Bed(kube)
+    plain = [bed.run(f"a{i}", i, high=False) for i in range(2)]
     x = [bed.run(f"x{i}", i, high=True, labels={"app": "x"}) for i in range(2)]
-    plain = [bed.run(f"y{i}", i, high=False) for i in range(2)]
     bed.wait_running(x + plain)
     loop = reclaimer()
     avoid_x = builders.pod_affinity(
@@ -121,22 +131,22 @@ def test_topology_spread_the_loop_evicts_only_where_the_preemptor_may_then_land(
     bed = Bed(kube)
     # x pods: one on n0, none on n1. q2's pods on n1 may not be taken, so the loop must free
     # room on n0, where the preemptor (an x pod, max skew 1 over nodes) may only land if
-    # the x pod there goes: taking y0 would make n0 hold two x pods against n1's none.
+    # the x pod there goes: taking a0 would make n0 hold two x pods against n1's none.
+    a0 = bed.run("a0", 0, high=False)
     x0 = bed.run("x0", 0, high=True, labels={"app": "x"})
-    y0 = bed.run("y0", 0, high=False)
     fixed = [bed.run(f"z{i}", 1, high=False, annotations=NOT_PREEMPTABLE) for i in range(2)]
-    bed.wait_running([x0, y0, *fixed])
+    bed.wait_running([x0, a0, *fixed])
     loop = reclaimer()
     bed.preemptor(labels={"app": "x"}, spread=[builders.spread_constraint(HOSTNAME, {"app": "x"})])
-    placed_where_room_was_made(bed, loop, victims=[x0], keep=[y0, *fixed])
+    placed_where_room_was_made(bed, loop, victims=[x0], keep=[a0, *fixed])
 
 
 def test_host_port_the_loop_evicts_the_pod_holding_the_port_and_the_preemptor_binds(
     kube: Kube, reclaimer: Any
 ) -> None:
     bed = Bed(kube)
+    plain = [bed.run(f"a{i}", i, high=False) for i in range(2)]
     holders = [bed.run(f"h{i}", i, high=True, host_ports=[8080]) for i in range(2)]
-    plain = [bed.run(f"y{i}", i, high=False) for i in range(2)]
     bed.wait_running(holders + plain)
     loop = reclaimer()
     bed.preemptor(host_ports=[8080])
@@ -151,7 +161,7 @@ def test_when_no_eviction_can_make_room_the_loop_evicts_nothing(kube: Kube, recl
         bed.run(f"x{i}", i, high=True, labels={"app": "x"}, annotations=NOT_PREEMPTABLE)
         for i in range(2)
     ]
-    plain = [bed.run(f"y{i}", i, high=False) for i in range(2)]
+    plain = [bed.run(f"a{i}", i, high=False) for i in range(2)]
     bed.wait_running(x + plain)
     loop = reclaimer()
     avoid_x = builders.pod_affinity(
