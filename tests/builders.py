@@ -153,6 +153,8 @@ def pod(
     deleting: bool = False,
     disruption_target: bool = False,
     scheduler: str = "",
+    host_ports: Iterable[Mapping[str, Any]] = (),
+    spread: Iterable[Mapping[str, Any]] = (),
     spec: Mapping[str, Any] | None = None,
 ) -> Obj:
     """A pod: Running when it has a node, Pending otherwise (unless ``phase`` says);
@@ -172,7 +174,12 @@ def pod(
         notes[PREEMPTABLE_KEY] = "true" if preemptable else "false"
     if queue:
         notes[QUEUE_NAME_ANNOTATION] = queue
-    body: Obj = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    container: Obj = {"name": "c", "resources": {"requests": requests}}
+    if host_ports:
+        container["ports"] = [dict(p) for p in host_ports]
+    body: Obj = {"containers": [container]}
+    if spread:
+        body["topologySpreadConstraints"] = [dict(c) for c in spread]
     if scheduler:
         body["schedulerName"] = scheduler
     if node_name:
@@ -211,6 +218,92 @@ def pod(
             {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
         ]
     return {"kind": "Pod", "metadata": meta, "spec": body, "status": status}
+
+
+def namespace(name: str, labels: Mapping[str, str] | None = None) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": name, "labels": dict(labels or {})},
+    }
+
+
+def selector(match_labels: Mapping[str, str] | None = None, *expressions: Obj) -> Obj:
+    """A label selector: ``matchLabels`` and ``matchExpressions`` (built with ``expr``)."""
+    out: Obj = {}
+    if match_labels is not None:
+        out["matchLabels"] = dict(match_labels)
+    if expressions:
+        out["matchExpressions"] = list(expressions)
+    return out
+
+
+def expr(key: str, operator: str, *values: str) -> Obj:
+    out: Obj = {"key": key, "operator": operator}
+    if values:
+        out["values"] = list(values)
+    return out
+
+
+def pod_term(
+    labels: Obj | None,
+    topology_key: str = "kubernetes.io/hostname",
+    **fields: Any,
+) -> Obj:
+    """A pod affinity term: ``labels`` is its ``labelSelector`` (None leaves it out);
+    ``fields`` adds ``namespaces``, ``namespaceSelector``, ``matchLabelKeys``..."""
+    term: Obj = {"topologyKey": topology_key, **fields}
+    if labels is not None:
+        term["labelSelector"] = labels
+    return term
+
+
+def pod_affinity(
+    required: Iterable[Obj] = (),
+    anti: Iterable[Obj] = (),
+    preferred: Iterable[tuple[int, Obj]] = (),
+    preferred_anti: Iterable[tuple[int, Obj]] = (),
+) -> Obj:
+    """``spec.affinity`` with pod affinity and anti-affinity terms (from ``pod_term``)."""
+    out: Obj = {}
+    req = "requiredDuringSchedulingIgnoredDuringExecution"
+    pref = "preferredDuringSchedulingIgnoredDuringExecution"
+    for kind, hard, soft in (
+        ("podAffinity", required, preferred),
+        ("podAntiAffinity", anti, preferred_anti),
+    ):
+        block: Obj = {}
+        if hard:
+            block[req] = list(hard)
+        if soft:
+            block[pref] = [{"weight": w, "podAffinityTerm": t} for w, t in soft]
+        if block:
+            out[kind] = block
+    return out
+
+
+def spread_constraint(
+    max_skew: int = 1,
+    topology_key: str = "kubernetes.io/hostname",
+    labels: Obj | None = None,
+    when: str = "DoNotSchedule",
+    **fields: Any,
+) -> Obj:
+    """A topology spread constraint; ``labels`` its ``labelSelector``."""
+    out: Obj = {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when}
+    if labels is not None:
+        out["labelSelector"] = labels
+    out.update(fields)
+    return out
+
+
+def host_port(port: int, protocol: str | None = None, ip: str | None = None) -> Obj:
+    out: Obj = {"containerPort": port, "hostPort": port}
+    if protocol:
+        out["protocol"] = protocol
+    if ip:
+        out["hostIP"] = ip
+    return out
 
 
 def podgroup(

@@ -29,6 +29,7 @@ from scheduler_core.actions.util.reclaim_rules import (
     reclaimed_dimensions,
 )
 from scheduler_core.actions.util.victims import (
+    fits_without,
     reclaimee_filter,
     select_victims_on_node,
     sort_by_importance,
@@ -344,6 +345,18 @@ class ReclaimAction(Action):
             self._node_queues[node.name] = queues
         return queues
 
+    def _allowed_together(
+        self, ssn: Session, task: TaskInfo, victims: list[TaskInfo], tentative: dict[str, int]
+    ) -> bool:
+        """Whether the plugins and the rules let all of ``victims`` go at once."""
+        guard = self._guard
+        assert guard is not None
+        order = _eviction_order(ssn, victims, task)
+        voted = ssn.reclaimable(task, order)
+        return len(voted) == len(victims) and len(guard.narrow(task, voted, tentative)) == len(
+            victims
+        )
+
     def _minimal_on_node(
         self,
         ssn: Session,
@@ -372,26 +385,22 @@ class ReclaimAction(Action):
             if not approved or validate_victims(task, node, approved) is not None:
                 log.log(v(4), "No allowed victims on Node <%s> free enough", node.name)
                 return None
-            approved_uids = {t.uid for t in approved}
-
-            def allowed(preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-                return [t for t in candidates if t.uid in approved_uids]
-
-            try:
-                copy = node.clone()
-            except NodeError:
-                return None
-            chosen, err = select_victims_on_node(
-                ssn,
-                ssn.new_cycle_state(task),
-                task,
-                queue,
-                copy,
-                lambda t: t.uid in approved_uids,
-                victims_fn=allowed,
-                check_allocatable=False,
-                require_fit=True,
-            )
+            chosen, err = _search_on_copy(ssn, task, queue, node, approved)
+            if err is not None:
+                # The plugins and the rules approve victims in eviction order, each one
+                # while those before it are gone; the ones that make the preemptor fit (its
+                # host ports, pod anti-affinity, topology spread) may lie further on. Any
+                # victim they would let go on its own may be searched, if the set found is
+                # one they let go together.
+                alone = [
+                    t
+                    for t in reclaimees
+                    if ssn.reclaimable(task, [t]) and guard.narrow(task, [t], tentative)
+                ]
+                if len(alone) > len(approved):
+                    chosen, err = _search_on_copy(ssn, task, queue, node, alone)
+                    if err is None and not self._allowed_together(ssn, task, chosen, tentative):
+                        err = "the victims that would make it fit may not all go"
             if err is not None or not chosen:
                 log.log(v(3), "No minimal victims on Node <%s>: %s", node.name, err)
                 return None
@@ -399,6 +408,12 @@ class ReclaimAction(Action):
             whole = guard.complete_gangs(task, victims, approved, tentative)
             if whole is None:
                 log.log(v(3), "Node <%s>: victims would break a gang", node.name)
+                return None
+            if len(whole) > len(victims) and not fits_without(ssn, task, node, whole):
+                # Whole gangs leave: a pod the preemptor wants near may be among them.
+                log.log(
+                    v(3), "Node <%s>: %s would not fit once whole gangs left", node.name, task.key
+                )
                 return None
             victims = whole
         for victim in sort_by_importance(victims):
@@ -411,6 +426,35 @@ class ReclaimAction(Action):
             node_stmt.discard()
             return None
         return node_stmt
+
+
+def _search_on_copy(
+    ssn: Session, task: TaskInfo, queue: QueueInfo, node: NodeInfo, candidates: list[TaskInfo]
+) -> tuple[list[TaskInfo], str | None]:
+    """``select_victims_on_node`` among ``candidates`` on a copy of ``node``."""
+    uids = {t.uid for t in candidates}
+
+    def allowed(preemptor: TaskInfo, tasks: list[TaskInfo]) -> list[TaskInfo]:
+        return [t for t in tasks if t.uid in uids]
+
+    try:
+        copy = node.clone()
+    except NodeError as exc:
+        return [], str(exc)
+    chosen, err = select_victims_on_node(
+        ssn,
+        ssn.new_cycle_state(task),
+        task,
+        queue,
+        copy,
+        lambda t: t.uid in uids,
+        victims_fn=allowed,
+        check_allocatable=False,
+        require_fit=True,
+    )
+    if err is None and not chosen:
+        err = "no victims chosen"
+    return chosen, err
 
 
 def _eviction_order(ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:

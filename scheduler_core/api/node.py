@@ -51,6 +51,10 @@ class NodeInfo:
     unschedulable: bool = False
     ready: bool = True
     recorded_status: dict[str, TaskStatus] = field(default_factory=dict)
+    #: Uids of its tasks with required pod anti-affinity terms (kube-scheduler's
+    #: ``PodsWithRequiredAntiAffinity``): what every incoming pod must be checked against,
+    #: found without walking the node's other tasks.
+    anti_affinity_uids: set[str] = field(default_factory=set)
     #: Fresh whenever the node is created or a task is added or removed: what a table read
     #: from the node (its amounts, labels, taints) is still right while the stamp is the same,
     #: so a later session's node scores re-read only the nodes that changed.
@@ -105,6 +109,8 @@ class NodeInfo:
             self.used.add(req)
         self.tasks[task.uid] = task
         self.recorded_status[task.uid] = status
+        if task.pod_affinity is not None and task.pod_affinity.required_anti:
+            self.anti_affinity_uids.add(task.uid)
         self.stamp = next(_stamps)
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -113,6 +119,7 @@ class NodeInfo:
             return
         req = existing.resreq
         status = self.recorded_status.pop(task.uid)
+        self.anti_affinity_uids.discard(task.uid)
         self.stamp = next(_stamps)
         if status == TaskStatus.RELEASING:
             self.idle.add(req)
@@ -149,6 +156,7 @@ class NodeInfo:
             unschedulable=self.unschedulable,
             ready=self.ready,
             recorded_status=dict(self.recorded_status),
+            anti_affinity_uids=set(self.anti_affinity_uids),
         )
 
     def clone(self, tasks: dict[str, TaskInfo] | None = None) -> NodeInfo:

@@ -14,6 +14,17 @@ from scheduler_core.api.usage import JobUsage, job_usage
 
 
 @dataclass(slots=True)
+class PlacementEpoch:
+    """Moved by the live cache whenever a pod is placed on a node, leaves it, or changes
+    while on it (its labels included). A session over the cache's own objects that derives
+    counts of pods per topology domain keeps them while this stands still: a pod's new
+    labels change no sum, so the cache lets such sessions be, but they change which pods an
+    affinity term or spread constraint matches."""
+
+    value: int = 0
+
+
+@dataclass(slots=True)
 class ClusterSnapshot:
     """Jobs, nodes and queues, sharing task objects between jobs and nodes.
 
@@ -26,6 +37,10 @@ class ClusterSnapshot:
     queues: dict[str, QueueInfo] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     priority_classes: dict[str, int] = field(default_factory=dict)
+    #: Labels of each namespace, for pod affinity terms' ``namespaceSelector``.
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: The source's placement epoch (shared with it, not copied).
+    placement_epoch: PlacementEpoch = field(default_factory=PlacementEpoch)
     #: Σ node allocatable when the source keeps it current (the live cache); else computed.
     total_allocatable: Resource | None = None
     #: Per-queue job usage sums when the source keeps them current (the live cache); a
@@ -77,6 +92,8 @@ class ClusterSnapshot:
             queues=dict(self.queues),
             pdbs=list(self.pdbs),
             priority_classes=dict(self.priority_classes),
+            namespace_labels=self.namespace_labels,
+            placement_epoch=self.placement_epoch,
             total_allocatable=self.total_allocatable,
             queue_usage=(
                 {q: u.clone() for q, u in self.queue_usage.items()}

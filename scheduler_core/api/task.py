@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from scheduler_core.api.pod_constraints import HostPort, PodAffinity, TopologySpreadConstraint
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.types import TaskStatus
 
@@ -58,9 +59,20 @@ class TaskInfo:
     preferred_affinity: tuple[tuple[int, tuple[NodeSelectorRequirement, ...]], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
     labels: dict[str, str] = field(default_factory=dict)
+    #: Host ports of its containers (NodePorts), its pod (anti-)affinity terms
+    #: (InterPodAffinity; None when it has none) and its topology spread constraints.
+    host_ports: tuple[HostPort, ...] = ()
+    pod_affinity: PodAffinity | None = None
+    spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
     #: Seconds this pod must have run before reclaim may take it (its own annotation);
     #: None: its PodGroup's, its queue's or the configured default decides.
     min_runtime: float | None = None
+
+    @property
+    def required_anti_affinity(self) -> bool:
+        """Whether it has required anti-affinity terms: such pods keep others away."""
+        affinity = self.pod_affinity
+        return affinity is not None and bool(affinity.required_anti)
 
     @property
     def key(self) -> str:
@@ -98,6 +110,9 @@ class TaskInfo:
             preferred_affinity=self.preferred_affinity,
             tolerations=self.tolerations,
             labels=self.labels,
+            host_ports=self.host_ports,
+            pod_affinity=self.pod_affinity,
+            spread_constraints=self.spread_constraints,
             min_runtime=self.min_runtime,
         )
 

@@ -19,6 +19,7 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo, Toleration
 from scheduler_core.api.types import PodGroupPhase, QueueState, task_status_from_pod
+from scheduler_core.cache import convert_constraints
 
 log = logging.getLogger(__name__)
 
@@ -299,6 +300,12 @@ def pod_to_task(
     node_name = str(spec.get("nodeName") or "")
     deleting = bool(meta.get("deletionTimestamp"))
     job_id, _ = pod_job_id(pod)
+    try:
+        ports = convert_constraints.host_ports(spec)
+        affinity = convert_constraints.pod_affinity(spec, namespace, labels)
+        spread = convert_constraints.spread_constraints(spec, labels)
+    except ValueError as exc:
+        raise ConversionError(f"{where}: {exc}") from None
     return TaskInfo(
         uid=uid,
         name=name,
@@ -326,6 +333,9 @@ def pod_to_task(
         preferred_affinity=_preferred_affinity(spec),
         tolerations=_tolerations(spec),
         labels=labels,
+        host_ports=ports,
+        pod_affinity=affinity,
+        spread_constraints=spread,
         min_runtime=_min_runtime(annotations, where),
     )
 
@@ -468,6 +478,12 @@ def priority_class_value(pc: Mapping[str, Any]) -> tuple[str, int, bool]:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConversionError(f"PriorityClass {name}: value is required and must be an integer")
     return name, value, bool(pc.get("globalDefault"))
+
+
+def namespace_labels(ns: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """(name, labels) of a Namespace: what pod affinity terms' ``namespaceSelector`` reads."""
+    _, name = object_name(ns, "Namespace")
+    return name, _str_map(_map(ns, "metadata").get("labels"))
 
 
 def pdb_to_info(pdb: Mapping[str, Any]) -> PodDisruptionBudget:

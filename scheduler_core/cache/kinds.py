@@ -80,6 +80,9 @@ POD_GROUP = KindSpec(
     "PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups", namespaced=True, custom=True
 )
 
+#: Only their labels are read: pod affinity terms select namespaces by label.
+NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False)
+
 ALL_KINDS: tuple[KindSpec, ...] = (
     POD,
     NODE,
@@ -87,6 +90,7 @@ ALL_KINDS: tuple[KindSpec, ...] = (
     POD_DISRUPTION_BUDGET,
     QUEUE,
     POD_GROUP,
+    NAMESPACE,
 )
 
 BY_KIND: dict[str, KindSpec] = {spec.kind: spec for spec in ALL_KINDS}

@@ -15,6 +15,7 @@ from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.cache.convert import (
     PodGroupInfo,
+    namespace_labels,
     node_to_info,
     pdb_to_info,
     pod_to_task,
@@ -34,6 +35,7 @@ class ClusterObjects:
     podgroups: list[PodGroupInfo] = field(default_factory=list)
     priority_classes: dict[str, tuple[int, bool]] = field(default_factory=dict)
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
@@ -53,6 +55,9 @@ def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
         out.priority_classes[name] = (value, global_default)
     elif kind == "PodDisruptionBudget":
         out.pdbs.append(pdb_to_info(obj))
+    elif kind == "Namespace":
+        name, labels = namespace_labels(obj)
+        out.namespaces[name] = labels
 
 
 def collect(objects: Iterable[Mapping[str, Any]]) -> ClusterObjects:

@@ -25,7 +25,7 @@ from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import DEFAULT_QUEUE, ROOT_QUEUE, QueueInfo
 from scheduler_core.api.resource import Resource
-from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.snapshot import ClusterSnapshot, PlacementEpoch
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
 from scheduler_core.api.usage import JobUsage, job_usage
@@ -33,6 +33,7 @@ from scheduler_core.cache.changes import ChangeLog
 from scheduler_core.cache.convert import (
     ConversionError,
     PodGroupInfo,
+    namespace_labels,
     node_to_info,
     pdb_to_info,
     pod_job_id,
@@ -46,7 +47,7 @@ from scheduler_core.cache.objects import ClusterObjects
 
 log = logging.getLogger("scheduler_core.cache")
 
-KINDS = ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "PodDisruptionBudget")
+KINDS = ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "PodDisruptionBudget", "Namespace")
 
 
 def implicit_queue(name: str) -> QueueInfo:
@@ -158,6 +159,8 @@ class ClusterState:
         self._podgroups: dict[str, PodGroupInfo] = {}
         self._priority_classes: dict[str, tuple[int, bool]] = {}
         self._pdbs: dict[str, PodDisruptionBudget] = {}
+        self._namespaces: dict[str, dict[str, str]] = {}
+        self._placement = PlacementEpoch()
 
     # --- locking ------------------------------------------------------------------------
 
@@ -207,6 +210,7 @@ class ClusterState:
                 self._put_podgroup(pg)
             for pdb in objects.pdbs:
                 self._pdbs[pdb.key] = pdb
+            self._namespaces = {**self._namespaces, **objects.namespaces}
             for pod in objects.pods:
                 self._put_pod(dict(pod))
             self.changes.structural()
@@ -233,6 +237,9 @@ class ClusterState:
         elif kind == "PodDisruptionBudget":
             pdb = pdb_to_info(obj)
             self._pdbs[pdb.key] = pdb
+        elif kind == "Namespace":
+            name, labels = namespace_labels(obj)
+            self._namespaces = {**self._namespaces, name: labels}
 
     def _classify_rest(self) -> None:
         if not self._classified:
@@ -252,6 +259,8 @@ class ClusterState:
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             self._pdbs.pop(key, None)
+        elif kind == "Namespace":
+            self._namespaces = {k: v for k, v in self._namespaces.items() if k != key}
 
     # --- pods ---------------------------------------------------------------------------
 
@@ -327,6 +336,7 @@ class ClusterState:
             node.add_task(task)
         except NodeError as exc:
             log.warning("%s", exc)
+        self._placement.value += 1
 
     def _remove_pod(self, key: str, *, keep_job: bool = False) -> None:
         task = self._tasks.pop(key, None)
@@ -346,6 +356,7 @@ class ClusterState:
         node = self._nodes.get(task.node_name)
         if node is not None:
             node.remove_task(task)
+            self._placement.value += 1
         waiting = self._unplaced.get(task.node_name)
         if waiting is not None:
             waiting.pop(task.uid, None)
@@ -494,6 +505,8 @@ class ClusterState:
             priority_classes=self.priority_values(),
             total_allocatable=self._total_allocatable.clone(),
             queue_usage={q: u for q, u in self._queue_usage.items() if q in queues},
+            namespace_labels=self._namespaces,
+            placement_epoch=self._placement,
         )
 
     def fork(self) -> ClusterState:
@@ -527,6 +540,8 @@ class ClusterState:
             other._podgroups = dict(self._podgroups)
             other._priority_classes = dict(self._priority_classes)
             other._pdbs = dict(self._pdbs)
+            other._namespaces = dict(self._namespaces)
+            other._placement = PlacementEpoch(self._placement.value)
             return other
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:

@@ -27,6 +27,7 @@ KNOWN_KINDS: dict[str, frozenset[str]] = {
     "PodDisruptionBudget": frozenset({"policy"}),
     "Queue": frozenset({"scheduling.volcano.sh"}),
     "PodGroup": frozenset({"scheduling.volcano.sh"}),
+    "Namespace": frozenset({""}),
 }
 
 

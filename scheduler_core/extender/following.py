@@ -6,8 +6,10 @@ What the plugins derive once, as the session opens, is what a change of sums (a 
 added, finished or deleted in an existing group; a PodGroup's phase) leaves stale, and
 each plugin here says how it is brought up to date:
 
-- priority, gang, conformance and predicates keep nothing a change of sums moves (they
-  read jobs and tasks live; predicates' memo is of node labels, taints and pod specs);
+- priority, gang and conformance keep nothing a change of sums moves (they read jobs and
+  tasks live); predicates' memo is of node labels, taints and pod specs, but its counts of
+  pods per topology domain (inter-pod affinity, topology spread) move with any pod placed
+  or gone, so it forgets them;
 - proportion re-derives the affected queues from the cache's per-queue sums, and the
   deserved shares when a request moved;
 - drf forgets the affected queues' job shares (re-derived on next use from the live jobs);
@@ -27,6 +29,7 @@ from scheduler_core.framework.session import Session
 from scheduler_core.plugins.binpack import BinpackPlugin
 from scheduler_core.plugins.drf import DrfPlugin
 from scheduler_core.plugins.nodeorder import NodeOrderPlugin
+from scheduler_core.plugins.predicates import PredicatesPlugin
 from scheduler_core.plugins.proportion import ProportionPlugin
 from scheduler_core.plugins.util.node_table import NodeTable
 
@@ -58,6 +61,8 @@ def follow(
             return False
     tables = False
     for name, plugin in ssn.plugins.items():
+        if isinstance(plugin, PredicatesPlugin):
+            plugin.cluster_changed()
         if name in READ_LIVE or isinstance(plugin, ProportionPlugin):
             continue
         if isinstance(plugin, DrfPlugin):

@@ -38,6 +38,7 @@ def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
     server.add("PodDisruptionBudget", {"metadata": {"name": "pdb", "namespace": namespace}})
     server.add("Queue", {"metadata": {"name": "q"}, "spec": {"weight": 1}})
     server.add("PodGroup", {"metadata": {"name": "g", "namespace": namespace}})
+    server.add("Namespace", {"metadata": {"name": namespace}})
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
     seed_one_of_each(fake_api)
     informers, sink = make_informers()
     assert informers.wait_for_sync(5)
-    assert informers.readiness() == (True, "all 6 informers synced")
+    assert informers.readiness() == (True, "all 7 informers synced")
     expected = {
         "Pod": {"default/p"},
         "Node": {"n"},
@@ -79,6 +80,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "PodDisruptionBudget": {"default/pdb"},
         "Queue": {"q"},
         "PodGroup": {"default/g"},
+        "Namespace": {"default"},
     }
     assert {spec.kind: sink.keys(spec.kind) for spec in ALL_KINDS} == expected
     assert all(sink.synced_count[spec.kind] == 1 for spec in ALL_KINDS)
@@ -90,6 +92,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "/apis/policy/v1/poddisruptionbudgets",
         "/apis/scheduling.volcano.sh/v1beta1/queues",
         "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+        "/api/v1/namespaces",
     }
     assert {r.user_agent for r in fake_api.request_log} == {"kube-queue-extender/informers"}
     fake_api.add("Queue", {"metadata": {"name": "q2"}, "spec": {"weight": 3}})

@@ -43,7 +43,11 @@ INFORMER_GRANTS: set[Grant] = {
         ("scheduling.volcano.sh", "podgroups"),
     ]
     for verb in READ
-} | {("*", "", "pods", "*", "patch")}  # the parked-pod retry annotation
+} | {
+    ("*", "", "pods", "*", "patch"),  # the parked-pod retry annotation
+    ("*", "", "namespaces", "*", "list"),  # pod affinity terms' namespaceSelector
+    ("*", "", "namespaces", "*", "watch"),
+}
 
 EVENT_GRANTS: set[Grant] = {
     ("*", group, "events", "*", verb)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.api.resource import Resource
+from scheduler_core.cache.convert import pod_to_task
 from scheduler_core.engine import open_session
 from scheduler_core.extender.accounting import QueueAccounting
 from scheduler_core.extender.context import PodContext
@@ -19,11 +20,43 @@ from scheduler_core.extender.prioritize import prioritize_pod
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.drf import DrfPlugin
 from scheduler_core.plugins.proportion import ProportionPlugin
-from tests.builders import node, pod, podgroup, queue, with_min_resources
+from tests.builders import (
+    node,
+    pod,
+    pod_affinity,
+    pod_term,
+    podgroup,
+    queue,
+    selector,
+    spread_constraint,
+    with_min_resources,
+)
 from tests.extender.conftest import Clock, accounting
 
 NODES = ["n1", "n2", "n3"]
 Obj = dict[str, Any]
+HOST = "kubernetes.io/hostname"
+
+#: Pods whose fit depends on other pods' labels and places (inter-pod anti-affinity and
+#: topology spread over the churned label): the predicates' per-pod counts must follow.
+FIT_PROBES = [
+    pod(
+        "probe-anti",
+        cpu="1",
+        labels={"churn": "1"},
+        affinity=pod_affinity(anti=[pod_term(selector({"churn": "1"}), HOST)]),
+    ),
+    pod(
+        "probe-spread",
+        cpu="1",
+        labels={"churn": "2"},
+        spread=[spread_constraint(1, HOST, selector({"churn": "2"}))],
+    ),
+]
+
+
+def host(name: str, cpu: str) -> Obj:
+    return node(name, cpu=cpu, labels={HOST: name})
 
 
 def _amounts(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
@@ -70,6 +103,12 @@ def _answers(acct: QueueAccounting, pods: list[Obj]) -> dict[str, Any]:
         rejection = check_pod(ctx, NODES)
         scores = list(prioritize_pod(acct, obj, NODES))
         out[key] = (None if rejection is None else (rejection.code, rejection.reason), scores)
+    ssn = acct.session()
+    for obj in FIT_PROBES:
+        task = pod_to_task(obj)
+        for name in sorted(ssn.nodes):
+            err = ssn.predicate(task, ssn.nodes[name])
+            out[f"{task.key}@{name}"] = None if err is None else (err.code, err.reasons)
     return out
 
 
@@ -86,8 +125,8 @@ def _rebuilt(acct: QueueAccounting) -> QueueAccounting:
 def _start() -> tuple[QueueAccounting, Clock]:
     return accounting(
         [
-            node("n1", cpu="4"),
-            node("n2", cpu="8"),
+            host("n1", "4"),
+            host("n2", "8"),
             queue("q1", 1),
             queue("q2", 3, capability={"cpu": "6"}),
             podgroup("g1", 2, queue="q1"),
@@ -109,6 +148,19 @@ def test_a_running_pods_label_change_neither_rebuilds_nor_follows() -> None:
     assert acct.session() is ssn
     assert acct.state.decision_version == version
     assert (acct.refreshes, acct.follows) == (1, 0)
+
+
+def test_a_relabel_that_keeps_the_session_still_moves_the_predicates_counts() -> None:
+    # The relabel is inert for every sum, yet it makes the running pod one the probe's
+    # anti-affinity shuns: the kept session must answer as a new one does.
+    acct, _ = _start()
+    acct.state.upsert("Pod", pod("a", cpu="1", node_name="n1", queue="q1"))
+    ssn = acct.session()
+    assert _answers(acct, [])["ns/probe-anti@n1"] is None
+    acct.state.upsert("Pod", pod("a", cpu="1", node_name="n1", queue="q1", labels={"churn": "1"}))
+    assert acct.session() is ssn
+    assert _answers(acct, [])["ns/probe-anti@n1"] is not None
+    assert _answers(acct, []) == _answers(_rebuilt(acct), [])
 
 
 def test_a_pending_pod_bound_is_followed_in_place_and_counts_in_its_queue() -> None:
@@ -168,7 +220,8 @@ EVENT = st.one_of(
         st.sampled_from(["1", "2", "500m"]),
         st.sampled_from(["", "q1"]),
     ),
-    st.tuples(st.just("relabel"), st.sampled_from(NAMES), st.integers(0, 9)),
+    st.tuples(st.just("relabel"), st.sampled_from(NAMES), st.integers(0, 3)),
+    st.tuples(st.just("guard"), st.sampled_from(NAMES), st.sampled_from(NODES)),
     st.tuples(st.just("finish"), st.sampled_from(NAMES)),
     st.tuples(st.just("del-pod"), st.sampled_from(NAMES)),
     st.tuples(
@@ -198,6 +251,11 @@ def _apply(
         _, name, group, node_name, cpu, queue_name = event
         pods[name] = pod(name, group=group, node_name=node_name, cpu=cpu, queue=queue_name)
         state.upsert("Pod", pods[name])
+    elif op == "guard":  # a placed pod keeping churn=1 pods off its host
+        _, name, node_name = event
+        anti = pod_affinity(anti=[pod_term(selector({"churn": "1"}), HOST)])
+        pods[name] = pod(name, node_name=node_name, cpu="500m", queue="q1", affinity=anti)
+        state.upsert("Pod", pods[name])
     elif op in ("relabel", "finish") and event[1] in pods:
         obj = pods[event[1]]
         if op == "relabel":
@@ -215,7 +273,7 @@ def _apply(
     elif op == "del-pg":
         state.delete("PodGroup", f"ns/{event[1]}")
     elif op == "node":
-        state.upsert("Node", node(event[1], cpu=event[2]))
+        state.upsert("Node", host(event[1], event[2]))
     elif op == "del-node":
         state.delete("Node", event[1])
     elif op == "queue":

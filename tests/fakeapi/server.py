@@ -56,6 +56,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", True),
     Resource("Queue", "scheduling.volcano.sh", "v1beta1", "queues", False),
     Resource("PodGroup", "scheduling.volcano.sh", "v1beta1", "podgroups", True),
+    Resource("Namespace", "", "v1", "namespaces", False),
 )
 _BY_NAME: dict[str, Resource] = {r.kind: r for r in RESOURCES} | {r.plural: r for r in RESOURCES}
 _BY_PATH: dict[tuple[str, str, str], Resource] = {

@@ -188,3 +188,31 @@ def test_capacity_plugin_names_its_own_rule() -> None:
     by = steps(explain_cached_pod(acct, "ns", "p0"))
     assert by["queue-share"].rule == "capacity.Allocatable"
     assert by["queue-share"].verdict == "fail"
+
+
+def test_the_nodes_step_names_the_pod_level_predicates_in_kube_schedulers_words() -> None:
+    host = "kubernetes.io/hostname"
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": host, "labelSelector": {"matchLabels": {"app": "x"}}}
+            ]
+        }
+    }
+    port = {"containerPort": 80, "hostPort": 80}
+    objs = [
+        node("n1", cpu="4", labels={host: "n1"}),
+        node("n2", cpu="4", labels={host: "n2"}),
+        node("n3", cpu="4", labels={host: "n3"}),
+        queue("q"),
+        pod("x", queue="q", node_name="n1", labels={"app": "x"}),
+        pod("web", queue="q", node_name="n2", host_ports=[port]),
+        pod("p", queue="q", affinity=anti, host_ports=[port]),
+    ]
+    acct, _ = accounting(objs)
+    by = steps(explain_cached_pod(acct, "ns", "p"))
+    assert by["nodes"].numbers["examples"] == ["n3"]
+    assert by["nodes"].numbers["rejections"] == {
+        "node(s) didn't match pod anti-affinity rules": 1,
+        "node(s) didn't have free ports for the requested pod ports": 1,
+    }

@@ -80,11 +80,22 @@ class PredicateHelper:
         return found, errors
 
 
-def constraints_signature(task: TaskInfo) -> str:
-    """What the node-static predicates read of a pod: node selector, required node
-    affinity, tolerations. Pods with equal signatures get equal static verdicts."""
+def constraints_signature(task: TaskInfo) -> str | None:
+    """What the predicates that can reject a node for good read of a pod: node selector,
+    required node affinity, tolerations, and the topology keys of its spread constraints
+    (a node without one is unresolvable). Pods with equal signatures get equal verdicts.
+
+    None for a pod with required pod affinity: whether a node is near the pods it wants
+    changes as pods leave and arrive within the session, so its verdicts are not kept."""
+    affinity = task.pod_affinity
+    if affinity is not None and affinity.required:
+        return None
     selector = sorted(task.node_selector.items())
-    return f"{selector!r}|{task.required_affinity!r}|{task.tolerations!r}"
+    # (A pod without constraints of its own takes the configured defaults if it has labels.)
+    spread = [(c.topology_key, c.when_unsatisfiable) for c in task.spread_constraints] or bool(
+        task.labels
+    )
+    return f"{selector!r}|{task.required_affinity!r}|{task.tolerations!r}|{spread!r}"
 
 
 @dataclass
@@ -105,11 +116,12 @@ class HardVerdicts:
 
     def feasible_indices(self, task: TaskInfo) -> list[int]:
         key = constraints_signature(task)
-        found = self._feasible.get(key)
+        found = self._feasible.get(key) if key is not None else None
         if found is None:
             predicate = self.predicate
             found = [i for i, node in enumerate(self.nodes) if predicate(task, node) is None]
-            self._feasible[key] = found
+            if key is not None:
+                self._feasible[key] = found
         return found
 
     def walk(self, helper: PredicateHelper, task: TaskInfo) -> list[NodeInfo]:

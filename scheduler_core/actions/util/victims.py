@@ -65,6 +65,21 @@ def validate_victims(
     return None
 
 
+def fits_without(
+    ssn: Session, preemptor: TaskInfo, node: NodeInfo, victims: Sequence[TaskInfo]
+) -> bool:
+    """Whether ``preemptor`` fits ``node``'s future idle and passes every predicate there
+    once ``victims`` have left (judged on a copy: the session's node is not touched). The
+    last word on a plan: no eviction is made for a preemptor that would still not fit."""
+    copy = node.copy_sharing_tasks()
+    for victim in victims:
+        copy.remove_task(victim)
+    return (
+        preemptor.init_resreq.less_equal(copy.future_idle(), ZERO)
+        and ssn.predicate(preemptor, copy) is None
+    )
+
+
 # --- victim filters (which tasks on a node may be considered at all) ----------------------
 
 

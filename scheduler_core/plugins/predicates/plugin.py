@@ -7,8 +7,16 @@ use (``UnschedulableAndUnresolvable``: cordoned, wrong labels, untolerated taint
 Resource fit is deliberately not a predicate: actions compare requests with the node's
 future idle resources themselves (``resource_fit_error`` gives them the message).
 
-Not evaluated (the model does not carry the data): host ports, inter-pod affinity, volumes
-and volume limits, topology spread, dynamic resource allocation.
+Host ports, inter-pod affinity and topology spread look at other pods: their state per
+incoming pod (kube-scheduler's PreFilter: counts per topology domain) is worked out on first
+use and kept until the session's placements change (an allocate or deallocate event, or the
+accounting session following the cluster), so a victim search asking of one node again and
+again costs a walk over that node's pods each time, not over the cluster's. A pod with none
+of these constraints, in a cluster where no pod has required anti-affinity, costs a few
+attribute reads.
+
+Not evaluated (the model does not carry the data): volumes and volume limits, dynamic
+resource allocation.
 """
 
 from __future__ import annotations
@@ -21,8 +29,10 @@ from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import FitCode, FitError
 from scheduler_core.framework.hooks import PREDICATE
 from scheduler_core.framework.registry import Plugin, register_plugin
-from scheduler_core.framework.session import Session
+from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
+from scheduler_core.plugins.predicates.inter_pod_affinity import AffinityState
+from scheduler_core.plugins.predicates.node_ports import node_ports_error
 from scheduler_core.plugins.predicates.node_static import (
     ERR_REASON_NODE_AFFINITY,
     ERR_REASON_UNSCHEDULABLE,
@@ -32,6 +42,12 @@ from scheduler_core.plugins.predicates.node_static import (
     tolerates,
     untolerated_taint,
 )
+from scheduler_core.plugins.predicates.topology_spread import (
+    DEFAULT_CONSTRAINTS,
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    SpreadState,
+    parse_default_constraints,
+)
 
 log = logging.getLogger("scheduler_core.plugins.predicates")
 
@@ -40,8 +56,11 @@ NODE_POD_NUMBER_EXCEEDED = "node(s) pod number exceeded"
 NODE_AFFINITY_ENABLE = "predicate.NodeAffinityEnable"
 TAINT_TOLERATION_ENABLE = "predicate.TaintTolerationEnable"
 CACHE_ENABLE = "predicate.CacheEnable"
+NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
+POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
+POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 
-_UNEVALUATED = "ports, inter-pod affinity, volumes, topology spread and DRA"
+_UNEVALUATED = "volumes and DRA"
 _unevaluated_logged = False
 
 # --- the plugin ---------------------------------------------------------------------------
@@ -59,8 +78,25 @@ class PredicatesPlugin(Plugin):
         self.node_affinity_enable = arguments.get_bool(NODE_AFFINITY_ENABLE, True)
         self.taint_toleration_enable = arguments.get_bool(TAINT_TOLERATION_ENABLE, True)
         self.cache_enable = arguments.get_bool(CACHE_ENABLE, False)
+        self.node_ports_enable = arguments.get_bool(NODE_PORTS_ENABLE, True)
+        self.pod_affinity_enable = arguments.get_bool(POD_AFFINITY_ENABLE, True)
+        self.topology_spread_enable = arguments.get_bool(POD_TOPOLOGY_SPREAD_ENABLE, True)
+        raw_defaults = arguments.raw().get(DEFAULT_CONSTRAINTS)
+        self.default_constraints = (
+            parse_default_constraints(raw_defaults)
+            if raw_defaults is not None
+            else SYSTEM_DEFAULT_CONSTRAINTS
+        )
+        self._hard_defaults = any(c.hard for c in self.default_constraints)
         #: (job, task role, node) -> verdict of the node-static predicates
         self._cache: dict[tuple[str, str, str], _Verdict] = {}
+        self._ssn: Session | None = None
+        #: task uid -> its PreFilter states, while the session's placements stay as they were
+        self._states: dict[str, tuple[AffinityState | None, SpreadState | None]] = {}
+        #: the session's nodes holding pods with required anti-affinity (None: not known)
+        self._anti_nodes: list[NodeInfo] | None = None
+        #: the snapshot's placement epoch those were worked out at
+        self._epoch = 0
 
     def on_session_open(self, ssn: Session) -> None:
         global _unevaluated_logged
@@ -68,10 +104,110 @@ class PredicatesPlugin(Plugin):
             _unevaluated_logged = True
             log.log(v(4), "predicates: %s are not evaluated by this scheduler", _UNEVALUATED)
         self._cache = {}
+        self._ssn = ssn
+        self._states = {}
+        self._anti_nodes = None
+        self._epoch = ssn.snapshot.placement_epoch.value
         ssn.add_hook(PREDICATE, self.name, self.predicate)
+        ssn.add_event_handler(EventHandler(allocate=self._placed, deallocate=self._placed))
 
     def on_session_close(self, ssn: Session) -> None:
         self._cache = {}
+        self._states = {}
+        self._anti_nodes = None
+        self._ssn = None
+
+    def _placed(self, task: TaskInfo) -> None:
+        """A placement changed: the counts of every incoming pod may have."""
+        self._states = {}
+        if task.required_anti_affinity:
+            self._anti_nodes = None
+
+    def cluster_changed(self) -> None:
+        """The session's nodes changed under it (the accounting session following the
+        cluster): forget every count."""
+        self._states = {}
+        self._anti_nodes = None
+
+    def anti_affinity_nodes(self) -> list[NodeInfo]:
+        """The session's nodes with pods of required anti-affinity, found once per change."""
+        nodes = self._anti_nodes
+        if nodes is None:
+            assert self._ssn is not None
+            nodes = [n for n in self._ssn.nodes.values() if n.anti_affinity_uids]
+            self._anti_nodes = nodes
+        return nodes
+
+    def _pod_states(self, task: TaskInfo) -> tuple[AffinityState | None, SpreadState | None]:
+        states = self._states.get(task.uid)
+        if states is None:
+            ssn = self._ssn
+            assert ssn is not None
+            affinity: AffinityState | None = None
+            spread: SpreadState | None = None
+            if self.pod_affinity_enable:
+                terms = task.pod_affinity
+                if terms is not None and (terms.required or terms.required_anti):
+                    affinity = AffinityState.build(
+                        task, ssn.nodes.values(), ssn.snapshot.namespace_labels
+                    )
+                elif self.anti_affinity_nodes():
+                    affinity = AffinityState.build(
+                        task, self.anti_affinity_nodes(), ssn.snapshot.namespace_labels
+                    )
+                if affinity is not None and affinity.trivial:
+                    affinity = None
+            if self.topology_spread_enable and self._may_spread(task):
+                spread = SpreadState.build(task, ssn.nodes.values(), self.default_constraints)
+                if spread.trivial:
+                    spread = None
+            states = (affinity, spread)
+            self._states[task.uid] = states
+        return states
+
+    def _may_spread(self, task: TaskInfo) -> bool:
+        if task.spread_constraints:
+            return any(c.hard for c in task.spread_constraints)
+        return self._hard_defaults and bool(task.labels)
+
+    def _pod_checks(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+        """NodePorts, InterPodAffinity and PodTopologySpread, in Volcano's order."""
+        if self.node_ports_enable and task.host_ports:
+            err = node_ports_error(task, node)
+            if err is not None:
+                return err
+        ssn = self._ssn
+        if ssn is None:
+            return None
+        epoch = ssn.snapshot.placement_epoch.value
+        if epoch != self._epoch:
+            # The cache changed the nodes this session reads (it shares them).
+            self._epoch = epoch
+            self.cluster_changed()
+        if not (
+            self.pod_affinity_enable
+            and (
+                task.pod_affinity is not None
+                or node.anti_affinity_uids
+                or self.anti_affinity_nodes()
+            )
+        ) and not (self.topology_spread_enable and self._may_spread(task)):
+            return None
+        affinity, spread = self._pod_states(task)
+        base = ssn.nodes.get(node.name)
+        if affinity is not None:
+            err = affinity.filter(node, base)
+            if err is not None:
+                return err
+        elif self.pod_affinity_enable and node is not base and node.anti_affinity_uids:
+            # A what-if copy holding an anti-affinity pod the session's node does not.
+            one_off = AffinityState.build(task, (node,), ssn.snapshot.namespace_labels)
+            err = one_off.filter(node, node)
+            if err is not None:
+                return err
+        if spread is not None:
+            return spread.filter(node, base)
+        return None
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """Pod count first (``Unschedulable``: evictions free slots), then the node-static
@@ -95,6 +231,11 @@ class PredicatesPlugin(Plugin):
             code, static_reasons = verdict
             reasons.extend(static_reasons)
             return FitError(task.key, node.name, code, reasons)
+        err = self._pod_checks(task, node)
+        if err is not None:
+            if reasons:
+                err.reasons[:0] = reasons
+            return err
         if reasons:
             return FitError(task.key, node.name, FitCode.UNSCHEDULABLE, reasons)
         return None

@@ -1,0 +1,201 @@
+"""kube-scheduler's InterPodAffinity filter (required terms only), both directions.
+
+``AffinityState.build`` is kube-scheduler's PreFilter for one incoming pod: per topology
+pair ``(key, value)`` it counts
+
+- the placed pods matching *all* the pod's required affinity terms (``affinity``),
+- the placed pods matching each of its required anti-affinity terms (``anti``),
+- the placed pods whose own required anti-affinity terms match the incoming pod
+  (``existing``; only nodes holding such pods are read, see ``NodeInfo.anti_affinity_uids``).
+
+``filter`` judges one node. The node may be a what-if copy of the session's node of that
+name (victims taken off it): the counts are then corrected by what that copy holds instead
+of what the session's node holds (kube-scheduler's AddPod / RemovePod), so a victim search
+is exact without a new PreFilter for every victim tried.
+
+The codes are kube-scheduler's: an unmet affinity term is ``UnschedulableAndUnresolvable``
+(evicting pods cannot create the pod it wants to be near), an anti-affinity conflict either
+way is ``Unschedulable`` (evicting the conflicting pod helps).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.pod_constraints import PodAffinityTerm
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.plugins.predicates.placed import anti_affinity_pods, placed_pods
+
+ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
+ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
+ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
+
+Pair = tuple[str, str]
+NamespaceLabels = Mapping[str, Mapping[str, str]]
+_NO_LABELS: Mapping[str, str] = {}
+
+
+def term_matches_pod(term: PodAffinityTerm, pod: TaskInfo, namespaces: NamespaceLabels) -> bool:
+    return term.matches(pod.namespace, pod.labels, namespaces.get(pod.namespace, _NO_LABELS))
+
+
+def matches_all_terms(
+    terms: Iterable[PodAffinityTerm], pod: TaskInfo, namespaces: NamespaceLabels
+) -> bool:
+    return all(term_matches_pod(term, pod, namespaces) for term in terms)
+
+
+@dataclass(slots=True)
+class _Counts:
+    affinity: Counter[Pair] = field(default_factory=Counter)
+    anti: Counter[Pair] = field(default_factory=Counter)
+    existing: Counter[Pair] = field(default_factory=Counter)
+
+
+def _count_node(
+    counts: _Counts,
+    incoming: TaskInfo,
+    node: NodeInfo,
+    namespaces: NamespaceLabels,
+    incoming_terms: bool,
+) -> None:
+    """Add what ``node`` contributes to each count."""
+    labels = node.labels
+    affinity = incoming.pod_affinity
+    if incoming_terms and affinity is not None:
+        required, anti = affinity.required, affinity.required_anti
+        for pod in placed_pods(node, incoming.uid):
+            if required and matches_all_terms(required, pod, namespaces):
+                for term in required:
+                    value = labels.get(term.topology_key)
+                    if value is not None:
+                        counts.affinity[(term.topology_key, value)] += 1
+            for term in anti:
+                if term_matches_pod(term, pod, namespaces):
+                    value = labels.get(term.topology_key)
+                    if value is not None:
+                        counts.anti[(term.topology_key, value)] += 1
+    if node.anti_affinity_uids:
+        for pod in anti_affinity_pods(node, incoming.uid):
+            assert pod.pod_affinity is not None
+            for term in pod.pod_affinity.required_anti:
+                if term_matches_pod(term, incoming, namespaces):
+                    value = labels.get(term.topology_key)
+                    if value is not None:
+                        counts.existing[(term.topology_key, value)] += 1
+
+
+@dataclass(slots=True)
+class AffinityState:
+    """The PreFilter state of one incoming pod over the session's nodes."""
+
+    task: TaskInfo
+    namespaces: NamespaceLabels
+    counts: _Counts
+    #: Whether the pod has required terms of its own (else only ``existing`` matters).
+    incoming_terms: bool
+    #: How many (pod, term) pairs ``counts.affinity`` holds: 0 when no pod matches yet.
+    affinity_total: int = 0
+
+    @classmethod
+    def build(
+        cls, task: TaskInfo, nodes: Iterable[NodeInfo], namespaces: NamespaceLabels
+    ) -> AffinityState:
+        affinity = task.pod_affinity
+        incoming = affinity is not None and bool(affinity.required or affinity.required_anti)
+        counts = _Counts()
+        for node in nodes:
+            if incoming or node.anti_affinity_uids:
+                _count_node(counts, task, node, namespaces, incoming)
+        return cls(task, namespaces, counts, incoming, counts.affinity.total())
+
+    @property
+    def trivial(self) -> bool:
+        """Nothing can fail: no terms of its own and no placed pod's anti-affinity to it."""
+        return not self.incoming_terms and not self.counts.existing
+
+    def filter(self, node: NodeInfo, base: NodeInfo | None) -> FitError | None:
+        """The verdict on ``node``; ``base`` is the node of that name the state was built
+        over (None if none was), whose contribution ``node``'s replaces."""
+        task = self.task
+        here: _Counts | None = None
+        there: _Counts | None = None
+        if node is not base:
+            if self.trivial and not node.anti_affinity_uids:
+                return None
+            here = _Counts()
+            _count_node(here, task, node, self.namespaces, self.incoming_terms)
+            there = _Counts()
+            if base is not None:
+                _count_node(there, task, base, self.namespaces, self.incoming_terms)
+            if here == there:
+                here = there = None
+        elif self.trivial:
+            return None
+        reason = self._verdict(node, here, there)
+        if reason is None:
+            return None
+        code = (
+            FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE
+            if reason == ERR_REASON_AFFINITY
+            else FitCode.UNSCHEDULABLE
+        )
+        return FitError(task.key, node.name, code, [reason])
+
+    def _verdict(self, node: NodeInfo, here: _Counts | None, there: _Counts | None) -> str | None:
+        """kube-scheduler's three checks in its order, on the counts corrected by ``here``
+        (what the judged node holds) minus ``there`` (what the state counted for it)."""
+        counts = self.counts
+
+        def count(kind: str, pair: Pair) -> int:
+            n: int = getattr(counts, kind)[pair]
+            if here is not None and there is not None:
+                n += getattr(here, kind)[pair] - getattr(there, kind)[pair]
+            return n
+
+        labels = node.labels
+        affinity = self.task.pod_affinity
+        if affinity is not None and affinity.required:
+            pods_exist = True
+            for term in affinity.required:
+                value = labels.get(term.topology_key)
+                if value is None:
+                    return ERR_REASON_AFFINITY
+                if count("affinity", (term.topology_key, value)) <= 0:
+                    pods_exist = False
+            if not pods_exist:
+                total = self.affinity_total
+                if here is not None and there is not None:
+                    total += here.affinity.total() - there.affinity.total()
+                # The first pod of a group with affinity to itself: nothing anywhere matches
+                # its terms yet, but it matches them itself, so it may start the group.
+                if total > 0 or not matches_all_terms(
+                    affinity.required, self.task, self.namespaces
+                ):
+                    return ERR_REASON_AFFINITY
+        if affinity is not None:
+            for term in affinity.required_anti:
+                value = labels.get(term.topology_key)
+                if value is not None and count("anti", (term.topology_key, value)) > 0:
+                    return ERR_REASON_ANTI_AFFINITY
+        if counts.existing or (here is not None and here.existing):
+            for pair in labels.items():
+                if count("existing", pair) > 0:
+                    return ERR_REASON_EXISTING_ANTI_AFFINITY
+        return None
+
+
+def inter_pod_affinity_error(
+    task: TaskInfo,
+    node: NodeInfo,
+    nodes: Mapping[str, NodeInfo],
+    namespaces: NamespaceLabels,
+) -> FitError | None:
+    """The filter on its own, with a PreFilter over ``nodes`` (for tests and one-off
+    questions; the plugin keeps the state per pod instead)."""
+    state = AffinityState.build(task, nodes.values(), namespaces)
+    return state.filter(node, nodes.get(node.name))
