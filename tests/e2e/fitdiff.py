@@ -48,17 +48,25 @@ class Difference:
 
     pod: str
     seed: int
-    only_kube: frozenset[str]
-    only_engine: frozenset[str]
+    kube: frozenset[str]
+    engine: frozenset[str]
     engine_reasons: dict[str, str]
     spec: str
 
+    @property
+    def only_kube(self) -> frozenset[str]:
+        return self.kube - self.engine
+
+    @property
+    def only_engine(self) -> frozenset[str]:
+        return self.engine - self.kube
+
     def __str__(self) -> str:
-        why = {n: self.engine_reasons.get(n, "") for n in sorted(self.only_kube)} or "(feasible)"
+        why = {n: self.engine_reasons.get(n, "") for n in sorted(self.only_kube)}
+        refused = f"; the engine refused {why}" if why else ""
         return (
-            f"seed {self.seed} pod {self.pod}: kube-scheduler alone finds {sorted(self.only_kube)}"
-            f" feasible, the engine alone {sorted(self.only_engine)}; engine said {why}\n"
-            f"    {self.spec}"
+            f"seed {self.seed} pod {self.pod}: feasible for kube-scheduler {sorted(self.kube)},"
+            f" for the engine {sorted(self.engine)}{refused}\n    {self.spec}"
         )
 
 
@@ -152,12 +160,7 @@ def compare(
         if verdict.feasible != feasible:
             differences.append(
                 Difference(
-                    key,
-                    seed,
-                    feasible - verdict.feasible,
-                    verdict.feasible - feasible,
-                    verdict.reasons,
-                    specs.get(key, ""),
+                    key, seed, feasible, verdict.feasible, verdict.reasons, specs.get(key, "")
                 )
             )
     return differences, not_evaluable
