@@ -469,73 +469,7 @@ def keys(tasks: Iterable[TaskInfo]) -> list[str]:
     return [t.key for t in tasks]
 
 
-# --- scheduling constraints kube-scheduler filters on (ports, spread, volumes) -------------
-
-
-def with_host_ports(pod_obj: Obj, ports: Iterable[tuple[int, str]]) -> Obj:
-    """``pod_obj`` whose first container asks for each (hostPort, protocol) on its node."""
-    container = pod_obj["spec"]["containers"][0]
-    container["ports"] = [
-        {"containerPort": port, "hostPort": port, "protocol": protocol} for port, protocol in ports
-    ]
-    return pod_obj
-
-
-def with_spread(pod_obj: Obj, constraints: Iterable[Mapping[str, Any]]) -> Obj:
-    """``pod_obj`` with ``spec.topologySpreadConstraints`` set."""
-    pod_obj["spec"]["topologySpreadConstraints"] = [dict(c) for c in constraints]
-    return pod_obj
-
-
-def spread_constraint(
-    topology_key: str,
-    match_labels: Mapping[str, str],
-    *,
-    max_skew: int = 1,
-    when_unsatisfiable: str = "DoNotSchedule",
-    min_domains: int | None = None,
-) -> Obj:
-    """One topology spread constraint over ``topology_key`` counting pods with ``match_labels``."""
-    constraint: Obj = {
-        "maxSkew": max_skew,
-        "topologyKey": topology_key,
-        "whenUnsatisfiable": when_unsatisfiable,
-        "labelSelector": {"matchLabels": dict(match_labels)},
-    }
-    if min_domains is not None:
-        constraint["minDomains"] = min_domains
-    return constraint
-
-
-def pod_affinity_term(
-    topology_key: str,
-    match_labels: Mapping[str, str],
-    *,
-    namespaces: Iterable[str] = (),
-    all_namespaces: bool = False,
-) -> Obj:
-    """A required pod (anti-)affinity term; ``all_namespaces`` sets an empty namespaceSelector."""
-    term: Obj = {"topologyKey": topology_key, "labelSelector": {"matchLabels": dict(match_labels)}}
-    if namespaces:
-        term["namespaces"] = list(namespaces)
-    if all_namespaces:
-        term["namespaceSelector"] = {}
-    return term
-
-
-def pod_affinity(
-    affinity: Iterable[Mapping[str, Any]] = (), anti_affinity: Iterable[Mapping[str, Any]] = ()
-) -> Obj:
-    """``spec.affinity`` with required podAffinity / podAntiAffinity terms (either may be empty)."""
-    out: Obj = {}
-    required = "requiredDuringSchedulingIgnoredDuringExecution"
-    terms = [dict(t) for t in affinity]
-    anti = [dict(t) for t in anti_affinity]
-    if terms:
-        out["podAffinity"] = {required: terms}
-    if anti:
-        out["podAntiAffinity"] = {required: anti}
-    return out
+# --- volumes kube-scheduler filters on -----------------------------------------------------
 
 
 def with_claims(pod_obj: Obj, claims: Iterable[str]) -> Obj:
@@ -599,4 +533,27 @@ def bound_pvc(name: str, volume: str, *, namespace: str = "ns", storage: str = "
             "volumeName": volume,
             "resources": {"requests": {"storage": storage}},
         },
+    }
+
+
+def unbound_pvc(name: str, storage_class: str, *, namespace: str = "ns") -> Obj:
+    """A PersistentVolumeClaim no volume is bound to yet."""
+    return {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+
+
+def storage_class(name: str, binding_mode: str = "WaitForFirstConsumer") -> Obj:
+    """A StorageClass without a provisioner (local volumes), binding as ``binding_mode``."""
+    return {
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": binding_mode,
     }

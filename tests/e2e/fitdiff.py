@@ -28,7 +28,7 @@ from scheduler_core.plugins.predicates import resource_fit_error
 from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane
 
 #: The verdict a predicate gives when it cannot judge a pod (data the engine does not
-#: model): such a pod is left out of the comparison, and must be answered that way.
+#: model): such a pod is left out of the comparison (the loop never evicts for it).
 NOT_EVALUABLE_CODES = frozenset(c for c in FitCode if c.name == "NOT_EVALUABLE")
 
 
@@ -121,6 +121,10 @@ def judge(ssn: Session, task: TaskInfo, node_names: Iterable[str]) -> Verdict:
     reasons: dict[str, str] = {}
     not_evaluable = False
     refused = ssn.pre_predicate(task)
+    # A pre-predicate that cannot judge the pod says so in the session (and with a
+    # NotEvaluable verdict): the pod is then out of the comparison.
+    if task.key in getattr(ssn, "not_evaluable", {}):
+        not_evaluable = True
     for name in node_names:
         node = ssn.nodes.get(name)
         if node is None:

@@ -27,6 +27,8 @@ ZONE = "topology.kubernetes.io/zone"
 ZONES = ("za", "zb", "zc")
 APPS = ("web", "db", "cache", "batch")
 PORTS = ((8080, "TCP"), (9090, "TCP"), (9090, "UDP"))
+#: The StorageClass of claims that wait for their first consumer (created once per run).
+WAITING_CLASS = "fit-diff-wait"
 TAINTS = (
     {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
     {"key": "dedicated", "value": "infra", "effect": "NoExecute"},
@@ -77,10 +79,9 @@ def _bound_pod(rng: random.Random, name: str, namespace: str, node: str, cpu_m: 
         # An existing pod that keeps others of an app off its node (or zone): kube-scheduler
         # checks it for every incoming pod, whatever the incoming pod asks itself.
         key = rng.choice((HOSTNAME, HOSTNAME, ZONE))
-        affinity = builders.pod_affinity(
-            anti_affinity=[builders.pod_affinity_term(key, {"app": rng.choice(APPS)})]
-        )
-    pod = builders.pod(
+        term = builders.pod_term(builders.selector({"app": rng.choice(APPS)}), key)
+        affinity = builders.pod_affinity(anti=[term])
+    return builders.pod(
         name,
         namespace=namespace,
         cpu=f"{cpu_m}m",
@@ -89,10 +90,8 @@ def _bound_pod(rng: random.Random, name: str, namespace: str, node: str, cpu_m: 
         labels=labels,
         affinity=affinity,
         tolerations=[{"operator": "Exists"}],
+        host_ports=[builders.host_port(*rng.choice(PORTS))] if _pick(rng, 0.2) else (),
     )
-    if _pick(rng, 0.2):
-        builders.with_host_ports(pod, [rng.choice(PORTS)])
-    return pod
 
 
 def _term(rng: random.Random, other_ns: str) -> Obj:
@@ -102,10 +101,10 @@ def _term(rng: random.Random, other_ns: str) -> Obj:
         labels["tier"] = rng.choice(("front", "back"))
     scope = rng.random()
     if scope < 0.15:
-        return builders.pod_affinity_term(key, labels, namespaces=[other_ns])
+        return builders.pod_term(builders.selector(labels), key, namespaces=[other_ns])
     if scope < 0.25:
-        return builders.pod_affinity_term(key, labels, all_namespaces=True)
-    return builders.pod_affinity_term(key, labels)
+        return builders.pod_term(builders.selector(labels), key, namespaceSelector={})
+    return builders.pod_term(builders.selector(labels), key)
 
 
 def _pending_pod(
@@ -132,10 +131,22 @@ def _pending_pod(
     anti = [_term(rng, other_ns) for _ in range(rng.choice((1, 1, 2)))]
     affinity.update(
         builders.pod_affinity(
-            affinity=terms if _pick(rng, 0.2) else [],
-            anti_affinity=anti if _pick(rng, 0.3) else [],
+            required=terms if _pick(rng, 0.2) else [],
+            anti=anti if _pick(rng, 0.3) else [],
         )
     )
+    spread = []
+    if _pick(rng, 0.3):
+        # One constraint per (topology key, whenUnsatisfiable) is all the API server takes.
+        for key in rng.sample((HOSTNAME, ZONE), rng.choice((1, 1, 2))):
+            spread.append(
+                builders.spread_constraint(
+                    rng.choice((1, 1, 2)),
+                    key,
+                    builders.selector({"app": rng.choice(APPS)}),
+                    when="DoNotSchedule" if _pick(rng, 0.8) else "ScheduleAnyway",
+                )
+            )
     pod = builders.pod(
         name,
         namespace=namespace,
@@ -145,23 +156,9 @@ def _pending_pod(
         node_selector=node_selector,
         tolerations=tolerations,
         affinity=affinity or None,
+        spread=spread,
+        host_ports=[builders.host_port(*rng.choice(PORTS))] if _pick(rng, 0.2) else (),
     )
-    if _pick(rng, 0.3):
-        constraints = []
-        # One constraint per (topology key, whenUnsatisfiable) is all the API server takes.
-        keys = rng.sample((HOSTNAME, ZONE), rng.choice((1, 1, 2)))
-        for key in keys:
-            constraints.append(
-                builders.spread_constraint(
-                    key,
-                    {"app": rng.choice(APPS)},
-                    max_skew=rng.choice((1, 1, 2)),
-                    when_unsatisfiable="DoNotSchedule" if _pick(rng, 0.8) else "ScheduleAnyway",
-                )
-            )
-        builders.with_spread(pod, constraints)
-    if _pick(rng, 0.2):
-        builders.with_host_ports(pod, [rng.choice(PORTS)])
     if claims and _pick(rng, 0.12):
         builders.with_claims(pod, [rng.choice(claims)])
     return pod
@@ -191,6 +188,12 @@ def generate(seed: int, tag: str, namespaces: tuple[str, str], pending: int) -> 
         pv, claim = f"{tag}-pv{k}", f"{tag}-claim{k}"
         cluster.volumes.append(builders.local_pv(pv, node, (own, claim)))
         cluster.claims.append(builders.bound_pvc(claim, pv, namespace=own))
+        claim_names.append(claim)
+    if _pick(rng, 0.5):
+        # A claim waiting for its first consumer, with no volume to take: the engine cannot
+        # judge where a pod using it fits (kube-scheduler finds no node).
+        claim = f"{tag}-waiting"
+        cluster.claims.append(builders.unbound_pvc(claim, WAITING_CLASS, namespace=own))
         claim_names.append(claim)
     for p in range(pending):
         cluster.pending.append(_pending_pod(rng, f"{tag}-p{p}", own, other, claim_names))

@@ -118,9 +118,7 @@ def test_anti_affinity_the_loop_evicts_the_pod_the_preemptor_avoids_and_it_binds
     x = [bed.run(f"x{i}", i, high=True, labels={"app": "x"}) for i in range(2)]
     bed.wait_running(x + plain)
     loop = reclaimer()
-    avoid_x = builders.pod_affinity(
-        anti_affinity=[builders.pod_affinity_term(HOSTNAME, {"app": "x"})]
-    )
+    avoid_x = builders.pod_affinity(anti=[builders.pod_term(builders.selector({"app": "x"}))])
     bed.preemptor(affinity=avoid_x)
     placed_where_room_was_made(bed, loop, victims=x, keep=plain)
 
@@ -137,7 +135,10 @@ def test_topology_spread_the_loop_evicts_only_where_the_preemptor_may_then_land(
     fixed = [bed.run(f"z{i}", 1, high=False, annotations=NOT_PREEMPTABLE) for i in range(2)]
     bed.wait_running([x0, a0, *fixed])
     loop = reclaimer()
-    bed.preemptor(labels={"app": "x"}, spread=[builders.spread_constraint(HOSTNAME, {"app": "x"})])
+    bed.preemptor(
+        labels={"app": "x"},
+        spread=[builders.spread_constraint(1, HOSTNAME, builders.selector({"app": "x"}))],
+    )
     placed_where_room_was_made(bed, loop, victims=[x0], keep=[a0, *fixed])
 
 
@@ -164,9 +165,7 @@ def test_when_no_eviction_can_make_room_the_loop_evicts_nothing(kube: Kube, recl
     plain = [bed.run(f"a{i}", i, high=False) for i in range(2)]
     bed.wait_running(x + plain)
     loop = reclaimer()
-    avoid_x = builders.pod_affinity(
-        anti_affinity=[builders.pod_affinity_term(HOSTNAME, {"app": "x"})]
-    )
+    avoid_x = builders.pod_affinity(anti=[builders.pod_term(builders.selector({"app": "x"}))])
     bed.preemptor(affinity=avoid_x)
     wait_for(lambda: looks(loop) >= 6, 40, "six reclaim cycles")
     assert evictions(loop) == 0
