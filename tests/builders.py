@@ -549,7 +549,7 @@ def unbound_pvc(name: str, storage_class: str, *, namespace: str = "ns") -> Obj:
     }
 
 
-def storage_class(name: str, binding_mode: str = "WaitForFirstConsumer") -> Obj:
+def no_provisioner_class(name: str, binding_mode: str = "WaitForFirstConsumer") -> Obj:
     """A StorageClass without a provisioner (local volumes), binding as ``binding_mode``."""
     return {
         "kind": "StorageClass",

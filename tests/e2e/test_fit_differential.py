@@ -202,7 +202,7 @@ class ClusterRun:
 def waiting_class(api: Any) -> Iterator[str]:
     storage = client.StorageV1Api(api)
     with contextlib.suppress(client.ApiException):
-        storage.create_storage_class(api_body(builders.storage_class(WAITING_CLASS)))
+        storage.create_storage_class(api_body(builders.no_provisioner_class(WAITING_CLASS)))
     yield WAITING_CLASS
     with contextlib.suppress(client.ApiException):
         storage.delete_storage_class(WAITING_CLASS)
