@@ -331,6 +331,7 @@ class SyntheticCluster:
         yield "Node", self.nodes()
         yield "PodGroup", self.podgroups()
         yield "PodDisruptionBudget", self.pdbs()
+        yield "Namespace", self.namespaces()
         yield "Pod", self.pods()
 
     def feed(self, sink: Sink) -> None:
@@ -339,6 +340,16 @@ class SyntheticCluster:
             for obj in objs:
                 sink.upsert(kind, obj)
             sink.synced(kind)
+
+    def namespaces(self) -> Iterator[dict[str, Any]]:
+        """The namespaces the pod groups live in (``ns-00`` .. ``ns-49``)."""
+        names = sorted({group.namespace for group in self.groups})
+        for name in names:
+            yield {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+            }
 
     def priority_classes(self) -> Iterator[dict[str, Any]]:
         for name, value in PRIORITY_CLASSES.items():

@@ -55,6 +55,9 @@ class NodeInfo:
     #: ``PodsWithRequiredAntiAffinity``): what every incoming pod must be checked against,
     #: found without walking the node's other tasks.
     anti_affinity_uids: set[str] = field(default_factory=set)
+    #: Uids of its tasks with any pod affinity or anti-affinity term (kube-scheduler's
+    #: ``PodsWithAffinity``): the ones whose terms score an incoming pod.
+    affinity_uids: set[str] = field(default_factory=set)
     #: Fresh whenever the node is created or a task is added or removed: what a table read
     #: from the node (its amounts, labels, taints) is still right while the stamp is the same,
     #: so a later session's node scores re-read only the nodes that changed.
@@ -109,8 +112,10 @@ class NodeInfo:
             self.used.add(req)
         self.tasks[task.uid] = task
         self.recorded_status[task.uid] = status
-        if task.pod_affinity is not None and task.pod_affinity.required_anti:
-            self.anti_affinity_uids.add(task.uid)
+        if task.pod_affinity is not None:
+            self.affinity_uids.add(task.uid)
+            if task.pod_affinity.required_anti:
+                self.anti_affinity_uids.add(task.uid)
         self.stamp = next(_stamps)
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -120,6 +125,7 @@ class NodeInfo:
         req = existing.resreq
         status = self.recorded_status.pop(task.uid)
         self.anti_affinity_uids.discard(task.uid)
+        self.affinity_uids.discard(task.uid)
         self.stamp = next(_stamps)
         if status == TaskStatus.RELEASING:
             self.idle.add(req)
@@ -157,6 +163,7 @@ class NodeInfo:
             ready=self.ready,
             recorded_status=dict(self.recorded_status),
             anti_affinity_uids=set(self.anti_affinity_uids),
+            affinity_uids=set(self.affinity_uids),
         )
 
     def clone(self, tasks: dict[str, TaskInfo] | None = None) -> NodeInfo:

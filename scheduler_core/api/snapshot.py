@@ -39,7 +39,8 @@ class ClusterSnapshot:
     priority_classes: dict[str, int] = field(default_factory=dict)
     #: Labels of each namespace, for pod affinity terms' ``namespaceSelector``.
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: The source's placement epoch (shared with it, not copied).
+    #: The source's placement epoch: the live cache's own for a snapshot of its live objects,
+    #: a private one for copies (``around``, ``clone``).
     placement_epoch: PlacementEpoch = field(default_factory=PlacementEpoch)
     #: Σ node allocatable when the source keeps it current (the live cache); else computed.
     total_allocatable: Resource | None = None
@@ -93,7 +94,8 @@ class ClusterSnapshot:
             pdbs=list(self.pdbs),
             priority_classes=dict(self.priority_classes),
             namespace_labels=self.namespace_labels,
-            placement_epoch=self.placement_epoch,
+            # The nodes are the caller's own copies: the source's later changes are not theirs.
+            placement_epoch=PlacementEpoch(self.placement_epoch.value),
             total_allocatable=self.total_allocatable,
             queue_usage=(
                 {q: u.clone() for q, u in self.queue_usage.items()}

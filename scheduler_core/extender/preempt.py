@@ -183,8 +183,10 @@ def _place_member(
     schedulable = [n for n in ssn.nodes.values() if not n.unschedulable]
     for node in schedulable:
         copy = copy_of(node.name)
+        # Placed without evicting: every predicate must pass (a held host port or an
+        # anti-affinity conflict is no room, though evictions might make some).
         if member.resreq.less_equal(copy.future_idle(), ZERO) and (
-            ssn.predicate_for_preempt(member, copy) is None
+            ssn.predicate(member, copy) is None
         ):
             place(member, copy, ())
             return True

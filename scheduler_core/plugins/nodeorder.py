@@ -15,7 +15,12 @@ Requests are read from the model, not from pod specs: a node's requested amount 
 of its tasks' requests (``used + pipelined``), and kube-scheduler's non-zero defaults for a
 pod that requests no CPU or memory (100m, 200Mi) are applied to the incoming pod only.
 
-Not built (no data in the model): inter-pod affinity, image locality, pod topology spread.
+Across nodes too: inter-pod affinity (``podaffinity.weight``, ``plugins/util/pod_affinity_
+score.py``) and topology spread (``podtopologyspread.weight``, ``plugins/util/spread_score.
+py``), each 0..100 normalised over the candidates, added to either path's sums; a pod with
+no such terms (and, for affinity, a session where no placed pod has any) costs nothing.
+
+Not built (no data in the model): image locality.
 
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -34,7 +40,7 @@ from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.node_scores import NodeScoreArray
 from scheduler_core.framework.registry import Plugin, register_plugin
-from scheduler_core.framework.session import Session
+from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.predicates import term_matches
 from scheduler_core.plugins.util.node_table import (
@@ -46,6 +52,8 @@ from scheduler_core.plugins.util.node_table import (
     RowArray,
     intolerable_prefer_no_schedule,
 )
+from scheduler_core.plugins.util.pod_affinity_score import normalized_scores, topology_scores
+from scheduler_core.plugins.util.spread_score import soft_constraints, spread_scores
 
 log = logging.getLogger("scheduler_core.plugins.nodeorder")
 
@@ -340,6 +348,14 @@ class NodeOrderPlugin(Plugin):
         self.balanced_resource_weight = arguments.get_int(BALANCED_RESOURCE_WEIGHT, 1)
         self.node_affinity_weight = arguments.get_int(NODE_AFFINITY_WEIGHT, 1)
         self.taint_toleration_weight = arguments.get_int(TAINT_TOLERATION_WEIGHT, 1)
+        self.pod_affinity_weight = arguments.get_int(POD_AFFINITY_WEIGHT, 1)
+        self.pod_topology_spread_weight = arguments.get_int(POD_TOPOLOGY_SPREAD_WEIGHT, 2)
+        self._ssn: Session | None = None
+        #: the session's nodes holding pods with affinity terms, while placements stand
+        self._affinity_nodes: list[NodeInfo] | None = None
+        #: task uid -> its weight per topology pair, while placements stand
+        self._pairs: dict[str, Counter[tuple[str, str]]] = {}
+        self._epoch = 0
         self._verbose = False
         self._table: NodeTable | None = None
         self._last: tuple[TaskInfo, PodRequests, tuple[PreferredTerm, ...]] | None = None
@@ -350,16 +366,84 @@ class NodeOrderPlugin(Plugin):
             _unbuilt_logged = True
             log.log(
                 v(4),
-                "nodeorder: %s, %s and %s are not evaluated by this scheduler",
-                POD_AFFINITY_WEIGHT,
+                "nodeorder: %s is not evaluated by this scheduler",
                 IMAGE_LOCALITY_WEIGHT,
-                POD_TOPOLOGY_SPREAD_WEIGHT,
             )
         self._verbose = log.isEnabledFor(v(4))
         self._table = NodeTable.of(ssn)
+        self._ssn = ssn
+        self._forget()
+        self._epoch = ssn.snapshot.placement_epoch.value
         ssn.add_hook(BATCH_NODE_ORDER, self.name, self.batch_node_score)
+        ssn.add_event_handler(EventHandler(allocate=self._placed, deallocate=self._placed))
+
+    def _placed(self, task: TaskInfo) -> None:
+        self._pairs = {}
+        if task.pod_affinity is not None:
+            self._affinity_nodes = None
+
+    def _forget(self) -> None:
+        self._pairs = {}
+        self._affinity_nodes = None
+
+    def pod_affinity_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float] | None:
+        """kube-scheduler's InterPodAffinity score per node, normalised over ``nodes``;
+        None when it is 0 everywhere (no term on either side), found without a walk."""
+        ssn = self._ssn
+        if self.pod_affinity_weight == 0 or ssn is None:
+            return None
+        epoch = ssn.snapshot.placement_epoch.value
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self._forget()
+        affinity = task.pod_affinity
+        own = affinity is not None and bool(affinity.preferred or affinity.preferred_anti)
+        if not own:
+            if self._affinity_nodes is None:
+                self._affinity_nodes = [n for n in ssn.nodes.values() if n.affinity_uids]
+            if not self._affinity_nodes:
+                return None
+        pairs = self._pairs.get(task.uid)
+        if pairs is None:
+            source = ssn.nodes.values() if own else (self._affinity_nodes or ())
+            pairs = topology_scores(task, source, ssn.snapshot.namespace_labels)
+            if len(self._pairs) >= 1024:
+                self._pairs = {}
+            self._pairs[task.uid] = pairs
+        if not pairs:
+            return None
+        return normalized_scores(pairs, nodes)
+
+    def pod_topology_spread_scores(
+        self, task: TaskInfo, nodes: list[NodeInfo]
+    ) -> dict[str, float] | None:
+        """kube-scheduler's PodTopologySpread score per node over ``nodes``; None for a pod
+        without ``ScheduleAnyway`` constraints (one attribute read)."""
+        ssn = self._ssn
+        if self.pod_topology_spread_weight == 0 or ssn is None or not task.spread_constraints:
+            return None
+        if not soft_constraints(task):
+            return None
+        return spread_scores(task, nodes, ssn.nodes.values())
+
+    def _pod_level_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float] | None:
+        """InterPodAffinity and PodTopologySpread, weighted and summed per node."""
+        total: dict[str, float] | None = None
+        for scores, weight in (
+            (self.pod_affinity_scores(task, nodes), self.pod_affinity_weight),
+            (self.pod_topology_spread_scores(task, nodes), self.pod_topology_spread_weight),
+        ):
+            if scores is None:
+                continue
+            if total is None:
+                total = dict.fromkeys(scores, 0.0)
+            for name, score in scores.items():
+                total[name] = total.get(name, 0.0) + score * weight
+        return total
 
     def on_session_close(self, ssn: Session) -> None:
+        self._ssn = None
+        self._forget()
         if self._table is not None:
             self._table.release_nodes()  # its arrays stay for the next session's table
             self._table = None
@@ -409,6 +493,10 @@ class NodeOrderPlugin(Plugin):
         scores = {node.name: self.node_score(task, node) for node in nodes}
         for name, score in self.taint_toleration_score(task, nodes).items():
             scores[name] += score
+        extra = self._pod_level_scores(task, nodes)
+        if extra is not None:
+            for name, score in extra.items():
+                scores[name] += score
         return scores
 
     # --- vectorised path ----------------------------------------------------------------
@@ -460,4 +548,7 @@ class NodeOrderPlugin(Plugin):
             score += node_affinity_scores(table, rows, terms) * self.node_affinity_weight
         if self.taint_toleration_weight != 0:
             score += taint_toleration_scores(table, rows, task) * self.taint_toleration_weight
+        extra = self._pod_level_scores(task, nodes)
+        if extra is not None:
+            score += np.fromiter((extra[n] for n in names), np.float64, len(names))
         return NodeScoreArray(names, score)

@@ -20,7 +20,7 @@ import pytest
 
 from app.engine_backend import BackendOptions, EngineBackend
 from app.server import ServerSettings, create_app
-from scheduler_core.cache.state import ClusterState
+from scheduler_core.cache.state import KINDS, ClusterState
 from scheduler_core.conf import default_configuration
 from tests.app.captured import FULL, NODE_CACHE, body, doc
 from tests.app.live import serve
@@ -76,7 +76,7 @@ def replay(run: str) -> Iterator[Replay]:
     state = ClusterState()
     for obj in (*real_nodes(), *PRIORITY_CLASSES):
         state.upsert(obj["kind"], obj)
-    for kind in ("Pod", "Node", "Queue", "PodGroup", "PriorityClass", "PodDisruptionBudget"):
+    for kind in KINDS:
         state.synced(kind)
     backend = EngineBackend(
         state, default_configuration(), BackendOptions(scheduler_names=("default-scheduler",))

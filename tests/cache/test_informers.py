@@ -199,7 +199,7 @@ def test_metrics_on_the_callers_registry_only(
     informers, sink = make_informers(registry=registry)
     assert informers.registry is registry
     assert informers.wait_for_sync(5)
-    wait_until(lambda: fake_api.open_watches == 6, message="all watching")
+    wait_until(lambda: fake_api.open_watches == len(ALL_KINDS), message="all watching")
 
     def sample(name: str, **labels: str) -> float | None:
         value: float | None = registry.get_sample_value(f"queue_extender_informer_{name}", labels)

@@ -301,7 +301,12 @@ def test_a_followed_session_answers_as_a_rebuilt_one_after_any_events(
         kept = acct.session()
         ref = _rebuilt(acct)
         assert _derived(kept) == _derived(ref.session()), event
-        probes = [*pods.values(), pod("probe", group="g1", cpu="1")]
+        prefers = pod_affinity(preferred=[(10, pod_term(selector({"churn": "1"}), HOST))])
+        probes = [
+            *pods.values(),
+            pod("probe", group="g1", cpu="1"),
+            pod("probe-prefers", cpu="1", affinity=prefers),
+        ]
         assert _answers(acct, probes) == _answers(ref, probes), event
 
 

@@ -16,6 +16,7 @@ from tests.builders import (
     pod,
     pod_affinity,
     pod_term,
+    podgroup,
     priority_class,
     queue,
     selector,
@@ -97,3 +98,35 @@ def test_a_node_where_no_victims_let_it_in_is_dropped() -> None:
     )
     acct, _ = accounting(objs)
     assert preempt_pod(acct, objs[-1], {"n1": ["ns-plain"]}) == {}
+
+
+def test_a_gang_member_is_not_placed_in_free_room_where_its_host_port_is_held() -> None:
+    # m1 would fit n1's free cpu, but n1's keeper holds the port m0 and m1 both want, and
+    # may not be evicted: the gang cannot complete, so nothing is evicted for m0 either.
+    port = [host_port(80)]
+    objs = [
+        node("n0", cpu="1"),
+        node("n1", cpu="2"),
+        queue("q"),
+        priority_class("low", 10),
+        priority_class("high", 1000),
+        podgroup("victims", 1, queue="q", priority_class="low"),
+        pod("va", group="victims", cpu="1", node_name="n0", priority=10, priority_class="low"),
+        pod(
+            "keeper",
+            group="victims",
+            cpu="1",
+            node_name="n1",
+            priority=10,
+            priority_class="low",
+            preemptable=False,
+            host_ports=port,
+        ),
+        podgroup("job", 2, queue="q", priority_class="high", phase="Inqueue"),
+    ]
+    members = [
+        pod(f"m{i}", group="job", cpu="1", priority=1000, priority_class="high", host_ports=port)
+        for i in range(2)
+    ]
+    acct, _ = accounting(objs + members)
+    assert preempt_pod(acct, members[0], {"n0": ["ns-va"]}) == {}

@@ -100,6 +100,9 @@ class AffinityState:
     incoming_terms: bool
     #: How many (pod, term) pairs ``counts.affinity`` holds: 0 when no pod matches yet.
     affinity_total: int = 0
+    #: What each node added to ``counts`` (nodes that added nothing are left out), so a
+    #: node whose pods changed is counted again alone (kube-scheduler's AddPod/RemovePod).
+    per_node: dict[str, _Counts] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -108,10 +111,38 @@ class AffinityState:
         affinity = task.pod_affinity
         incoming = affinity is not None and bool(affinity.required or affinity.required_anti)
         counts = _Counts()
+        per_node: dict[str, _Counts] = {}
         for node in nodes:
             if incoming or node.anti_affinity_uids:
-                _count_node(counts, task, node, namespaces, incoming)
-        return cls(task, namespaces, counts, incoming, counts.affinity.total())
+                here = _Counts()
+                _count_node(here, task, node, namespaces, incoming)
+                if here.affinity or here.anti or here.existing:
+                    per_node[node.name] = here
+                    counts.affinity.update(here.affinity)
+                    counts.anti.update(here.anti)
+                    counts.existing.update(here.existing)
+        return cls(task, namespaces, counts, incoming, counts.affinity.total(), per_node)
+
+    def recount(self, nodes: Mapping[str, NodeInfo], names: Iterable[str]) -> None:
+        """Count the named nodes again as they are now (their pods changed)."""
+        counts = self.counts
+        for name in names:
+            old = self.per_node.pop(name, None)
+            if old is not None:
+                _take(counts.affinity, old.affinity)
+                _take(counts.anti, old.anti)
+                _take(counts.existing, old.existing)
+            node = nodes.get(name)
+            if node is None or not (self.incoming_terms or node.anti_affinity_uids):
+                continue
+            here = _Counts()
+            _count_node(here, self.task, node, self.namespaces, self.incoming_terms)
+            if here.affinity or here.anti or here.existing:
+                self.per_node[name] = here
+                counts.affinity.update(here.affinity)
+                counts.anti.update(here.anti)
+                counts.existing.update(here.existing)
+        self.affinity_total = counts.affinity.total()
 
     @property
     def trivial(self) -> bool:
@@ -187,6 +218,16 @@ class AffinityState:
                 if count("existing", pair) > 0:
                     return ERR_REASON_EXISTING_ANTI_AFFINITY
         return None
+
+
+def _take(counts: Counter[Pair], part: Counter[Pair]) -> None:
+    """``counts - part`` in place, dropping what reaches zero."""
+    for pair, n in part.items():
+        left = counts[pair] - n
+        if left > 0:
+            counts[pair] = left
+        else:
+            del counts[pair]
 
 
 def inter_pod_affinity_error(

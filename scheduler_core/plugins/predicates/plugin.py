@@ -8,12 +8,16 @@ Resource fit is deliberately not a predicate: actions compare requests with the 
 future idle resources themselves (``resource_fit_error`` gives them the message).
 
 Host ports, inter-pod affinity and topology spread look at other pods: their state per
-incoming pod (kube-scheduler's PreFilter: counts per topology domain) is worked out on first
-use and kept until the session's placements change (an allocate or deallocate event, or the
-accounting session following the cluster), so a victim search asking of one node again and
-again costs a walk over that node's pods each time, not over the cluster's. A pod with none
-of these constraints, in a cluster where no pod has required anti-affinity, costs a few
-attribute reads.
+incoming pod (kube-scheduler's PreFilter: counts per topology domain, and what each node
+added to them) is worked out on first use and kept for the session. A statement's eviction
+or placement (an allocate or deallocate event) marks its node, which alone is counted again
+before the next verdict (kube-scheduler's AddPod / RemovePod); a what-if copy of a node is
+judged by the difference between the copy and the session's node. So a victim search costs
+walks over one node's pods, not over the cluster's. Only a change the session did not make
+(the live cache moving the accounting session's shared nodes: the placement epoch) or one
+it cannot place (an undone pipeline) forgets the counts. A pod with none of these
+constraints, in a cluster where no pod has required anti-affinity, costs a few attribute
+reads.
 
 Not evaluated (the model does not carry the data): volumes and volume limits, dynamic
 resource allocation.
@@ -61,6 +65,9 @@ POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
 POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 
 _UNEVALUATED = "volumes and DRA"
+
+#: Pods whose PreFilter states a session keeps at once.
+_STATES_LIMIT = 1024
 _unevaluated_logged = False
 
 # --- the plugin ---------------------------------------------------------------------------
@@ -97,6 +104,8 @@ class PredicatesPlugin(Plugin):
         self._anti_nodes: list[NodeInfo] | None = None
         #: the snapshot's placement epoch those were worked out at
         self._epoch = 0
+        #: nodes whose pods a statement changed since the counts were last brought up to date
+        self._dirty: set[str] = set()
 
     def on_session_open(self, ssn: Session) -> None:
         global _unevaluated_logged
@@ -118,16 +127,42 @@ class PredicatesPlugin(Plugin):
         self._ssn = None
 
     def _placed(self, task: TaskInfo) -> None:
-        """A placement changed: the counts of every incoming pod may have."""
-        self._states = {}
-        if task.required_anti_affinity:
-            self._anti_nodes = None
+        """A placement changed (a statement evicted, pipelined or allocated ``task``, or
+        undid that): its node is counted again before the next verdict. A task that names
+        no node of the session (a pipeline undone, an assumed pod) forgets every count."""
+        ssn = self._ssn
+        if ssn is None or task.node_name not in ssn.nodes:
+            self.cluster_changed()
+            return
+        self._dirty.add(task.node_name)
+
+    def _recount_dirty(self) -> None:
+        """Bring every kept count up to date with the nodes whose pods changed."""
+        dirty, self._dirty = self._dirty, set()
+        ssn = self._ssn
+        assert ssn is not None
+        nodes = ssn.nodes
+        anti = self._anti_nodes
+        if anti is not None:
+            known = {n.name for n in anti}
+            if any(nodes[n].anti_affinity_uids and n not in known for n in dirty if n in nodes):
+                # A pod with required anti-affinity arrived where none was: pods judged
+                # without any such pod in the cluster kept no count to correct.
+                self.cluster_changed()
+                return
+            self._anti_nodes = [n for n in anti if n.anti_affinity_uids]
+        for affinity, spread in self._states.values():
+            if affinity is not None:
+                affinity.recount(nodes, dirty)
+            if spread is not None:
+                spread.recount(nodes, dirty)
 
     def cluster_changed(self) -> None:
         """The session's nodes changed under it (the accounting session following the
         cluster): forget every count."""
         self._states = {}
         self._anti_nodes = None
+        self._dirty = set()
 
     def anti_affinity_nodes(self) -> list[NodeInfo]:
         """The session's nodes with pods of required anti-affinity, found once per change."""
@@ -155,13 +190,13 @@ class PredicatesPlugin(Plugin):
                     affinity = AffinityState.build(
                         task, self.anti_affinity_nodes(), ssn.snapshot.namespace_labels
                     )
-                if affinity is not None and affinity.trivial:
-                    affinity = None
             if self.topology_spread_enable and self._may_spread(task):
                 spread = SpreadState.build(task, ssn.nodes.values(), self.default_constraints)
                 if spread.trivial:
                     spread = None
             states = (affinity, spread)
+            if len(self._states) >= _STATES_LIMIT:  # a long-lived session asked of many pods
+                self._states = {}
             self._states[task.uid] = states
         return states
 
@@ -172,7 +207,7 @@ class PredicatesPlugin(Plugin):
 
     def _pod_checks(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
         """NodePorts, InterPodAffinity and PodTopologySpread, in Volcano's order."""
-        if self.node_ports_enable and task.host_ports:
+        if task.host_ports and self.node_ports_enable:
             err = node_ports_error(task, node)
             if err is not None:
                 return err
@@ -184,7 +219,16 @@ class PredicatesPlugin(Plugin):
             # The cache changed the nodes this session reads (it shares them).
             self._epoch = epoch
             self.cluster_changed()
-        if not (
+        if self._dirty:
+            self._recount_dirty()
+        if task.pod_affinity is None and not task.spread_constraints and not self._hard_defaults:
+            # The common pod: only placed pods' anti-affinity could refuse it.
+            anti = self._anti_nodes
+            if anti is None:
+                anti = self.anti_affinity_nodes()
+            if not (anti or node.anti_affinity_uids) or not self.pod_affinity_enable:
+                return None
+        elif not (
             self.pod_affinity_enable
             and (
                 task.pod_affinity is not None

@@ -115,8 +115,11 @@ class _Constraint:
     min_value: int = _INFINITE
     min_domain: str = ""
     second_value: int = _INFINITE
+    #: Each counted node's domain and matching pods (nodes with none left out).
+    per_node: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     def finish(self) -> None:
+        self.min_value, self.min_domain, self.second_value = _INFINITE, "", _INFINITE
         for domain, n in self.counts.items():
             if n < self.min_value or (n == self.min_value and domain < self.min_domain):
                 self.second_value = self.min_value
@@ -165,10 +168,38 @@ class SpreadState:
                 for c in constraints:
                     if includes(task, c.spec, node):
                         domain = labels[c.spec.topology_key]
-                        c.counts[domain] = c.counts.get(domain, 0) + counts_on(task, c.spec, node)
+                        n = counts_on(task, c.spec, node)
+                        c.counts[domain] = c.counts.get(domain, 0) + n
+                        if n:
+                            c.per_node[node.name] = (domain, n)
             for c in constraints:
                 c.finish()
         return cls(task, constraints)
+
+    def recount(self, nodes: Mapping[str, NodeInfo], names: Iterable[str]) -> None:
+        """Count the named nodes' pods again as they are now (labels and taints, hence
+        which domain a node is of and whether it counts, do not change in a session)."""
+        if not self.constraints:
+            return
+        task = self.task
+        keys = [c.spec.topology_key for c in self.constraints]
+        for name in names:
+            node = nodes.get(name)
+            for c in self.constraints:
+                old = c.per_node.pop(name, None)
+                if old is not None:
+                    c.counts[old[0]] -= old[1]
+                if node is None or not all(key in node.labels for key in keys):
+                    continue
+                if not includes(task, c.spec, node):
+                    continue
+                n = counts_on(task, c.spec, node)
+                domain = node.labels[c.spec.topology_key]
+                c.counts[domain] = c.counts.get(domain, 0) + n
+                if n:
+                    c.per_node[name] = (domain, n)
+        for c in self.constraints:
+            c.finish()
 
     @property
     def trivial(self) -> bool:
