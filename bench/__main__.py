@@ -57,6 +57,9 @@ BUDGETS: dict[str, Budget] = {
     "filter-http-rps": Budget(n=400, seconds=30, warmup=8),
     "verb-rss-growth": Budget(n=10_000, seconds=120, warmup=0),
 }
+# The fit variant's rows measure as their plain rows do, with the same budget.
+BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}
+BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in http_bench.FIT_BENCHES.items()}
 SYNC_TRIALS = 20
 
 GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
@@ -64,6 +67,8 @@ GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("insight", insight_bench.BENCHES),
     ("http", http_bench.BENCHES),
     ("sync", sync_bench.BENCHES),
+    ("fit", {n: w for n, (_, w) in engine_bench.FIT_BENCHES.items()}),
+    ("fit-http", {n: w for n, (_, w) in http_bench.FIT_BENCHES.items()}),
 )
 ALL_BENCHES: dict[str, str] = {name: what for _, table in GROUPS for name, what in table.items()}
 
@@ -166,7 +171,32 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
         log("running sync (stand-in API server here on core 1, informers on core 0)")
         trials = max(3, SYNC_TRIALS // 4) if quick else SYNC_TRIALS
         results += sync_bench.run(scale, trials)
+    results += run_fit_variant(scale, selected, budgets)
     return summary, results
+
+
+def run_fit_variant(
+    scale: float, selected: set[str], budgets: dict[str, Budget]
+) -> list[Measurement]:
+    """The fit variant's rows, on their own cluster (built after the plain rows are done and
+    their fixture freed: two reference clusters at once would not fit the memory budget)."""
+    engine = [n for n in engine_bench.FIT_BENCHES if n in selected]
+    http = [n for n in http_bench.FIT_BENCHES if n in selected]
+    if not engine and not http:
+        return []
+    cluster = SyntheticCluster(ClusterSpec.at_scale(scale, fit=True))
+    results: list[Measurement] = []
+    if engine:
+        log("building the fit variant's in-process cluster state")
+        fixture = engine_bench.build_fixture(cluster)
+        log(f"running {', '.join(engine)}")
+        results += engine_bench.run_fit(fixture, set(engine), budgets)
+        del fixture
+        gc.collect()
+    if http:
+        log(f"running {', '.join(http)} (server on core 0, client on core 1)")
+        results += http_bench.run_fit(scale, set(http), budgets, cluster)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine_facts()
     started = time.perf_counter()
     summary, results = run(scale, args.quick, selected)
+    engine_bench.fit_growth(results)
     elapsed = time.perf_counter() - started
 
     facts["loadavg_1m_end"] = load_average()

@@ -40,6 +40,14 @@ BENCHES: dict[str, str] = {
     "reclaim-cycle": "the reclaim loop's cycle: its snapshot + decide() with the live rules",
 }
 
+#: The fit variant's rows (``ClusterSpec.fit``): the same measurement on a cluster where 10 %
+#: of the pods carry pod anti-affinity and 10 % a hard zone spread, with the plain row's
+#: budget; the reclaim cycle's row reports its growth over the plain one's when both ran.
+FIT_BENCHES: dict[str, tuple[str, str]] = {
+    "filter-inprocess-fit": ("filter-inprocess", "filter-inprocess on the fit variant"),
+    "reclaim-cycle-fit": ("reclaim-cycle", "reclaim-cycle on the fit variant"),
+}
+
 PROPORTION_ONLY = """\
 actions: "reclaim"
 tiers:
@@ -118,17 +126,49 @@ def run(
     ):
         if name not in selected:
             continue
-        cpu, wall = time.process_time(), time.perf_counter()
-        try:
-            measurement = bench(fixture, budgets[name])
-        except Exception as exc:  # a broken engine is a result too, not the end of the run
-            measurement = Measurement(name, BENCHES[name], error=f"{type(exc).__name__}: {exc}")
-        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        # Below ~0.95 this process was waiting for a core: other work was running.
-        measurement.extra["cpu_share"] = round(cpu / wall, 2) if wall > 0 else None
-        measurement.rss_mib = rss_mib()
+        out.append(_timed(name, BENCHES[name], lambda b=bench, n=name: b(fixture, budgets[n])))
+    return out
+
+
+def run_fit(
+    fixture: EngineFixture, selected: set[str], budgets: dict[str, Budget]
+) -> list[Measurement]:
+    """The fit variant's in-process rows, on a fixture built from a ``fit`` cluster."""
+    benches = {"filter-inprocess": bench_filter, "reclaim-cycle": bench_reclaim_cycle}
+    out: list[Measurement] = []
+    for name, (plain, what) in FIT_BENCHES.items():
+        if name not in selected:
+            continue
+        bench = benches[plain]
+        measurement = _timed(name, what, lambda b=bench, p=plain: b(fixture, budgets[p]))
+        measurement.name, measurement.what = name, what
         out.append(measurement)
     return out
+
+
+def fit_growth(results: list[Measurement]) -> None:
+    """Sets ``growth_vs_plain`` (p50 over p50) on each fit row whose plain row ran too."""
+    by_name = {m.name: m for m in results}
+    for name, (plain, _) in FIT_BENCHES.items():
+        fit, base = by_name.get(name), by_name.get(plain)
+        if fit is None or base is None or fit.error or base.error:
+            continue
+        fit_p50, base_p50 = fit.stats().get("p50"), base.stats().get("p50")
+        if fit_p50 and base_p50:
+            fit.extra["growth_vs_plain"] = round(fit_p50 / base_p50, 2)
+
+
+def _timed(name: str, what: str, bench: Callable[[], Measurement]) -> Measurement:
+    cpu, wall = time.process_time(), time.perf_counter()
+    try:
+        measurement = bench()
+    except Exception as exc:  # a broken engine is a result too, not the end of the run
+        measurement = Measurement(name, what, error=f"{type(exc).__name__}: {exc}")
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    # Below ~0.95 this process was waiting for a core: other work was running.
+    measurement.extra["cpu_share"] = round(cpu / wall, 2) if wall > 0 else None
+    measurement.rss_mib = rss_mib()
+    return measurement
 
 
 # --- filter ---------------------------------------------------------------------------------

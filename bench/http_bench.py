@@ -48,6 +48,12 @@ BENCHES: dict[str, str] = {
     "verb-rss-growth": "server RSS change over 10,000 more filter + prioritize calls, c=1",
 }
 
+#: The fit variant's rows (``ClusterSpec.fit``): plain row name and what the row is.
+FIT_BENCHES: dict[str, tuple[str, str]] = {
+    "filter-http-fit": ("filter-http", "filter-http on the fit variant"),
+    "prioritize-http-fit": ("prioritize-http", "prioritize-http on the fit variant"),
+}
+
 #: A leak of half a kilobyte a call shows as 5 MiB over the 10,000 calls of verb-rss-growth;
 #: below that, the allocator's own rounding (arenas, free lists) is indistinguishable.
 RSS_GROWTH_TARGET_MIB = 5.0
@@ -148,17 +154,19 @@ def get(port: int, path: str) -> tuple[int, bytes]:
 # --- the server process ---------------------------------------------------------------------
 
 
-def serve(scale: float, port: int, metrics_port: int = 0, status_port: int = 0) -> int:
-    """The service under test, built by the production code path around the synthetic cluster;
-    with ``metrics_port`` / ``status_port``, the side listeners too (``bench.load``'s
-    exhaustion run aims at them)."""
+def serve(
+    scale: float, port: int, metrics_port: int = 0, status_port: int = 0, fit: bool = False
+) -> int:
+    """The service under test, built by the production code path around the synthetic cluster
+    (its fit variant when ``fit``); with ``metrics_port`` / ``status_port``, the side
+    listeners too (``bench.load``'s exhaustion run aims at them)."""
     from app.cli.serve import add_serve_parser, build_servers
     from app.serving.guard import raise_open_files_limit
     from app.serving.listeners import serve_all
     from app.telemetry.logs import setup_logging
     from bench.engine_bench import build_fixture
 
-    fixture = build_fixture(SyntheticCluster(ClusterSpec.at_scale(scale)))
+    fixture = build_fixture(SyntheticCluster(ClusterSpec.at_scale(scale, fit=fit)))
     parser = argparse.ArgumentParser(prog="bench-serve")
     add_serve_parser(parser.add_subparsers())
     argv = ["serve", "--host", "127.0.0.1", "--port", str(port), "--noop"]
@@ -187,8 +195,11 @@ def free_port() -> int:
 class ServerProcess:
     """The ``serve`` child, pinned to core 0; its output goes to a log file kept for errors."""
 
-    def __init__(self, scale: float, workdir: Path, side_listeners: bool = False) -> None:
+    def __init__(
+        self, scale: float, workdir: Path, side_listeners: bool = False, *, fit: bool = False
+    ) -> None:
         self.scale = scale
+        self.fit = fit
         self.port = free_port()
         self.metrics_port = free_port() if side_listeners else 0
         self.status_port = free_port() if side_listeners else 0
@@ -204,6 +215,8 @@ class ServerProcess:
         if self.metrics_port:
             argv += ["--metrics-port", str(self.metrics_port)]
             argv += ["--status-port", str(self.status_port)]
+        if self.fit:
+            argv.append("--fit")
         self.proc = subprocess.Popen(
             pinned(0, argv),
             cwd=REPO_ROOT,
@@ -431,7 +444,12 @@ def _bodies(cluster: SyntheticCluster, picks: list[int]) -> dict[str, list[bytes
 
 
 def run(
-    scale: float, selected: set[str], budgets: dict[str, Budget], cluster: SyntheticCluster
+    scale: float,
+    selected: set[str],
+    budgets: dict[str, Budget],
+    cluster: SyntheticCluster,
+    *,
+    fit: bool = False,
 ) -> list[Measurement]:
     wanted = set(selected)
     if "filter-noop-ratio" in wanted:
@@ -439,7 +457,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         workdir = Path(tmp)
         try:
-            with ServerProcess(scale, workdir) as server:
+            with ServerProcess(scale, workdir, fit=fit) as server:
                 return _run_with_server(server, cluster, wanted, selected, budgets, workdir)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
@@ -644,6 +662,19 @@ def _ratio(results: dict[str, Any]) -> Measurement:
     return ratio
 
 
+def run_fit(
+    scale: float, selected: set[str], budgets: dict[str, Budget], cluster: SyntheticCluster
+) -> list[Measurement]:
+    """The fit variant's HTTP rows: the plain rows' scenarios against a server holding the
+    fit variant of the cluster (``cluster`` must be it), renamed."""
+    plain = {FIT_BENCHES[name][0]: name for name in selected}
+    out = run(scale, set(plain), budgets, cluster, fit=True)
+    for measurement in out:
+        name = plain[measurement.name]
+        measurement.name, measurement.what = name, FIT_BENCHES[name][1]
+    return out
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.http_bench")
     sub = parser.add_subparsers(dest="role", required=True)
@@ -652,11 +683,12 @@ def main(argv: list[str]) -> int:
     s.add_argument("--port", type=int, default=8899)
     s.add_argument("--metrics-port", type=int, default=0)
     s.add_argument("--status-port", type=int, default=0)
+    s.add_argument("--fit", action="store_true", help="the fit variant of the cluster")
     c = sub.add_parser("client", help="run a load plan against a server (bench internal)")
     c.add_argument("plan")
     args = parser.parse_args(argv)
     if args.role == "serve":
-        return serve(args.scale, args.port, args.metrics_port, args.status_port)
+        return serve(args.scale, args.port, args.metrics_port, args.status_port, args.fit)
     return client(args.plan)
 
 

@@ -18,6 +18,11 @@ Shape (reference scale, ``scale=1``):
   the same queue whose 20-CPU pods need exactly 10 of those pods gone on any dense node.
 * Optionally (``probe=True``, for the sync bench) a tiny queue with a 10-CPU capability
   where binding one pending pod flips the filter verdict of another.
+* Optionally (``fit=True``, the *fit variant*) every pod carries an ``app`` label (ten pod
+  groups share an app), and one pod group in ten asks for required pod anti-affinity to its
+  app over ``kubernetes.io/hostname``, another one in ten for a hard topology spread of its
+  app over ``topology.kubernetes.io/zone`` (max skew 1): about 10 % of the pods each, waiting
+  ones included, so the engine's inter-pod checks run where the reclaim loop looks.
 """
 
 from __future__ import annotations
@@ -74,10 +79,11 @@ class ClusterSpec:
     pending_every: int = 10  # one regular group in this many waits
     dense_nodes: int = 100
     probe: bool = False
+    fit: bool = False
     seed: int = 7
 
     @classmethod
-    def at_scale(cls, scale: float, *, probe: bool = False) -> ClusterSpec:
+    def at_scale(cls, scale: float, *, probe: bool = False, fit: bool = False) -> ClusterSpec:
         """The reference shape shrunk by ``scale`` (``--quick`` is 0.1); queues shrink by
         parents, so a 1/10 cluster has 2 x 9 leaves."""
         if scale <= 0:
@@ -89,6 +95,7 @@ class ClusterSpec:
             groups=max(8, round(2000 * scale)),
             dense_nodes=min(max(2, round(100 * scale)), nodes // 4),
             probe=probe,
+            fit=fit,
         )
 
 
@@ -501,13 +508,16 @@ class SyntheticCluster:
     def pod(self, index: int) -> dict[str, Any]:
         group = self.groups[index // POD_GROUP_SIZE]
         node = self.placement[index]
-        return _pod(
+        pod = _pod(
             group,
             member=index % POD_GROUP_SIZE,
             uid=self.pod_uid(index),
             node=self.node_names[node] if node >= 0 else "",
             seed=self.spec.seed,
         )
+        if self.spec.fit:
+            _add_fit_constraints(pod, group)
+        return pod
 
     def probe_pod(self, member: str, *, bound: bool) -> dict[str, Any]:
         """A pod of the probe queue; ``a`` and ``b`` wait, ``run-*`` run on the probe node."""
@@ -816,3 +826,40 @@ def _pod(group: Group, member: int | str, uid: str, node: str, seed: int) -> dic
             }
         ]
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
+
+
+# --- the fit variant ------------------------------------------------------------------------
+
+FIT_APPS = 200  # ten pod groups an app at reference scale
+
+
+def fit_constraint(group: Group) -> str:
+    """``anti-affinity``, ``spread`` or ``""`` for a pod group of the fit variant: one group
+    in ten each, spread over the group indices so that waiting groups (every tenth) get
+    their share too."""
+    slot = (group.index + group.index // 10) % 10
+    return {3: "anti-affinity", 7: "spread"}.get(slot, "")
+
+
+def _add_fit_constraints(pod: dict[str, Any], group: Group) -> None:
+    app = f"app-{group.index % FIT_APPS:03d}"
+    pod["metadata"]["labels"]["app"] = app
+    selector = {"matchLabels": {"app": app}}
+    kind = fit_constraint(group)
+    if kind == "anti-affinity":
+        pod["spec"]["affinity"] = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+    elif kind == "spread":
+        pod["spec"]["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+        ]

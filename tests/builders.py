@@ -722,3 +722,93 @@ def assume(acct: QueueAccounting, pod_obj: Mapping[str, Any], nodes: Iterable[st
     result = filter_pod(acct, dict(pod_obj), list(nodes))
     assert result.passed, f"filter rejected the pod to assume: {result.failed}"
     assert acct.assumed, "filter passed but assumed nothing"
+
+
+# --- volumes kube-scheduler filters on -----------------------------------------------------
+
+
+def with_claims(pod_obj: Obj, claims: Iterable[str]) -> Obj:
+    """``pod_obj`` mounting each PersistentVolumeClaim (by name) as a volume."""
+    pod_obj["spec"]["volumes"] = [
+        {"name": f"v{i}", "persistentVolumeClaim": {"claimName": claim}}
+        for i, claim in enumerate(claims)
+    ]
+    return pod_obj
+
+
+def local_pv(
+    name: str, node_name: str, claim: tuple[str, str] | None = None, storage: str = "1Gi"
+) -> Obj:
+    """A local PersistentVolume on ``node_name`` (its required node affinity), bound to the
+    claim ``(namespace, name)`` when given."""
+    spec: Obj = {
+        "capacity": {"storage": storage},
+        "accessModes": ["ReadWriteOnce"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "local",
+        "local": {"path": f"/mnt/{name}"},
+        "nodeAffinity": {
+            "required": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "kubernetes.io/hostname",
+                                "operator": "In",
+                                "values": [node_name],
+                            }
+                        ]
+                    }
+                ]
+            }
+        },
+    }
+    if claim is not None:
+        spec["claimRef"] = {
+            "kind": "PersistentVolumeClaim",
+            "namespace": claim[0],
+            "name": claim[1],
+        }
+    return {"kind": "PersistentVolume", "metadata": {"name": name}, "spec": spec}
+
+
+def bound_pvc(name: str, volume: str, *, namespace: str = "ns", storage: str = "1Gi") -> Obj:
+    """A PersistentVolumeClaim bound to ``volume`` (the PV controller's bind-completed mark set,
+    which is what kube-scheduler's volume binding reads as bound)."""
+    return {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+        },
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local",
+            "volumeName": volume,
+            "resources": {"requests": {"storage": storage}},
+        },
+    }
+
+
+def unbound_pvc(name: str, storage_class: str, *, namespace: str = "ns") -> Obj:
+    """A PersistentVolumeClaim no volume is bound to yet."""
+    return {
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": storage_class,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+
+
+def no_provisioner_class(name: str, binding_mode: str = "WaitForFirstConsumer") -> Obj:
+    """A StorageClass without a provisioner (local volumes), binding as ``binding_mode``."""
+    return {
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": binding_mode,
+    }

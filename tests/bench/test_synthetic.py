@@ -19,7 +19,7 @@ import pytest
 from app.backend.engine import BackendOptions, EngineBackend
 from bench import Measurement, percentile
 from bench.__main__ import parse_only, render
-from bench.engine_bench import build_fixture, pick_filter_pods
+from bench.engine_bench import build_fixture, fit_growth, pick_filter_pods
 from bench.http_bench import _rss_growth
 from bench.synthetic import (
     DENSE_QUEUE,
@@ -178,3 +178,42 @@ def test_quick_filter_inprocess_runs(tmp_path: Path) -> None:
     assert result["verdict"] in ("PASS", "MISS")
     assert result["extra"]["outcomes"].get("pass", 0) == result["n"]
     assert result["rss_mib"] > 0  # the bench process's resident memory beside the row
+
+
+def test_the_fit_variant_gives_a_tenth_of_the_pods_anti_affinity_and_a_tenth_hard_spread() -> None:
+    fit = SyntheticCluster(ClusterSpec.at_scale(0.1, fit=True))
+    pods = list(fit.pods())
+    anti = [p for p in pods if "affinity" in p["spec"]]
+    spread = [p for p in pods if "topologySpreadConstraints" in p["spec"]]
+    assert all("app" in p["metadata"]["labels"] for p in pods)
+    assert abs(len(anti) / len(pods) - 0.1) < 0.02
+    assert abs(len(spread) / len(pods) - 0.1) < 0.02
+    # Waiting pods too: the loop's preemptors are where the constraints cost.
+    waiting = [p for p in pods if not p["spec"].get("nodeName")]
+    assert any("affinity" in p["spec"] for p in waiting)
+    assert any("topologySpreadConstraints" in p["spec"] for p in waiting)
+    for p in anti:
+        (term,) = p["spec"]["affinity"]["podAntiAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]
+        assert term["labelSelector"]["matchLabels"] == {"app": p["metadata"]["labels"]["app"]}
+    plain = SyntheticCluster(ClusterSpec.at_scale(0.1))
+    assert not any("app" in p["metadata"]["labels"] for p in plain.pods())
+
+
+@pytest.mark.parametrize(
+    ("plain", "fit", "growth"),
+    [
+        ([100.0, 200.0, 300.0], [150.0, 300.0, 450.0], 1.5),
+        ([100.0], [90.0], 0.9),
+        (None, [100.0], None),  # the plain row did not run
+    ],
+)
+def test_the_fit_cycle_reports_its_p50_over_the_plain_cycles(
+    plain: list[float] | None, fit: list[float], growth: float | None
+) -> None:
+    rows = [Measurement("reclaim-cycle-fit", "", samples=fit)]
+    if plain is not None:
+        rows.append(Measurement("reclaim-cycle", "", samples=plain))
+    fit_growth(rows)
+    assert rows[0].extra.get("growth_vs_plain") == growth

@@ -184,7 +184,12 @@ class Kube:
         annotations: dict[str, str] | None = None,
         labels: dict[str, str] | None = None,
         node_selector: dict[str, str] | None = None,
+        affinity: dict[str, Any] | None = None,
+        spread: list[dict[str, Any]] | None = None,
+        host_ports: list[int] | None = None,
     ) -> str:
+        """``affinity`` and ``spread`` (topologySpreadConstraints) go into the spec as given;
+        each of ``host_ports`` is asked for on the node (TCP)."""
         notes = dict(annotations or {})
         if queue is not None:
             notes["scheduling.volcano.sh/queue-name"] = queue
@@ -207,6 +212,14 @@ class Kube:
             spec["nodeName"] = node
         if node_selector is not None:
             spec["nodeSelector"] = node_selector
+        if affinity is not None:
+            spec["affinity"] = affinity
+        if spread is not None:
+            spec["topologySpreadConstraints"] = spread
+        if host_ports:
+            spec["containers"][0]["ports"] = [
+                {"containerPort": port, "hostPort": port, "protocol": "TCP"} for port in host_ports
+            ]
         self.core.create_namespaced_pod(
             namespace,
             {
