@@ -591,19 +591,15 @@ def _longest_gap(samples: list[LeaseSample]) -> float:
     return gap
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="on main the new pod's extender takes its own Lease on its next jittered retry "
-    "after the old one releases it, not when kube-scheduler's leadership moves: measured "
-    "gaps 3.0-3.9 s (kube-scheduler's 1.4-2.4 s; once both under 2 s) against a 2 s retry "
-    "period, so the outcome is not stable enough for a strict xfail",
-)
 def test_helm_upgrade_rolls_without_a_leadership_gap(installed: Cluster) -> None:
     """`helm upgrade` with a changed pod template: the Deployment surges a new pod, which
-    must lead (kube-scheduler's Lease and the extender's) no later than one retry period after
-    the old one stopped leading: the old pod releases both on SIGTERM."""
+    must lead soon after the old one stopped leading: the old pod's kube-scheduler releases
+    its Lease on SIGTERM (and its extender resigns first). The chart runs the extender in
+    sidecar mode: it leads exactly while its own kube-scheduler holds that Lease, so the
+    scheduler Lease's handover is the pair's. kube-scheduler's election retries on a jittered
+    period (client-go: the retry period plus up to 1.2 times it), so the bound is that."""
     (old,) = installed.release_pods()
-    leases = ["queue-scheduler", RELEASE]
+    leases = ["queue-scheduler"]
     wait_for(
         lambda: all(
             installed.coordination.read_namespaced_lease(n, NAMESPACE).spec.holder_identity
@@ -636,7 +632,7 @@ def test_helm_upgrade_rolls_without_a_leadership_gap(installed: Cluster) -> None
         assert len(set(holders)) >= 2, f"{name}: no change of leader was seen ({holders[:3]})"
     gaps = {name: _longest_gap(s) for name, s in samples.items()}
     print(f"FIGURES leadership gap during helm upgrade (s): {gaps}")
-    assert all(gap <= RETRY_PERIOD for gap in gaps.values()), gaps
+    assert all(gap <= RETRY_PERIOD * 2.2 for gap in gaps.values()), gaps
 
 
 def test_uninstall_leaves_nothing_behind(installed: Cluster) -> None:
