@@ -45,7 +45,7 @@ def explain_pod(acct: QueueAccounting, pod: dict[str, Any], managed: bool) -> di
         },
         "request": ctx.task.resreq.to_quantities(),
         "verdict": "pass" if rejection is None else "reject",
-        "code": None if rejection is None else rejection.code,
-        "reason": None if rejection is None else rejection.reason,
+        "code": None if rejection is None else rejection.reason_code,
+        "reason": None if rejection is None else rejection.message,
         "preemptionMayHelp": None if rejection is None else rejection.resolvable,
     }

@@ -21,7 +21,8 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import PLUGIN_FLAGS
-from scheduler_core.framework.fit import FitError, ValidateResult, Vote
+from scheduler_core.framework.fit import ValidateResult, Vote
+from scheduler_core.framework.status import Status
 
 F = TypeVar("F")
 
@@ -67,7 +68,7 @@ class Hook(Generic[F]):
 
 CompareFn = Callable[[Any, Any], int]
 VictimsFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
-PredicateFn = Callable[[TaskInfo, NodeInfo], FitError | None]
+PredicateFn = Callable[[TaskInfo, NodeInfo], Status | None]
 SimulateTaskFn = Callable[[CycleState, TaskInfo, TaskInfo, NodeInfo], None]
 
 # ordering

@@ -28,7 +28,7 @@ from scheduler_core.extender.filter import (
 )
 from scheduler_core.extender.preempt import gangs_broken
 from scheduler_core.extender.preempt_node import select_victims_for_node
-from scheduler_core.framework.fit import FitError
+from scheduler_core.framework.status import Status
 from scheduler_core.insight.amounts import amounts
 from scheduler_core.insight.lookup import (
     CachedPodContext,
@@ -188,7 +188,7 @@ def _explain(acct: QueueAccounting, cached: TaskInfo, kind: str, name: str) -> E
             why = "preemption cannot change this verdict"
         steps.append(_skipped("preempt", "Could it preempt a lower-priority pod?", why))
         steps.append(_skipped("reclaim", "Could it reclaim from another queue?", why))
-    summary = _summary(rejection.reason if rejection else None, fitting, victims)
+    summary = _summary(rejection.message if rejection else None, fitting, victims)
     if unjudged is not None:
         summary += (
             f"; the extender cannot judge where it fits ({'; '.join(unjudged.reasons)}) "
@@ -202,8 +202,8 @@ def _explain(acct: QueueAccounting, cached: TaskInfo, kind: str, name: str) -> E
         queue=ctx.queue_name or None,
         phase=str(cached.status),
         filter="pass" if rejection is None else "reject",
-        code=None if rejection is None else rejection.code,
-        reason=None if rejection is None else rejection.reason,
+        code=None if rejection is None else rejection.reason_code,
+        reason=None if rejection is None else rejection.message,
         preemption_may_help=None if rejection is None else rejection.resolvable,
         summary=summary,
         steps=steps,
@@ -363,14 +363,14 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
 # --- nodes ---------------------------------------------------------------------------------
 
 
-def _not_evaluable(ctx: CachedPodContext) -> FitError | None:
+def _not_evaluable(ctx: CachedPodContext) -> Status | None:
     """Why the engine cannot judge where the pod fits (volumes, device claims, scheduling
     gates), or None when it can."""
     task = ctx.job.tasks.get(ctx.task.uid, ctx.task) if ctx.job is not None else ctx.task
     return ctx.ssn.not_evaluable_verdict(task)
 
 
-def _evaluable_step(unjudged: FitError) -> Step:
+def _evaluable_step(unjudged: Status) -> Step:
     """Shown only for a pod the engine cannot judge: what it cannot judge, and that the
     extender therefore never evicts for it."""
     return Step(

@@ -21,6 +21,7 @@ from app.verbs.wire import (
     parse_preemption_args,
 )
 from scheduler_core.extender.decisions import NodeVictims
+from tests.builders import filter_result
 
 from .captured import FULL, NODE_CACHE, body, doc, requests
 
@@ -169,7 +170,9 @@ def test_null_victims_and_null_pods_mean_no_victims() -> None:
 
 def test_filter_result_node_cache_form_is_go_shaped() -> None:
     args = parse_extender_args(b'{"Pod": {}, "Nodes": null, "NodeNames": ["a", "b", "c"]}')
-    out = encode_filter_result(args, ["a"], {"b": "queue overused"}, {"c": "queue closed"})
+    out = encode_filter_result(
+        args, filter_result(["a"], {"b": "queue overused"}, {"c": "queue closed"})
+    )
     assert out == (
         b'{"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"queue overused"},'
         b'"FailedAndUnresolvableNodes":{"c":"queue closed"},"Error":""}'
@@ -179,7 +182,7 @@ def test_filter_result_node_cache_form_is_go_shaped() -> None:
 def test_filter_result_full_form_lists_passing_node_objects() -> None:
     raw = doc(FULL, "001-filter.req.json")
     args = parse_extender_args(body(FULL, "001-filter.req.json"))
-    out = orjson.loads(encode_filter_result(args, ["node-b"], {"node-a": "x"}, {}))
+    out = orjson.loads(encode_filter_result(args, filter_result(["node-b"], {"node-a": "x"})))
     assert out["NodeNames"] is None
     assert out["Nodes"]["items"] == [raw["Nodes"]["items"][1]]
 
@@ -189,7 +192,7 @@ def test_filter_result_with_both_forms_in_request_answers_both() -> None:
         b'{"Pod": {}, "NodeNames": ["a", "b"],'
         b' "Nodes": {"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}}'
     )
-    out = orjson.loads(encode_filter_result(args, ["b"], {"a": "no"}, {}))
+    out = orjson.loads(encode_filter_result(args, filter_result(["b"], {"a": "no"})))
     assert out["NodeNames"] == ["b"]
     assert out["Nodes"]["items"] == [{"metadata": {"name": "b"}}]
 
