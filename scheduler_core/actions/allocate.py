@@ -88,7 +88,7 @@ class Allocate(Action):
                     "Job <%s> Queue <%s> skip allocate, reason: %s, message %s",
                     job.uid,
                     job.queue,
-                    invalid.reason,
+                    invalid.reason_code,
                     invalid.message,
                 )
                 continue

@@ -187,14 +187,14 @@ class PreemptAction(Action):
             if job.is_pending() or not ssn.job_starving(job):
                 continue
             result = ssn.job_valid(job)
-            if result is not None and not result.passed:
+            if result is not None and not result.is_success:
                 log.log(
                     v(4),
                     "Job <%s/%s> Queue <%s> skip preemption, reason: %s, message %s",
                     job.namespace,
                     job.name,
                     job.queue,
-                    result.reason,
+                    result.reason_code,
                     result.message,
                 )
                 continue

@@ -55,7 +55,9 @@ def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Status | 
     invalid = ssn.job_valid(job)
     if invalid is not None:
         return unschedulable(
-            "gang-invalid", f"gang {job.uid}: {invalid.message or invalid.reason}", resolvable=True
+            "gang-invalid",
+            f"gang {job.uid}: {invalid.message or invalid.reason_code}",
+            resolvable=True,
         )
     if job.ready_task_num() == 0 and job.min_resources is not None:
         admission = ssn.job_enqueue_vote(job)

@@ -1,19 +1,15 @@
-"""Gang validity and the enqueue/pipelined votes (why a task does not fit a node is a
-``status.Status``)."""
+"""The enqueue / pipelined / allocatable votes.
+
+A vote stays its own type rather than a ``status.Status``: it is three-valued (permit,
+abstain, reject) and folded tier by tier (a permit in one tier decides, an abstention passes
+to the next), and the victim hooks share its integer codes, where ABSTAIN means "this plugin
+does not take part". kube-scheduler's Status has no permit-versus-abstain distinction; the
+refusing vote's reason becomes a ``Status`` where the extender reports it (``check_pod``).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-
-@dataclass(slots=True)
-class ValidateResult:
-    """A failed JobValid check (gang): the reason code and a message for the PodGroup."""
-
-    passed: bool
-    reason: str = ""
-    message: str = ""
-
 
 # Vote codes: of the JobPipelined / JobEnqueueable hooks (in a ``Vote``) and of the victim
 # hooks (beside their victims; ABSTAIN there means "this plugin does not take part").

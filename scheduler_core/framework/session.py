@@ -24,7 +24,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration, Tier
-from scheduler_core.framework.fit import PERMITTED, ValidateResult, Vote
+from scheduler_core.framework.fit import PERMITTED, Vote
 from scheduler_core.framework.hooks import (
     ALLOCATABLE,
     BATCH_NODE_ORDER,
@@ -345,10 +345,10 @@ class Session:
                 return all(fn(job) for fn in fns)
         return False
 
-    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+    def job_valid(self, job: JobInfo) -> Status | None:
         for fn in self._all(JOB_VALID):
             result = fn(job)
-            if result is not None and not result.passed:
+            if result is not None and not result.is_success:
                 return result
         return None
 

@@ -281,7 +281,9 @@ def _queue_steps(ctx: CachedPodContext) -> list[Step]:
             "Is the job valid (gang: enough pods to reach minMember)?",
             "pass" if invalid is None else "fail",
             "gang.JobValid",
-            "valid" if invalid is None else f"gang {job.uid}: {invalid.message or invalid.reason}",
+            "valid"
+            if invalid is None
+            else f"gang {job.uid}: {invalid.message or invalid.reason_code}",
             {"validTaskNum": job.valid_task_num(), "minAvailable": job.min_available},
         )
     )
