@@ -20,7 +20,8 @@ from app.verbs.wire import (
     parse_pod,
     parse_preemption_args,
 )
-from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.decisions import FilterResult, NodeVictims
+from scheduler_core.framework.status import Code, Status
 from tests.builders import filter_result
 
 from .captured import FULL, NODE_CACHE, body, doc, requests
@@ -177,6 +178,28 @@ def test_filter_result_node_cache_form_is_go_shaped() -> None:
         b'{"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"queue overused"},'
         b'"FailedAndUnresolvableNodes":{"c":"queue closed"},"Error":""}'
     )
+
+
+@pytest.mark.parametrize(
+    ("code", "field"),
+    [
+        (Code.UNSCHEDULABLE, "FailedNodes"),
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "FailedAndUnresolvableNodes"),
+        (Code.ERROR, "FailedAndUnresolvableNodes"),
+        (Code.SKIP, "FailedAndUnresolvableNodes"),
+        (Code.WAIT, "FailedAndUnresolvableNodes"),
+        (Code.NOT_EVALUABLE, "FailedAndUnresolvableNodes"),
+    ],
+)
+def test_only_a_node_eviction_may_help_is_sent_as_a_preemption_candidate(
+    code: Code, field: str
+) -> None:
+    args = parse_extender_args(b'{"Pod": {}, "NodeNames": ["a", "b"]}')
+    result = FilterResult(["a"], {"b": Status(code, ["queue says no", "twice"], "p")})
+    out = orjson.loads(encode_filter_result(args, result))
+    other = {"FailedNodes", "FailedAndUnresolvableNodes"} - {field}
+    assert out[field] == {"b": "queue says no, twice"}
+    assert out[other.pop()] == {}
 
 
 def test_filter_result_full_form_lists_passing_node_objects() -> None:
