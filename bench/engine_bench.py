@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.backend.engine import BackendOptions, EngineBackend
-from app.verbs.ports import FilterDecision
 from bench import Budget, Measurement, rss_mib, sample
 from bench.synthetic import SyntheticCluster
 from scheduler_core.api.resource import Resource
@@ -25,6 +24,7 @@ from scheduler_core.conf import SchedulerConfiguration, default_configuration, l
 from scheduler_core.controller.decision import decide, live_configuration
 from scheduler_core.controller.snapshot import loop_snapshot
 from scheduler_core.engine import close_session, open_session, run_session
+from scheduler_core.extender.decisions import FilterResult
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.plugins.proportion import ProportionPlugin, water_fill
 
@@ -222,8 +222,8 @@ def _filter_measurement(
     )
 
 
-def _count_verdict(outcomes: dict[str, int], decision: FilterDecision) -> None:
-    verdict = "error" if decision.error else "pass" if decision.node_names else "reject"
+def _count_verdict(outcomes: dict[str, int], decision: FilterResult) -> None:
+    verdict = "error" if decision.error else "pass" if decision.passed else "reject"
     outcomes[verdict] = outcomes.get(verdict, 0) + 1
 
 

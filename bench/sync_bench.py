@@ -127,7 +127,9 @@ def _bind_trials(state: Any, cluster: SyntheticCluster, trials: int) -> list[flo
     def refused() -> bool:
         decision = backend.filter(pod_b, names)
         backend.accounting.release(key_b)
-        return not decision.node_names and "queue-overused" in decision.reason_codes.values()
+        return not decision.passed and any(
+            s.reason_code == "queue-overused" for s in decision.failed.values()
+        )
 
     for _ in range(trials):
         deadline = time.monotonic() + FLIP_TIMEOUT

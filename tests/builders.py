@@ -31,10 +31,12 @@ from scheduler_core.conf import (
     load_configuration,
 )
 from scheduler_core.engine import run_session
+from scheduler_core.extender.decisions import FilterResult
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.status import Code, Status
 
 Obj = dict[str, Any]
 
@@ -812,3 +814,25 @@ def no_provisioner_class(name: str, binding_mode: str = "WaitForFirstConsumer") 
         "provisioner": "kubernetes.io/no-provisioner",
         "volumeBindingMode": binding_mode,
     }
+
+
+def filter_result(
+    passed: Iterable[str],
+    failed: Mapping[str, str] | None = None,
+    unresolvable: Mapping[str, str] | None = None,
+    codes: Mapping[str, str] | None = None,
+    error: str = "",
+) -> FilterResult:
+    """A backend's filter result written the way the wire reads it: the reason per
+    FailedNodes node (``Unschedulable``) and per FailedAndUnresolvableNodes node
+    (``UnschedulableAndUnresolvable``, which wins for a node named in both), with the metric
+    code per node from ``codes``."""
+    codes = codes or {}
+
+    def status(code: Code, node: str, reason: str) -> Status:
+        return Status(code, [reason], reason_code=codes.get(node, ""))
+
+    verdicts = {n: status(Code.UNSCHEDULABLE, n, r) for n, r in (failed or {}).items()}
+    for n, r in (unresolvable or {}).items():
+        verdicts[n] = status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, n, r)
+    return FilterResult(list(passed), verdicts, error)

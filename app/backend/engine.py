@@ -22,7 +22,7 @@ from app.api.port import RecentEviction, RecentEvictionsProvider
 from app.backend.conf_reload import ConfigurationWatcher
 from app.backend.forked import run_forked
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
-from app.verbs.ports import BadPodError, FilterDecision
+from app.verbs.ports import BadPodError
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
@@ -36,7 +36,7 @@ from scheduler_core.controller.events import WARNING, ObjectRef
 from scheduler_core.controller.eviction import EvictionResult
 from scheduler_core.controller.reclaim import ReclaimLoop
 from scheduler_core.controller.runtime import Controller
-from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.decisions import FilterResult, NodeVictims
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.extender.holds import preempt_refusals
 from scheduler_core.extender.managed import ManagedPods
@@ -212,24 +212,17 @@ class EngineBackend:
         ready, reason = self.readiness()
         return "" if ready else reason
 
-    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision:
+    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
         waiting = self._not_synced()
         if waiting:
-            return FilterDecision(
-                [], {}, {}, error=f"queue extender cache not synced yet ({waiting}); retry later"
+            return FilterResult(
+                [], error=f"queue extender cache not synced yet ({waiting}); retry later"
             )
         with self.state.locked():
             try:
-                result = filter_pod(self.accounting, pod, node_names)
+                return filter_pod(self.accounting, pod, node_names)
             except ConversionError as exc:
                 raise BadPodError(f"cannot read the pod: {exc}") from exc
-        failed: dict[str, str] = {}
-        unresolvable: dict[str, str] = {}
-        codes: dict[str, str] = {}
-        for node, rejection in result.failed.items():
-            (failed if rejection.resolvable else unresolvable)[node] = rejection.reason
-            codes[node] = rejection.code
-        return FilterDecision(result.passed, failed, unresolvable, reason_codes=codes)
 
     def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> Sequence[tuple[str, int]]:
         if self._not_synced():

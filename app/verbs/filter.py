@@ -9,7 +9,6 @@ FailedNodes / FailedAndUnresolvableNodes, whatever the backend returned.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
@@ -19,7 +18,7 @@ from app.verbs.common import (
     pod_ref,
     verb_endpoint,
 )
-from app.verbs.ports import BadPodError, FilterDecision
+from app.verbs.ports import BadPodError
 from app.verbs.wire import (
     DecodedArgs,
     WireError,
@@ -27,6 +26,8 @@ from app.verbs.wire import (
     encode_filter_result,
     parse_extender_args,
 )
+from scheduler_core.extender.decisions import FilterResult
+from scheduler_core.framework.status import Code, Status
 
 log = logging.getLogger("app.verbs")
 
@@ -37,54 +38,55 @@ CODE_UNSCHEDULABLE = "unschedulable"
 CODE_UNRESOLVABLE = "unresolvable"
 
 
-@dataclass(slots=True)
-class FilterAnswer:
-    """A filter decision made safe to send: a partition of the input nodes."""
-
-    passed: list[str]
-    failed: dict[str, str]
-    unresolvable: dict[str, str]
-    outcome: str
-    rejection_codes: set[str] = field(default_factory=set)
+#: An input node the backend gave no verdict: kept a preemption candidate (FailedNodes).
+NOT_EVALUATED_STATUS = Status(Code.UNSCHEDULABLE, [NOT_EVALUATED], reason_code=CODE_NOT_EVALUATED)
 
 
-def partition_filter_decision(inputs: list[str], d: FilterDecision) -> FilterAnswer:
-    """Partitions `inputs` by the backend's decision.
+def keep_to_inputs(inputs: list[str], result: FilterResult) -> FilterResult:
+    """The backend's result made safe to send: a partition of `inputs`.
 
-    Unresolvable beats failed beats passed (the more conservative verdict wins, as
-    kube-scheduler itself ranks FailedAndUnresolvableNodes over FailedNodes); names not in
-    the input are dropped; input nodes with no verdict become FailedNodes, so that they at
-    least stay preemption candidates.
+    A node the backend both passed and rejected is rejected (the more conservative verdict
+    wins); names not in the input are dropped; input nodes with no verdict get
+    ``NOT_EVALUATED_STATUS``, so that they at least stay preemption candidates. Passing
+    names keep the input order.
     """
-    if not d.failed and not d.failed_unresolvable and d.node_names == inputs:
-        return FilterAnswer(list(inputs), {}, {}, "passed" if inputs else "failed")
+    if not result.failed and result.passed == inputs:
+        return result
     input_set = set(inputs)
-    unresolvable = {n: str(r) for n, r in d.failed_unresolvable.items() if n in input_set}
-    failed = {n: str(r) for n, r in d.failed.items() if n in input_set and n not in unresolvable}
-    claimed = set(d.node_names)
-    passed = [n for n in inputs if n in claimed and n not in failed and n not in unresolvable]
-    codes = {d.reason_codes.get(n, CODE_UNRESOLVABLE) for n in unresolvable}
-    codes.update(d.reason_codes.get(n, CODE_UNSCHEDULABLE) for n in failed)
-    if len(set(passed)) + len(failed) + len(unresolvable) < len(input_set):
+    failed = {n: s for n, s in result.failed.items() if n in input_set}
+    claimed = set(result.passed)
+    passed = [n for n in inputs if n in claimed and n not in failed]
+    if len(set(passed)) + len(failed) < len(input_set):
         passing = set(passed)
         missing = [n for n in input_set if n not in passing and n not in failed]
-        missing = [n for n in missing if n not in unresolvable]
         for n in missing:
-            failed[n] = NOT_EVALUATED
-        codes.add(CODE_NOT_EVALUATED)
+            failed[n] = NOT_EVALUATED_STATUS
         log.warning("filter: backend gave no verdict for %d input node(s)", len(missing))
-    stray = (claimed | d.failed.keys() | d.failed_unresolvable.keys()) - input_set
+    stray = (claimed | result.failed.keys()) - input_set
     if stray:
         log.warning(
             "filter: dropped %d node(s) the backend named but the request did not", len(stray)
         )
-    if passed:
-        outcome = "passed"
-    elif unresolvable and not failed:
-        outcome = "unresolvable"
-    else:
-        outcome = "failed"
-    return FilterAnswer(passed, failed, unresolvable, outcome, codes)
+    return FilterResult(passed, failed, result.error)
+
+
+def filter_outcome(result: FilterResult) -> str:
+    """The decision metric's outcome for a sent result: "passed" while any node passes,
+    "unresolvable" when no rejected node can be helped by eviction, "failed" otherwise."""
+    if result.passed:
+        return "passed"
+    if result.failed and not any(s.resolvable for s in result.failed.values()):
+        return "unresolvable"
+    return "failed"
+
+
+def rejection_codes(result: FilterResult) -> set[str]:
+    """The short, stable codes of the rejections, for the rejection metric; a status that
+    names none counts as plain "unschedulable" or "unresolvable"."""
+    return {
+        s.reason_code or (CODE_UNSCHEDULABLE if s.resolvable else CODE_UNRESOLVABLE)
+        for s in result.failed.values()
+    }
 
 
 def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
@@ -93,10 +95,10 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
     try:
         if not ctx.backend.is_managed(args.pod):
             m.outcome("unmanaged")
-            return encode_filter_result(args, args.node_names, {}, {})
-        decision = ctx.backend.filter(args.pod, list(args.node_names))
-        answer = partition_filter_decision(args.node_names, decision)
-        error = str(decision.error or "")
+            return encode_filter_result(args, FilterResult(args.node_names))
+        result = ctx.backend.filter(args.pod, list(args.node_names))
+        error = str(result.error or "")
+        answer = keep_to_inputs(args.node_names, result)
     except BadPodError as exc:
         raise WireError(str(exc)) from exc
     except Exception as exc:
@@ -104,7 +106,7 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
         m.outcome("error")
         log_backend_failure(VERB, args.pod, exc, ctx.on_error)
         if ctx.on_error == "pass":
-            return encode_filter_result(args, args.node_names, {}, {})
+            return encode_filter_result(args, FilterResult(args.node_names))
         return encode_filter_error(f"queue extender internal error: {type(exc).__name__}: {exc}")
     if error:
         # An error answer lists no node at all: kube-scheduler fails the attempt and retries
@@ -112,10 +114,10 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
         log.warning("filter for pod %s: backend reported an error: %s", pod_ref(args.pod), error)
         m.outcome("error")
         return encode_filter_error(error)
-    m.outcome(answer.outcome)
-    if answer.rejection_codes:
-        ctx.metrics.rejections(answer.rejection_codes)
-    return encode_filter_result(args, answer.passed, answer.failed, answer.unresolvable)
+    m.outcome(filter_outcome(answer))
+    if answer.failed:
+        ctx.metrics.rejections(rejection_codes(answer))
+    return encode_filter_result(args, answer)
 
 
 def make_filter_endpoint(ctx: VerbContext) -> Endpoint:

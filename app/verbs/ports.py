@@ -12,33 +12,15 @@ A backend method must therefore never block on I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from app.telemetry.metrics import QueueMetrics
-from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.decisions import FilterResult, NodeVictims
 
 
 class BadPodError(ValueError):
     """A pod the engine cannot read (a field it cannot parse): the caller's mistake, answered
     with HTTP 400 and the one-line message, not an engine failure."""
-
-
-@dataclass(slots=True)
-class FilterDecision:
-    """The engine's answer to filter.
-
-    `failed` nodes may be helped by preemption (kube-scheduler's Unschedulable);
-    `failed_unresolvable` nodes cannot (UnschedulableAndUnresolvable). `reason_codes` maps a
-    rejected node to a short, stable code (e.g. "queue-overused") for the rejection metric,
-    since the human reasons carry numbers and would explode label cardinality.
-    """
-
-    node_names: list[str]
-    failed: dict[str, str]
-    failed_unresolvable: dict[str, str]
-    error: str = ""
-    reason_codes: dict[str, str] = field(default_factory=dict)
 
 
 class ExtenderBackend(Protocol):
@@ -55,7 +37,10 @@ class ExtenderBackend(Protocol):
 
     def is_managed(self, pod: dict[str, Any]) -> bool: ...
 
-    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterDecision: ...
+    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
+        """Passed nodes and a ``Status`` per rejected node, as the engine decided them; the
+        service sends it as it is (after keeping it to the nodes asked)."""
+        ...
 
     def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> Sequence[tuple[str, int]]:
         """(node, score) pairs, score in 0..10 (`MaxExtenderPriority`). The engine answers

@@ -23,8 +23,9 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.decisions import FilterResult, NodeVictims
 from scheduler_core.extender.prioritize import MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY
+from scheduler_core.framework.status import Status
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
@@ -276,14 +277,22 @@ def parse_pod(body: bytes) -> dict[str, Any]:
     return _load_object(body, "Pod")
 
 
-def encode_filter_result(
-    args: DecodedArgs,
-    passed: list[str],
-    failed: Mapping[str, str],
-    unresolvable: Mapping[str, str],
-    error: str = "",
-) -> bytes:
-    """An `ExtenderFilterResult` in the form that was asked (names, Node objects, or both)."""
+def split_failed(failed: Mapping[str, Status]) -> tuple[dict[str, str], dict[str, str]]:
+    """Rejected nodes as kube-scheduler reads them: ``FailedNodes`` (evictions may help, so
+    they stay preemption candidates) and ``FailedAndUnresolvableNodes`` (everything else),
+    each with its reasons in one line. The one place a status code becomes a wire field."""
+    resolvable: dict[str, str] = {}
+    unresolvable: dict[str, str] = {}
+    for node, status in failed.items():
+        (resolvable if status.resolvable else unresolvable)[node] = status.message
+    return resolvable, unresolvable
+
+
+def encode_filter_result(args: DecodedArgs, result: FilterResult) -> bytes:
+    """An `ExtenderFilterResult` in the form that was asked (names, Node objects, or both).
+    An error answer is ``encode_filter_error``'s: it names no node at all."""
+    passed = result.passed
+    failed, unresolvable = split_failed(result.failed)
     nodes: dict[str, Any] | None = None
     if args.node_items is not None:
         if passed == args.item_names:
@@ -299,7 +308,7 @@ def encode_filter_result(
             "NodeNames": passed if args.names_given or nodes is None else None,
             "FailedNodes": failed,
             "FailedAndUnresolvableNodes": unresolvable,
-            "Error": error,
+            "Error": "",
         }
     )
 

@@ -15,23 +15,26 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, allocated_status
-from scheduler_core.framework.fit import FitCode, FitError
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement, StatementError
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.actions.allocate")
 
 
-def resource_fit(task: TaskInfo, node: NodeInfo) -> FitError | None:
+def resource_fit(task: TaskInfo, node: NodeInfo) -> Status | None:
     """Resource fit against future idle: the allocate action's own predicate."""
     fits, names = task.init_resreq.less_equal_with_resources_name(node.future_idle(), ZERO)
     if fits:
         return None
-    return FitError(
-        task.key, node.name, FitCode.UNSCHEDULABLE, [f"Insufficient {name}" for name in names]
+    return Status(
+        Code.UNSCHEDULABLE,
+        [f"Insufficient {name}" for name in names],
+        task=task.key,
+        node=node.name,
     )
 
 
@@ -85,7 +88,7 @@ class Allocate(Action):
                     "Job <%s> Queue <%s> skip allocate, reason: %s, message %s",
                     job.uid,
                     job.queue,
-                    invalid.reason,
+                    invalid.reason_code,
                     invalid.message,
                 )
                 continue

@@ -44,11 +44,11 @@ from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus, preemptable_status
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import FitCode
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Op, Statement, StatementError
+from scheduler_core.framework.status import Code
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.actions.preempt")
@@ -102,7 +102,7 @@ def task_eligible_to_preempt(ssn: Session, preemptor: TaskInfo) -> str | None:
             "not eligible due to the pod's nominated node is already schedulable, which "
             "should not happen as preemption means no node is schedulable"
         )
-    if err.code == FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE:
+    if err.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
         return None
     for task in node.tasks.values():
         if task.pod_priority < preemptor.pod_priority and terminating_by_preemption(task):
@@ -187,14 +187,14 @@ class PreemptAction(Action):
             if job.is_pending() or not ssn.job_starving(job):
                 continue
             result = ssn.job_valid(job)
-            if result is not None and not result.passed:
+            if result is not None and not result.is_success:
                 log.log(
                     v(4),
                     "Job <%s/%s> Queue <%s> skip preemption, reason: %s, message %s",
                     job.namespace,
                     job.name,
                     job.queue,
-                    result.reason,
+                    result.reason_code,
                     result.message,
                 )
                 continue

@@ -97,14 +97,14 @@ class ReclaimAction(Action):
             if job.is_pending():
                 continue
             result = ssn.job_valid(job)
-            if result is not None and not result.passed:
+            if result is not None and not result.is_success:
                 log.log(
                     v(4),
                     "Job <%s/%s> Queue <%s> skip reclaim, reason: %s, message %s",
                     job.namespace,
                     job.name,
                     job.queue,
-                    result.reason,
+                    result.reason_code,
                     result.message,
                 )
                 continue

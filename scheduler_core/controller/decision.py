@@ -36,10 +36,10 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import FitError
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.registry import action_builder
 from scheduler_core.framework.session import QueueShare, Session
+from scheduler_core.framework.status import Status
 
 #: The actions a cycle runs, in this order, when the configuration lists them. Enqueue
 #: changes nothing in the cluster; it admits waiting jobs within the session so the others
@@ -127,7 +127,7 @@ class CycleDecision:
     time_sensitive: bool = False
     #: Waiting pods the actions considered and did not evict for because the engine cannot
     #: judge where they fit (pod key -> the pod and why), in the order they were met.
-    not_evaluable: dict[str, tuple[TaskInfo, FitError]] = field(default_factory=dict)
+    not_evaluable: dict[str, tuple[TaskInfo, Status]] = field(default_factory=dict)
 
 
 def decide(

@@ -205,7 +205,9 @@ def _group(
     invalid = ssn.job_valid(job)
     if not ready:
         if invalid is not None:
-            hold = Hold(invalid.reason or NOT_ENOUGH_TASKS, invalid.message or invalid.reason)
+            hold = Hold(
+                invalid.reason_code or NOT_ENOUGH_TASKS, invalid.message or invalid.reason_code
+            )
         else:
             pending = sorted(job.tasks_with(TaskStatus.PENDING), key=lambda t: t.name)
             for task in pending:

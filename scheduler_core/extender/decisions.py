@@ -5,22 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-
-@dataclass(slots=True)
-class Rejection:
-    """Why a pod cannot go anywhere now: ``code`` is short and stable (for metrics), the
-    ``reason`` is for the person reading the pod's events; ``resolvable`` says whether
-    preemption or reclaim could change the answer."""
-
-    code: str
-    reason: str
-    resolvable: bool
+from scheduler_core.framework.status import Status
 
 
 @dataclass(slots=True)
 class FilterResult:
+    """The filter verb's answer, sent as it is: ``passed`` nodes in the order asked, and a
+    ``Status`` for every rejected node (its code decides FailedNodes or
+    FailedAndUnresolvableNodes). A non-empty ``error`` (the caches are not synced yet) makes
+    the whole answer an error, naming no node."""
+
     passed: list[str]
-    failed: dict[str, Rejection] = field(default_factory=dict)
+    failed: dict[str, Status] = field(default_factory=dict)
+    error: str = ""
 
 
 @dataclass(slots=True)

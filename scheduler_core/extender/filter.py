@@ -20,7 +20,8 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.extender.context import PodContext
-from scheduler_core.extender.decisions import FilterResult, Rejection
+from scheduler_core.extender.decisions import FilterResult
+from scheduler_core.framework.status import Status, unschedulable
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender.filter")
@@ -36,30 +37,40 @@ def over_share(queue: QueueInfo) -> str:
     return f"queue {queue.name} cannot take more work now"
 
 
-def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Rejection | None:
+def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Status | None:
     """The queue and gang checks, in the order a person would debug them."""
     job, queue, ssn, task = ctx.job, ctx.queue, ctx.ssn, ctx.task
     if job is None:
-        return Rejection("podgroup-missing", f"PodGroup {ctx.job_id} does not exist (yet)", True)
+        return unschedulable(
+            "podgroup-missing", f"PodGroup {ctx.job_id} does not exist (yet)", resolvable=True
+        )
     if queue is None:
-        return Rejection("queue-missing", f"queue {ctx.queue_name} does not exist", False)
+        return unschedulable(
+            "queue-missing", f"queue {ctx.queue_name} does not exist", resolvable=False
+        )
     if not queue.is_open():
-        return Rejection("queue-closed", f"queue {queue.name} is {queue.state}", False)
+        return unschedulable(
+            "queue-closed", f"queue {queue.name} is {queue.state}", resolvable=False
+        )
     invalid = ssn.job_valid(job)
     if invalid is not None:
-        return Rejection(
-            "gang-invalid", f"gang {job.uid}: {invalid.message or invalid.reason}", True
+        return unschedulable(
+            "gang-invalid",
+            f"gang {job.uid}: {invalid.message or invalid.reason_code}",
+            resolvable=True,
         )
     if job.ready_task_num() == 0 and job.min_resources is not None:
         admission = ssn.job_enqueue_vote(job)
         if admission.rejected:
-            return Rejection("queue-capability", admission.reason or not_admitted(job), True)
+            return unschedulable(
+                "queue-capability", admission.reason or not_admitted(job), resolvable=True
+            )
     share = ssn.allocatable_vote(queue, task)
     if share.rejected:
-        return Rejection("queue-overused", share.reason or over_share(queue), True)
+        return unschedulable("queue-overused", share.reason or over_share(queue), resolvable=True)
     gang = gang_shortfall(ctx, node_names)
     if gang is not None:
-        return Rejection("gang-unsatisfiable", gang, True)
+        return unschedulable("gang-unsatisfiable", gang, resolvable=True)
     return None
 
 
@@ -143,14 +154,16 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
     acct.release(ctx.task.key)
     rejection = check_pod(ctx, node_names)
     if rejection is not None:
-        log.log(v(3), "Filter rejected pod <%s>: %s", ctx.task.key, rejection.reason)
-        acct.parked.park(ctx.task.key, pod, rejection.code, acct.clock())
+        log.log(v(3), "Filter rejected pod <%s>: %s", ctx.task.key, rejection.message)
+        acct.parked.park(ctx.task.key, pod, rejection.reason_code, acct.clock())
         return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
     acct.parked.unpark(ctx.task.key)
     assert ctx.job is not None
     known = acct.state.has_node()  # no per-request copy of 5,000 names
     passed = list(filter(known, node_names))
-    unknown = Rejection("node-unknown", "node is not in the extender's cache yet", True)
+    unknown = unschedulable(
+        "node-unknown", "node is not in the extender's cache yet", resolvable=True
+    )
     failed = (
         {n: unknown for n in node_names if not known(n)} if len(passed) != len(node_names) else {}
     )

@@ -53,7 +53,7 @@ def hold_reason(
     """(rule code, sentence) of the filter rule holding ``task``, or None if none does."""
     ctx: Any = _TaskContext(acct, ssn, job, task)
     rejection = check_pod(ctx)
-    return None if rejection is None else (rejection.code, rejection.reason)
+    return None if rejection is None else (rejection.reason_code, rejection.message)
 
 
 @dataclass(frozen=True, slots=True)

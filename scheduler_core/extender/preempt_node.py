@@ -30,7 +30,6 @@ from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.extender.decisions import NodeVictims
-from scheduler_core.framework.fit import FitError
 from scheduler_core.framework.hooks import (
     CYCLE_STATE,
     SIMULATE_ADD_TASK,
@@ -38,6 +37,7 @@ from scheduler_core.framework.hooks import (
     SIMULATE_REMOVE_TASK,
 )
 from scheduler_core.framework.session import CycleState, Session
+from scheduler_core.framework.status import Status
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare.charging import QueueCharging
 
@@ -76,7 +76,7 @@ class VictimSearch:
         self.preemptor = preemptor
         #: Why the engine cannot judge where the preemptor fits, when it cannot (see
         #: ``on_node``); None: it can.
-        self.not_evaluable: FitError | None = None
+        self.not_evaluable: Status | None = None
         #: Queue verdicts by the victims' net charges, when the plugins' what-if is only
         #: queue sums (see ``QueueSumSimulation``); None: every node simulates its own.
         self._queue_verdicts: dict[frozenset[tuple[Charge, int]], bool] | None = (

@@ -21,7 +21,8 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import PLUGIN_FLAGS
-from scheduler_core.framework.fit import FitError, ValidateResult, Vote
+from scheduler_core.framework.fit import Vote
+from scheduler_core.framework.status import Status
 
 F = TypeVar("F")
 
@@ -67,7 +68,7 @@ class Hook(Generic[F]):
 
 CompareFn = Callable[[Any, Any], int]
 VictimsFn = Callable[[TaskInfo, list[TaskInfo]], tuple[list[TaskInfo], int]]
-PredicateFn = Callable[[TaskInfo, NodeInfo], FitError | None]
+PredicateFn = Callable[[TaskInfo, NodeInfo], Status | None]
 SimulateTaskFn = Callable[[CycleState, TaskInfo, TaskInfo, NodeInfo], None]
 
 # ordering
@@ -101,7 +102,7 @@ ALLOCATABLE: Hook[Callable[[QueueInfo, TaskInfo], Vote]] = Hook("allocatable", "
 # jobs
 JOB_READY: Hook[Callable[[JobInfo], bool]] = Hook("jobReady", "enableJobReady")
 JOB_PIPELINED: Hook[Callable[[JobInfo], Vote]] = Hook("jobPipelined", "enableJobPipelined")
-JOB_VALID: Hook[Callable[[JobInfo], ValidateResult | None]] = Hook("jobValid", None)
+JOB_VALID: Hook[Callable[[JobInfo], Status | None]] = Hook("jobValid", None)
 JOB_ENQUEUEABLE: Hook[Callable[[JobInfo], Vote]] = Hook("jobEnqueueable", "enableJobEnqueued")
 JOB_ENQUEUED: Hook[Callable[[JobInfo], None]] = Hook("jobEnqueued", "enableJobEnqueued")
 JOB_STARVING: Hook[Callable[[JobInfo], bool]] = Hook("jobStarving", "enableJobStarving")

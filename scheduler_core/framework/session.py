@@ -24,7 +24,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration, Tier
-from scheduler_core.framework.fit import PERMITTED, FitError, ValidateResult, Vote
+from scheduler_core.framework.fit import PERMITTED, Vote
 from scheduler_core.framework.hooks import (
     ALLOCATABLE,
     BATCH_NODE_ORDER,
@@ -61,6 +61,7 @@ from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.node_scores import FloatArray, NodeScoreArray
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Plugin
+from scheduler_core.framework.status import Status
 
 log = logging.getLogger("scheduler_core.session")
 
@@ -115,7 +116,7 @@ class Session:
     #: task key -> why the engine cannot judge where that task fits, for the tasks a
     #: pre-predicate found so while actions or verbs considered them (the reclaim loop
     #: reports them as events, the preempt verb keeps kube-scheduler's victims for them).
-    not_evaluable: dict[str, tuple[TaskInfo, FitError]] = field(default_factory=dict)
+    not_evaluable: dict[str, tuple[TaskInfo, Status]] = field(default_factory=dict)
 
     #: hook -> plugin name -> function, filled by the plugins' ``on_session_open``
     _hooks: dict[Hook[Any], dict[str, Any]] = field(default_factory=dict)
@@ -344,10 +345,10 @@ class Session:
                 return all(fn(job) for fn in fns)
         return False
 
-    def job_valid(self, job: JobInfo) -> ValidateResult | None:
+    def job_valid(self, job: JobInfo) -> Status | None:
         for fn in self._all(JOB_VALID):
             result = fn(job)
-            if result is not None and not result.passed:
+            if result is not None and not result.is_success:
                 return result
         return None
 
@@ -397,21 +398,21 @@ class Session:
 
     # --- predicates and node order -------------------------------------------------------
 
-    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         for fn in self._all(PREDICATE):
             err = fn(task, node)
             if err is not None:
                 return err
         return None
 
-    def predicate_for_allocate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    def predicate_for_allocate(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         return self.predicate(task, node)
 
-    def predicate_for_preempt(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    def predicate_for_preempt(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         """Only unresolvable failures reject a node: plain ``Unschedulable`` (no room, too
         many pods) is exactly what evicting victims can fix."""
         err = self.predicate(task, node)
-        if err is not None and err.unresolvable():
+        if err is not None and not err.resolvable:
             return err
         return None
 
@@ -422,7 +423,7 @@ class Session:
                 return err
         return None
 
-    def not_evaluable_verdict(self, task: TaskInfo) -> FitError | None:
+    def not_evaluable_verdict(self, task: TaskInfo) -> Status | None:
         """Why the engine cannot judge where ``task`` fits (the pre-predicates failed and a
         plugin recorded it as not evaluable), or None: for the read-only answers."""
         if self.pre_predicate(task) is None:

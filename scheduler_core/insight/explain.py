@@ -29,7 +29,7 @@ from scheduler_core.extender.filter import (
 )
 from scheduler_core.extender.preempt import gangs_broken
 from scheduler_core.extender.preempt_node import select_victims_for_node
-from scheduler_core.framework.fit import FitError
+from scheduler_core.framework.status import Status
 from scheduler_core.insight.amounts import amounts
 from scheduler_core.insight.lookup import (
     CachedPodContext,
@@ -205,7 +205,7 @@ def _explain(
             why = "preemption cannot change this verdict"
         steps.append(_skipped("preempt", "Could it preempt a lower-priority pod?", why))
         steps.append(_skipped("reclaim", "Could it reclaim from another queue?", why))
-    summary = _summary(rejection.reason if rejection else None, fitting, victims)
+    summary = _summary(rejection.message if rejection else None, fitting, victims)
     if unjudged is not None:
         summary += (
             f"; the extender cannot judge where it fits ({'; '.join(unjudged.reasons)}) "
@@ -219,8 +219,8 @@ def _explain(
         queue=ctx.queue_name or None,
         phase=str(cached.status),
         filter="pass" if rejection is None else "reject",
-        code=None if rejection is None else rejection.code,
-        reason=None if rejection is None else rejection.reason,
+        code=None if rejection is None else rejection.reason_code,
+        reason=None if rejection is None else rejection.message,
         preemption_may_help=None if rejection is None else rejection.resolvable,
         summary=summary,
         steps=steps,
@@ -298,7 +298,9 @@ def _queue_steps(ctx: PodContext) -> list[Step]:
             "Is the job valid (gang: enough pods to reach minMember)?",
             "pass" if invalid is None else "fail",
             "gang.JobValid",
-            "valid" if invalid is None else f"gang {job.uid}: {invalid.message or invalid.reason}",
+            "valid"
+            if invalid is None
+            else f"gang {job.uid}: {invalid.message or invalid.reason_code}",
             {"validTaskNum": job.valid_task_num(), "minAvailable": job.min_available},
         )
     )
@@ -380,14 +382,14 @@ def _queue_steps(ctx: PodContext) -> list[Step]:
 # --- nodes ---------------------------------------------------------------------------------
 
 
-def _not_evaluable(ctx: PodContext) -> FitError | None:
+def _not_evaluable(ctx: PodContext) -> Status | None:
     """Why the engine cannot judge where the pod fits (volumes, device claims, scheduling
     gates), or None when it can."""
     task = ctx.job.tasks.get(ctx.task.uid, ctx.task) if ctx.job is not None else ctx.task
     return ctx.ssn.not_evaluable_verdict(task)
 
 
-def _evaluable_step(unjudged: FitError) -> Step:
+def _evaluable_step(unjudged: Status) -> Step:
     """Shown only for a pod the engine cannot judge: what it cannot judge, and that the
     extender therefore never evicts for it."""
     return Step(

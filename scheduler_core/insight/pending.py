@@ -94,7 +94,7 @@ def pending_jobs(acct: QueueAccounting, queue: str, limit: int = DEFAULT_LIMIT) 
                     "a node (or for its next attempt)"
                 )
             else:
-                code, reason = rejection.code, rejection.reason
+                code, reason = rejection.reason_code, rejection.message
         rows.append(
             PendingJob(
                 position=position,

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, ValidateResult, Vote
+from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, Vote
 from scheduler_core.framework.hooks import (
     JOB_ORDER,
     JOB_PIPELINED,
@@ -31,6 +31,7 @@ from scheduler_core.framework.registry import (
     register_plugin,
 )
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.plugins.gang")
@@ -40,23 +41,25 @@ NOT_ENOUGH_PODS_OF_TASK = "NotEnoughPodsOfTask"
 NOT_ENOUGH_TASKS = "NotEnoughTasks"
 
 
-def job_valid(job: JobInfo) -> ValidateResult | None:
+def job_valid(job: JobInfo) -> Status | None:
     """Not worth scheduling at all: some role, or the whole job, lacks tasks to form a gang."""
     if not job.check_task_valid():
-        return ValidateResult(
-            passed=False,
-            reason=NOT_ENOUGH_PODS_OF_TASK,
-            message="Not enough valid pods of each task for gang-scheduling",
+        return Status(
+            Code.UNSCHEDULABLE,
+            ["Not enough valid pods of each task for gang-scheduling"],
+            "gang",
+            reason_code=NOT_ENOUGH_PODS_OF_TASK,
         )
     valid = job.valid_task_num()
     if valid < job.min_available:
-        return ValidateResult(
-            passed=False,
-            reason=NOT_ENOUGH_TASKS,
-            message=(
+        return Status(
+            Code.UNSCHEDULABLE,
+            [
                 "Not enough valid tasks for gang-scheduling, "
                 f"valid: {valid}, min: {job.min_available}"
-            ),
+            ],
+            "gang",
+            reason_code=NOT_ENOUGH_TASKS,
         )
     return None
 

@@ -103,7 +103,10 @@ def _answers(acct: QueueAccounting, pods: list[Obj]) -> dict[str, Any]:
             continue
         rejection = check_pod(ctx, NODES)
         scores = list(prioritize_pod(acct, obj, NODES))
-        out[key] = (None if rejection is None else (rejection.code, rejection.reason), scores)
+        out[key] = (
+            None if rejection is None else (rejection.reason_code, rejection.message),
+            scores,
+        )
     ssn = acct.session()
     for obj in FIT_PROBES:
         task = pod_to_task(obj)

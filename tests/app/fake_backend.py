@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.telemetry.metrics import QueueMetrics
-from app.verbs.ports import FilterDecision
-from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.decisions import FilterResult, NodeVictims
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ class FakeBackend:
 
     ready: tuple[bool, str] = (True, "")
     managed: bool = True
-    filter_fn: Callable[[Pod, list[str]], FilterDecision] | None = None
+    filter_fn: Callable[[Pod, list[str]], FilterResult] | None = None
     prioritize_fn: Callable[[Pod, list[str]], list[tuple[str, int]]] | None = None
     preempt_fn: Callable[[Pod, dict[str, list[str]]], dict[str, NodeVictims]] | None = None
     queues: list[QueueMetrics] = field(default_factory=list)
@@ -64,11 +63,11 @@ class FakeBackend:
         self._enter("is_managed", pod)
         return self.managed
 
-    def filter(self, pod: Pod, node_names: list[str]) -> FilterDecision:
+    def filter(self, pod: Pod, node_names: list[str]) -> FilterResult:
         self._enter("filter", pod, list(node_names))
         if self.filter_fn is not None:
             return self.filter_fn(pod, node_names)
-        return FilterDecision(node_names=list(node_names), failed={}, failed_unresolvable={})
+        return FilterResult(passed=list(node_names))
 
     def prioritize(self, pod: Pod, node_names: list[str]) -> list[tuple[str, int]]:
         self._enter("prioritize", pod, list(node_names))

@@ -6,13 +6,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.verbs.filter import NOT_EVALUATED, partition_filter_decision
-from app.verbs.ports import FilterDecision
+from app.verbs.filter import NOT_EVALUATED, filter_outcome, keep_to_inputs, rejection_codes
 from app.verbs.preempt import keep_valid_victims
 from app.verbs.prioritize import clamp_scores
-from app.verbs.wire import encode_host_priorities, encode_host_score_array
+from app.verbs.wire import encode_host_priorities, encode_host_score_array, split_failed
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.prioritize import HostScores
+from tests.builders import filter_result
 
 NODES = st.sampled_from([f"n{i}" for i in range(8)] + ["ghost-1", "ghost-2"])
 INPUTS = st.lists(st.sampled_from([f"n{i}" for i in range(8)]), unique=True, max_size=8)
@@ -34,9 +34,10 @@ def test_filter_answer_is_always_a_partition_of_the_input(
     unresolvable: dict[str, str],
     codes: dict[str, str],
 ) -> None:
-    d = FilterDecision(passed, failed, unresolvable, reason_codes=codes)
-    a = partition_filter_decision(inputs, d)
-    groups = [set(a.passed), set(a.failed), set(a.unresolvable)]
+    d = filter_result(passed, failed, unresolvable, codes)
+    a = keep_to_inputs(inputs, d)
+    sent_failed, sent_unresolvable = split_failed(a.failed)
+    groups = [set(a.passed), set(sent_failed), set(sent_unresolvable)]
     assert set().union(*groups) == set(inputs)
     assert sum(len(g) for g in groups) == len(inputs)
     # order of the passing names is the input order
@@ -45,15 +46,16 @@ def test_filter_answer_is_always_a_partition_of_the_input(
     assert groups[0] <= set(passed)
     assert {n for n in unresolvable if n in inputs} == groups[2]
     # a node is rejected by the backend, or lacked a verdict
-    for node, reason in a.failed.items():
+    for node, reason in sent_failed.items():
         assert reason == failed.get(node, NOT_EVALUATED)
+    outcome = filter_outcome(a)
     if a.passed:
-        assert a.outcome == "passed"
-    elif a.unresolvable and not a.failed:
-        assert a.outcome == "unresolvable"
+        assert outcome == "passed"
+    elif sent_unresolvable and not sent_failed:
+        assert outcome == "unresolvable"
     else:
-        assert a.outcome == "failed"
-    assert bool(a.rejection_codes) == bool(a.failed or a.unresolvable)
+        assert outcome == "failed"
+    assert bool(rejection_codes(a)) == bool(sent_failed or sent_unresolvable)
 
 
 @settings(max_examples=100, deadline=None)

@@ -37,7 +37,7 @@ def test_debug_queues_lists_two_assumed_pods_sorted_by_pod() -> None:
     engine = _demo()
     nodes = engine.state.node_names()
     for name in ("zz-second", "aa-first"):
-        assert engine.filter(_pod(name), nodes).node_names, name
+        assert engine.filter(_pod(name), nodes).passed, name
     with serve(create_app(engine)) as url:
         answer = httpx.get(url + "/debug/queues", timeout=10)
     assert answer.status_code == 200, answer.text

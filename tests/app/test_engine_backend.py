@@ -147,7 +147,7 @@ def test_debug_state_lists_several_assumed_pods_in_pod_order() -> None:
         asked = pod_in("default", annotations={"scheduling.volcano.sh/queue-name": "production"})
         asked["metadata"].update(name=name, uid=f"uid-{name}")
         asked["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]
-        assert engine.filter(asked, ["cpu-node-1"]).node_names == ["cpu-node-1"]
+        assert engine.filter(asked, ["cpu-node-1"]).passed == ["cpu-node-1"]
     assert engine.debug_state()["assumed"] == [
         {"pod": "default/first", "queue": "production"},
         {"pod": "default/second", "queue": "production"},

@@ -36,11 +36,11 @@ def managed(name: str) -> dict[str, Any]:
 def test_filter_answers_an_error_naming_the_sync_until_synced_then_decides() -> None:
     engine, informers = backend()
     decision = engine.filter(managed("p"), ["n1"])
-    assert decision.node_names == [] and not decision.failed and not decision.failed_unresolvable
+    assert decision.passed == [] and not decision.failed
     assert "not synced" in decision.error and "waiting for initial sync: pods" in decision.error
     assert engine.accounting.assumed == {}, "nothing is assumed on an unsynced cache"
     informers.synced = True
-    assert engine.filter(managed("p"), ["n1"]).node_names == ["n1"]
+    assert engine.filter(managed("p"), ["n1"]).passed == ["n1"]
 
 
 def test_preempt_names_no_victims_and_prioritize_scores_alike_until_synced() -> None:

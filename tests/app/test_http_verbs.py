@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from app.serving.server import ServerSettings
-from app.verbs.ports import FilterDecision
-from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.decisions import FilterResult, NodeVictims
+from tests.builders import filter_result
 
 from .captured import FULL, NODE_CACHE, body, doc, requests
 from .conftest import Live, LiveFactory
@@ -66,8 +66,8 @@ def test_filter_full_mode_answers_node_objects(svc: Live, name: str) -> None:
 
 
 def test_filter_full_mode_keeps_only_passing_node_objects(live: LiveFactory) -> None:
-    def decide(pod: Any, names: list[str]) -> FilterDecision:
-        return FilterDecision(["node-b"], {"node-a": "queue q1 is overused"}, {})
+    def decide(pod: Any, names: list[str]) -> FilterResult:
+        return filter_result(["node-b"], {"node-a": "queue q1 is overused"}, {})
 
     svc = live(backend=FakeBackend(filter_fn=decide))
     req = doc(FULL, "001-filter.req.json")
@@ -79,12 +79,12 @@ def test_filter_full_mode_keeps_only_passing_node_objects(live: LiveFactory) -> 
 
 
 def test_filter_answer_is_sanitised_into_a_partition_of_the_input(live: LiveFactory) -> None:
-    def sloppy(pod: Any, names: list[str]) -> FilterDecision:
-        return FilterDecision(
-            node_names=["n3", "n1", "n2", "ghost"],  # out of order, a stranger, n2 also failed
+    def sloppy(pod: Any, names: list[str]) -> FilterResult:
+        return filter_result(
+            ["n3", "n1", "n2", "ghost"],  # out of order, a stranger, n2 also failed
             failed={"n2": "over quota", "other-ghost": "x"},
-            failed_unresolvable={"n3": "queue closed"},  # also claimed as passing
-            reason_codes={"n2": "queue-overused", "n3": "queue-closed"},
+            unresolvable={"n3": "queue closed"},  # also claimed as passing
+            codes={"n2": "queue-overused", "n3": "queue-closed"},
         )  # n4 gets no verdict at all
 
     svc = live(backend=FakeBackend(filter_fn=sloppy))
@@ -102,12 +102,12 @@ def test_filter_answer_is_sanitised_into_a_partition_of_the_input(live: LiveFact
 
 
 def test_filter_all_rejected_outcomes(live: LiveFactory) -> None:
-    verdict: dict[str, FilterDecision] = {}
+    verdict: dict[str, FilterResult] = {}
     svc = live(backend=FakeBackend(filter_fn=lambda pod, names: verdict["d"]))
-    verdict["d"] = FilterDecision([], {}, {"a": "queue closed", "b": "queue closed"})
+    verdict["d"] = filter_result([], {}, {"a": "queue closed", "b": "queue closed"})
     answer = post(svc, "/filter", b'{"Pod": {}, "NodeNames": ["a", "b"]}')
     assert answer["NodeNames"] == [] and len(answer["FailedAndUnresolvableNodes"]) == 2
-    verdict["d"] = FilterDecision([], {"a": "overused"}, {"b": "closed"}, error="")
+    verdict["d"] = filter_result([], {"a": "overused"}, {"b": "closed"}, error="")
     post(svc, "/filter", b'{"Pod": {}, "NodeNames": ["a", "b"]}')
     assert svc.metric("queue_extender_decisions_total", verb="filter", outcome="unresolvable") == 1
     assert svc.metric("queue_extender_decisions_total", verb="filter", outcome="failed") == 1
@@ -118,7 +118,7 @@ def test_filter_all_rejected_outcomes(live: LiveFactory) -> None:
 def test_filter_backend_reported_error_is_forwarded(live: LiveFactory) -> None:
     svc = live(
         backend=FakeBackend(
-            filter_fn=lambda pod, names: FilterDecision([], {}, {}, error="cache not synced")
+            filter_fn=lambda pod, names: filter_result([], error="cache not synced")
         )
     )
     answer = post(svc, "/filter", b'{"Pod": {}, "NodeNames": ["a"]}')

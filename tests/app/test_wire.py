@@ -20,7 +20,9 @@ from app.verbs.wire import (
     parse_pod,
     parse_preemption_args,
 )
-from scheduler_core.extender.decisions import NodeVictims
+from scheduler_core.extender.decisions import FilterResult, NodeVictims
+from scheduler_core.framework.status import Code, Status
+from tests.builders import filter_result
 
 from .captured import FULL, NODE_CACHE, body, doc, requests
 
@@ -169,17 +171,41 @@ def test_null_victims_and_null_pods_mean_no_victims() -> None:
 
 def test_filter_result_node_cache_form_is_go_shaped() -> None:
     args = parse_extender_args(b'{"Pod": {}, "Nodes": null, "NodeNames": ["a", "b", "c"]}')
-    out = encode_filter_result(args, ["a"], {"b": "queue overused"}, {"c": "queue closed"})
+    out = encode_filter_result(
+        args, filter_result(["a"], {"b": "queue overused"}, {"c": "queue closed"})
+    )
     assert out == (
         b'{"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"queue overused"},'
         b'"FailedAndUnresolvableNodes":{"c":"queue closed"},"Error":""}'
     )
 
 
+@pytest.mark.parametrize(
+    ("code", "field"),
+    [
+        (Code.UNSCHEDULABLE, "FailedNodes"),
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "FailedAndUnresolvableNodes"),
+        (Code.ERROR, "FailedAndUnresolvableNodes"),
+        (Code.SKIP, "FailedAndUnresolvableNodes"),
+        (Code.WAIT, "FailedAndUnresolvableNodes"),
+        (Code.NOT_EVALUABLE, "FailedAndUnresolvableNodes"),
+    ],
+)
+def test_only_a_node_eviction_may_help_is_sent_as_a_preemption_candidate(
+    code: Code, field: str
+) -> None:
+    args = parse_extender_args(b'{"Pod": {}, "NodeNames": ["a", "b"]}')
+    result = FilterResult(["a"], {"b": Status(code, ["queue says no", "twice"], "p")})
+    out = orjson.loads(encode_filter_result(args, result))
+    other = {"FailedNodes", "FailedAndUnresolvableNodes"} - {field}
+    assert out[field] == {"b": "queue says no, twice"}
+    assert out[other.pop()] == {}
+
+
 def test_filter_result_full_form_lists_passing_node_objects() -> None:
     raw = doc(FULL, "001-filter.req.json")
     args = parse_extender_args(body(FULL, "001-filter.req.json"))
-    out = orjson.loads(encode_filter_result(args, ["node-b"], {"node-a": "x"}, {}))
+    out = orjson.loads(encode_filter_result(args, filter_result(["node-b"], {"node-a": "x"})))
     assert out["NodeNames"] is None
     assert out["Nodes"]["items"] == [raw["Nodes"]["items"][1]]
 
@@ -189,7 +215,7 @@ def test_filter_result_with_both_forms_in_request_answers_both() -> None:
         b'{"Pod": {}, "NodeNames": ["a", "b"],'
         b' "Nodes": {"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}}'
     )
-    out = orjson.loads(encode_filter_result(args, ["b"], {"a": "no"}, {}))
+    out = orjson.loads(encode_filter_result(args, filter_result(["b"], {"a": "no"})))
     assert out["NodeNames"] == ["b"]
     assert out["Nodes"]["items"] == [{"metadata": {"name": "b"}}]
 

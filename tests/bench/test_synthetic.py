@@ -102,7 +102,7 @@ def test_the_filter_targets_pass(cluster: SyntheticCluster) -> None:
     assert picks
     for index in picks:
         decision = fixture.backend.filter(cluster.pod(index), cluster.node_names)
-        assert decision.node_names == cluster.node_names
+        assert decision.passed == cluster.node_names
         fixture.backend.accounting.release(cluster.pod_key(index))
 
 
@@ -112,12 +112,12 @@ def test_binding_probe_pod_a_flips_the_verdict_on_probe_pod_b() -> None:
     cluster.feed(state)
     backend = EngineBackend(state, default_configuration(), BackendOptions())
     pod_b = cluster.probe_pod("b", bound=False)
-    assert backend.filter(pod_b, cluster.node_names).node_names
+    assert backend.filter(pod_b, cluster.node_names).passed
     backend.accounting.release("bench-probe/probe-b")
     state.upsert("Pod", cluster.probe_pod("a", bound=True))
     decision = backend.filter(pod_b, cluster.node_names)
-    assert not decision.node_names
-    assert set(decision.reason_codes.values()) == {"queue-overused"}
+    assert not decision.passed
+    assert {s.reason_code for s in decision.failed.values()} == {"queue-overused"}
 
 
 def test_measurements_judge_the_right_statistic() -> None:

@@ -56,8 +56,8 @@ def test_rejections_list_every_node_with_a_reason(
     assert result.passed == []
     assert set(result.failed) == set(NODES)
     rejection = result.failed["n1"]
-    assert (rejection.code, rejection.resolvable) == (code, resolvable)
-    assert rejection.reason  # a sentence a person can act on
+    assert (rejection.reason_code, rejection.resolvable) == (code, resolvable)
+    assert rejection.message  # a sentence a person can act on
     assert acct.assumed == {}
 
 
@@ -69,11 +69,11 @@ def test_queue_capability_rejects_a_job_whose_min_resources_cannot_be_admitted()
     p = pod("p", group="big")
     acct, _ = accounting([*base(), q, pg, p])
     rejection = filter_pod(acct, p, NODES).failed["n1"]
-    assert rejection.code == "queue-capability"
+    assert rejection.reason_code == "queue-capability"
     # the refusing plugin's own reason: its numbers and the dimension that does not fit
-    assert rejection.reason.startswith("queue capped cannot admit job ns/big now")
-    assert "minResources (cpu 3, memory 0Gi)" in rejection.reason
-    assert "real capability (cpu 2, memory 16Gi); insufficient cpu;" in rejection.reason
+    assert rejection.message.startswith("queue capped cannot admit job ns/big now")
+    assert "minResources (cpu 3, memory 0Gi)" in rejection.message
+    assert "real capability (cpu 2, memory 16Gi); insufficient cpu;" in rejection.message
 
 
 def test_a_gang_is_held_back_until_the_cluster_can_hold_all_its_missing_members() -> None:
@@ -81,8 +81,8 @@ def test_a_gang_is_held_back_until_the_cluster_can_hold_all_its_missing_members(
     members = [pod(f"t{i}", group="trio", cpu="2") for i in range(3)]  # needs 6 CPU, 4 free
     acct, _ = accounting([*base(), pg, *members])
     rejection = filter_pod(acct, members[0], NODES).failed["n1"]
-    assert rejection.code == "gang-unsatisfiable"
-    assert "minMember 3" in rejection.reason
+    assert rejection.reason_code == "gang-unsatisfiable"
+    assert "minMember 3" in rejection.message
 
 
 def test_a_gang_that_fits_passes_member_by_member() -> None:
@@ -100,7 +100,7 @@ def test_passing_pod_is_assumed_so_back_to_back_filters_cannot_overspend_a_queue
     assert filter_pod(acct, first, NODES).passed == NODES
     assert "ns/p1" in acct.assumed
     result = filter_pod(acct, second, NODES)
-    assert result.passed == [] and result.failed["n1"].code == "queue-overused"
+    assert result.passed == [] and result.failed["n1"].reason_code == "queue-overused"
 
 
 def test_filtering_the_same_pod_again_does_not_count_it_twice() -> None:
@@ -123,7 +123,7 @@ def test_assumption_ends_when_the_pod_is_bound_and_counts_for_real() -> None:
     assert "ns/p1" not in acct.assumed
     third = lone("p3", "a", cpu="1")
     acct.state.upsert("Pod", third)
-    assert filter_pod(acct, third, NODES).failed["n1"].code == "queue-overused"
+    assert filter_pod(acct, third, NODES).failed["n1"].reason_code == "queue-overused"
 
 
 def test_assumption_ends_when_the_pod_is_deleted() -> None:
@@ -162,11 +162,11 @@ def test_only_assumptions_that_ran_out_their_ttl_count_as_expired() -> None:
 def test_a_pod_the_cache_has_not_seen_yet_is_judged_in_its_queue() -> None:
     acct, _ = accounting(base())
     assert filter_pod(acct, lone("new", "a", cpu="2"), NODES).passed == NODES
-    assert filter_pod(acct, lone("big", "a", cpu="5"), NODES).failed["n1"].code == (
+    assert filter_pod(acct, lone("big", "a", cpu="5"), NODES).failed["n1"].reason_code == (
         "queue-overused"
     )
     # more than the whole cluster can ever hold: no job of that size can be admitted
-    assert filter_pod(acct, lone("huge", "a", cpu="9"), NODES).failed["n1"].code == (
+    assert filter_pod(acct, lone("huge", "a", cpu="9"), NODES).failed["n1"].reason_code == (
         "queue-capability"
     )
 
@@ -176,7 +176,7 @@ def test_unknown_nodes_fail_with_a_reason_while_known_ones_pass() -> None:
     acct, _ = accounting([*base(), p])
     result = filter_pod(acct, p, ["n1", "n9"])
     assert result.passed == ["n1"]
-    assert result.failed["n9"].code == "node-unknown" and result.failed["n9"].resolvable
+    assert result.failed["n9"].reason_code == "node-unknown" and result.failed["n9"].resolvable
 
 
 def test_gang_room_is_counted_on_the_nodes_offered_for_the_pod() -> None:
@@ -186,7 +186,7 @@ def test_gang_room_is_counted_on_the_nodes_offered_for_the_pod() -> None:
     assert filter_pod(acct, members[0], ["n1", "n3"]).passed == ["n1", "n3"]
     acct.release("ns/d0")
     # n3 is not offered (say, tainted for this pod): n1 alone cannot hold both members
-    assert filter_pod(acct, members[0], ["n1"]).failed["n1"].code == "gang-unsatisfiable"
+    assert filter_pod(acct, members[0], ["n1"]).failed["n1"].reason_code == "gang-unsatisfiable"
 
 
 def test_refreshing_the_accounting_leaves_the_caches_podgroup_phases_alone() -> None:
@@ -215,8 +215,8 @@ def test_a_pod_the_cache_has_not_seen_does_not_count_bound_assumed_pods_twice() 
         bound["spec"]["nodeName"] = "n1"
         acct.state.upsert("Pod", bound)
     rejection = filter_pod(acct, p2, ["n1"]).failed["n1"]
-    assert rejection.code == "queue-capability"
-    assert "holds (cpu 2," in rejection.reason, rejection.reason
+    assert rejection.reason_code == "queue-capability"
+    assert "holds (cpu 2," in rejection.message, rejection.message
 
 
 def test_pods_assumed_before_the_cache_shows_them_count_against_their_queues_cap() -> None:
@@ -228,7 +228,7 @@ def test_pods_assumed_before_the_cache_shows_them_count_against_their_queues_cap
     assert filter_pod(acct, unseen[0], NODES).passed == NODES
     assert filter_pod(acct, unseen[1], NODES).passed == NODES
     third = filter_pod(acct, unseen[2], NODES)
-    assert third.passed == [] and third.failed["n1"].code == "queue-capability"
+    assert third.passed == [] and third.failed["n1"].reason_code == "queue-capability"
 
 
 def test_a_cached_pod_is_judged_with_the_assumed_pods_the_cache_has_not_shown_yet() -> None:
@@ -236,4 +236,4 @@ def test_a_cached_pod_is_judged_with_the_assumed_pods_the_cache_has_not_shown_ye
     acct, _ = accounting([node("n1"), node("n2"), queue("capped", capability={"cpu": "2"}), cached])
     for name in ("u0", "u1"):
         assert filter_pod(acct, lone(name, "capped", cpu="1"), NODES).passed == NODES
-    assert filter_pod(acct, cached, NODES).failed["n1"].code == "queue-capability"
+    assert filter_pod(acct, cached, NODES).failed["n1"].reason_code == "queue-capability"

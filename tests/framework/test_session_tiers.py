@@ -19,7 +19,7 @@ from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import load_configuration
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import PERMIT, REJECT, ValidateResult, Vote
+from scheduler_core.framework.fit import PERMIT, REJECT, Vote
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.hooks import (
     ALLOCATABLE,
@@ -37,6 +37,7 @@ from scheduler_core.framework.hooks import (
 )
 from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.status import SUCCESS, Code, Status
 from tests.builders import task
 from tests.conftest import RegisterPlugin
 
@@ -168,10 +169,12 @@ def test_overused_if_any_plugin_says_so_allocatable_only_if_all_do() -> None:
 
 
 def test_job_valid_returns_the_first_failure_and_ignores_flags() -> None:
-    BEHAVIOUR["t-a"] = {JOB_VALID: lambda _j: ValidateResult(True)}
-    BEHAVIOUR["t-c"] = {JOB_VALID: lambda _j: ValidateResult(False, "NotEnoughTasks", "m")}
+    BEHAVIOUR["t-a"] = {JOB_VALID: lambda _j: SUCCESS}
+    BEHAVIOUR["t-c"] = {
+        JOB_VALID: lambda _j: Status(Code.UNSCHEDULABLE, ["m"], reason_code="NotEnoughTasks")
+    }
     result = session(TWO_TIERS).job_valid(JOB)
-    assert result is not None and result.reason == "NotEnoughTasks"
+    assert result is not None and result.reason_code == "NotEnoughTasks"
 
 
 def test_orders_use_the_first_nonzero_comparator_then_age_then_uid() -> None:

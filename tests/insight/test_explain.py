@@ -97,7 +97,7 @@ def test_a_queue_at_its_share_holds_the_pod_with_filters_own_reason() -> None:
     assert answer.code == "queue-overused"
     # the reason is the one the filter verb gives kube-scheduler for the same pod
     verb = filter_pod(acct, objs[-1], ["n1"])
-    assert answer.reason == verb.failed["n1"].reason
+    assert answer.reason == verb.failed["n1"].message
     assert answer.reason in by["queue-share"].detail
 
 

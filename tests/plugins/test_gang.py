@@ -93,8 +93,8 @@ def test_job_valid(job: list[dict[str, Any]], reason: str | None, message: str |
     if reason is None:
         assert result is None
     else:
-        assert result is not None and not result.passed
-        assert (result.reason, result.message) == (reason, message)
+        assert result is not None and not result.is_success
+        assert (result.reason_code, result.message) == (reason, message)
 
 
 # --- Preemptable / Reclaimable --------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""predicates: each check with its FitCode and message, the arguments that switch checks off,
+"""predicates: each check with its Code and message, the arguments that switch checks off,
 the per-(job, role, node) cache, and what preemption keeps (``predicate_for_preempt``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.api.resource import Resource
-from scheduler_core.framework.fit import FitCode
+from scheduler_core.framework.status import Code
 from scheduler_core.plugins.predicates import (
     ERR_REASON_NODE_AFFINITY,
     ERR_REASON_UNSCHEDULABLE,
@@ -18,8 +18,8 @@ from scheduler_core.plugins.predicates import (
 from tests.builders import node, pod, podgroup, session, task_of, tiers
 
 PREDICATES = tiers("predicates")
-U = FitCode.UNSCHEDULABLE
-UU = FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE
+U = Code.UNSCHEDULABLE
+UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 
 
 def affinity(*terms: list[dict[str, Any]]) -> dict[str, Any]:
@@ -44,7 +44,7 @@ def check(n: dict[str, Any], p: dict[str, Any], conf: str = PREDICATES) -> Any:
 LABELS = {"zone": "a", "disk": "ssd", "cores": "16"}
 TAINT_NS = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
 
-CASES: list[tuple[str, dict[str, Any], dict[str, Any], FitCode | None, list[str]]] = [
+CASES: list[tuple[str, dict[str, Any], dict[str, Any], Code | None, list[str]]] = [
     ("fits", node("n1", labels=LABELS), pod("p"), None, []),
     # --- node unschedulable
     ("cordoned", node("n1", unschedulable=True), pod("p"), UU, [ERR_REASON_UNSCHEDULABLE]),
@@ -306,7 +306,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], FitCode | None, list[str]
 
 @pytest.mark.parametrize(("label", "n", "p", "code", "reasons"), CASES, ids=[c[0] for c in CASES])
 def test_predicate(
-    label: str, n: dict[str, Any], p: dict[str, Any], code: FitCode | None, reasons: list[str]
+    label: str, n: dict[str, Any], p: dict[str, Any], code: Code | None, reasons: list[str]
 ) -> None:
     err = check(n, p)
     if code is None:
@@ -486,7 +486,7 @@ def test_resource_fit_error(cpu: str, memory: str, reasons: list[str] | None) ->
     else:
         assert err is not None
         assert (err.code, err.reasons, err.task, err.node) == (U, reasons, "ns/p", "n1")
-        assert not err.unresolvable()
+        assert err.resolvable
 
 
 def test_resource_fit_against_another_amount() -> None:

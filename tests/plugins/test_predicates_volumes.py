@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.actions.util.predicate_helper import constraints_signature
-from scheduler_core.framework.fit import FitCode
+from scheduler_core.framework.status import Code
 from scheduler_core.plugins.predicates.volumes import (
     ERR_REASON_MAX_VOLUME_COUNT,
     ERR_REASON_NODE_CONFLICT,
@@ -33,9 +33,9 @@ from tests.builders import (
 )
 
 PREDICATES = tiers("predicates")
-U = FitCode.UNSCHEDULABLE
-UU = FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE
-NE = FitCode.NOT_EVALUABLE
+U = Code.UNSCHEDULABLE
+UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+NE = Code.NOT_EVALUABLE
 
 Obj = dict[str, Any]
 
@@ -66,7 +66,7 @@ def verdict(objects: list[Obj], preemptor: Obj, on: str = "n1") -> tuple[Any, li
 BOUND = [storage_class("fast"), pvc("data", volume="pv-1", storage_class="fast")]
 
 # (case, cluster objects besides the pod, the pod, node judged, code, a reason part, plugin)
-CASES: list[tuple[str, list[Obj], Obj, str, FitCode | None, str, str]] = [
+CASES: list[tuple[str, list[Obj], Obj, str, Code | None, str, str]] = [
     ("no volumes", nodes(), pod("p"), "n1", None, "", ""),
     # --- VolumeBinding: bound claims
     (
@@ -344,7 +344,7 @@ def test_volume_and_device_verdicts(
     objects: list[Obj],
     preemptor: Obj,
     on: str,
-    code: FitCode | None,
+    code: Code | None,
     reason: str,
     plugin: str,
 ) -> None:
@@ -363,7 +363,7 @@ def test_not_evaluable_pod_fails_the_pre_predicate_and_the_session_records_why()
     assert why is not None and "ns/data is not bound" in why
     recorded_task, err = ssn.not_evaluable["ns/p"]
     assert recorded_task.key == "ns/p" and err.code is NE and err.plugin == "VolumeBinding"
-    assert err.unresolvable()  # no action evicts for it
+    assert not err.resolvable  # no action evicts for it
     assert ssn.predicate_for_preempt(task, ssn.nodes["n1"]) is not None
 
 
@@ -454,7 +454,7 @@ LIMIT_CASES = [
     [c[1:] for c in LIMIT_CASES],
     ids=[c[0] for c in LIMIT_CASES],
 )
-def test_csi_attach_limits(objects: list[Obj], claim: str, code: FitCode | None) -> None:
+def test_csi_attach_limits(objects: list[Obj], claim: str, code: Code | None) -> None:
     got, reasons, plugin = verdict(objects, claimant(claim_volume("v", claim)))
     assert got == code
     if code is not None:

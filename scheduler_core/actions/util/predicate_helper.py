@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.storage import StorageCatalog, placement_signature
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.fit import FitError
+from scheduler_core.framework.status import Status
 
-NodePredicate = Callable[[TaskInfo, NodeInfo], FitError | None]
+NodePredicate = Callable[[TaskInfo, NodeInfo], Status | None]
 
 #: The argument both actions read (Volcano's ``conf.EnablePredicateErrCacheKey``).
 PREDICATE_ERROR_CACHE_KEY = "predicateErrorCacheEnable"
@@ -48,13 +48,13 @@ class PredicateHelper:
     enable_error_cache: bool = True
     percentage_of_nodes_to_find: int = 0
     _last_index: int = 0
-    _errors: dict[str, dict[str, FitError]] = field(default_factory=dict)
+    _errors: dict[str, dict[str, Status]] = field(default_factory=dict)
 
     def predicate_nodes(
         self, task: TaskInfo, nodes: Sequence[NodeInfo], predicate: NodePredicate
-    ) -> tuple[list[NodeInfo], dict[str, FitError]]:
+    ) -> tuple[list[NodeInfo], dict[str, Status]]:
         total = len(nodes)
-        errors: dict[str, FitError] = {}
+        errors: dict[str, Status] = {}
         if total == 0:
             return [], errors
         wanted = calculate_num_feasible_nodes_to_find(total, self.percentage_of_nodes_to_find)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.plugins.predicates.volumes import selector_matches
 
 DYNAMIC_RESOURCES = "DynamicResources"
@@ -42,7 +42,7 @@ def pod_not_evaluable(task: TaskInfo, storage: StorageCatalog) -> list[str]:
 
 def allocated_claims_error(
     task: TaskInfo, node: NodeInfo, storage: StorageCatalog
-) -> FitError | None:
+) -> Status | None:
     """An allocated claim whose devices ``node`` cannot reach (its allocation's node
     selector): ``UnschedulableAndUnresolvable``, evictions do not move devices."""
     for ref in task.resource_claims:
@@ -50,11 +50,11 @@ def allocated_claims_error(
         if claim is None or claim.node_selector is None:
             continue
         if not selector_matches(claim.node_selector, node):
-            return FitError(
-                task.key,
-                node.name,
-                FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            return Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 [ERR_REASON_CLAIM_NOT_AVAILABLE],
                 DYNAMIC_RESOURCES,
+                task=task.key,
+                node=node.name,
             )
     return None

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pod_constraints import PodAffinityTerm
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.plugins.predicates.placed import anti_affinity_pods, placed_pods
 
 ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -149,7 +149,7 @@ class AffinityState:
         """Nothing can fail: no terms of its own and no placed pod's anti-affinity to it."""
         return not self.incoming_terms and not self.counts.existing
 
-    def filter(self, node: NodeInfo, base: NodeInfo | None) -> FitError | None:
+    def filter(self, node: NodeInfo, base: NodeInfo | None) -> Status | None:
         """The verdict on ``node``; ``base`` is the node of that name the state was built
         over (None if none was), whose contribution ``node``'s replaces."""
         task = self.task
@@ -171,11 +171,11 @@ class AffinityState:
         if reason is None:
             return None
         code = (
-            FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             if reason == ERR_REASON_AFFINITY
-            else FitCode.UNSCHEDULABLE
+            else Code.UNSCHEDULABLE
         )
-        return FitError(task.key, node.name, code, [reason])
+        return Status(code, [reason], task=task.key, node=node.name)
 
     def _verdict(self, node: NodeInfo, here: _Counts | None, there: _Counts | None) -> str | None:
         """kube-scheduler's three checks in its order, on the counts corrected by ``here``
@@ -235,7 +235,7 @@ def inter_pod_affinity_error(
     node: NodeInfo,
     nodes: Mapping[str, NodeInfo],
     namespaces: NamespaceLabels,
-) -> FitError | None:
+) -> Status | None:
     """The filter on its own, with a PreFilter over ``nodes`` (for tests and one-off
     questions; the plugin keeps the state per pod instead)."""
     state = AffinityState.build(task, nodes.values(), namespaces)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pod_constraints import WILDCARD_IP, HostPort
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.plugins.predicates.placed import placed_pods
 
 ERR_REASON_NODE_PORTS = "node(s) didn't have free ports for the requested pod ports"
@@ -33,7 +33,7 @@ def used_ports(node: NodeInfo, judged_uid: str) -> list[HostPort]:
     return [port for task in placed_pods(node, judged_uid) for port in task.host_ports]
 
 
-def node_ports_error(task: TaskInfo, node: NodeInfo) -> FitError | None:
+def node_ports_error(task: TaskInfo, node: NodeInfo) -> Status | None:
     """None when every host port of ``task`` is free on ``node`` (a pod without host ports
     costs one attribute read)."""
     if not task.host_ports:
@@ -43,5 +43,7 @@ def node_ports_error(task: TaskInfo, node: NodeInfo) -> FitError | None:
         return None
     for port in task.host_ports:
         if port_conflicts(port, used):
-            return FitError(task.key, node.name, FitCode.UNSCHEDULABLE, [ERR_REASON_NODE_PORTS])
+            return Status(
+                Code.UNSCHEDULABLE, [ERR_REASON_NODE_PORTS], task=task.key, node=node.name
+            )
     return None

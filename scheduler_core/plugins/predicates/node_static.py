@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from scheduler_core.api.node import NodeInfo, Taint
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo, Toleration
-from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.framework.status import Code, Status
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -117,12 +117,15 @@ def matches_node_selector_and_affinity(task: TaskInfo, node: NodeInfo) -> bool:
 # --- resource fit (for actions) -----------------------------------------------------------
 
 
-def resource_fit_error(task: TaskInfo, node: NodeInfo, against: Resource) -> FitError | None:
+def resource_fit_error(task: TaskInfo, node: NodeInfo, against: Resource) -> Status | None:
     """``Unschedulable`` naming every short resource ("Insufficient cpu") when the task's
     initial request does not fit ``against`` (the node's future idle, usually)."""
     fits, names = task.init_resreq.less_equal_with_resources_name(against, ZERO)
     if fits:
         return None
-    return FitError(
-        task.key, node.name, FitCode.UNSCHEDULABLE, [f"Insufficient {name}" for name in names]
+    return Status(
+        Code.UNSCHEDULABLE,
+        [f"Insufficient {name}" for name in names],
+        task=task.key,
+        node=node.name,
     )

@@ -31,14 +31,15 @@ never evict for the pod, and the session remembers why (``Session.not_evaluable`
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.framework.fit import FitCode, FitError
 from scheduler_core.framework.hooks import PRE_PREDICATE, PREDICATE
 from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
 from scheduler_core.framework.session import EventHandler, Session
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
 from scheduler_core.plugins.predicates import dra, volumes
 from scheduler_core.plugins.predicates.inter_pod_affinity import AffinityState
@@ -89,7 +90,7 @@ _STATES_LIMIT = 1024
 # --- the plugin ---------------------------------------------------------------------------
 
 
-_Verdict = tuple[FitCode, tuple[str, ...]] | None
+_Verdict = tuple[Code, tuple[str, ...]] | None
 
 
 @register_plugin
@@ -163,7 +164,7 @@ class PredicatesPlugin(Plugin):
 
     # --- what the engine cannot judge -----------------------------------------------------
 
-    def not_evaluable(self, task: TaskInfo) -> FitError | None:
+    def not_evaluable(self, task: TaskInfo) -> Status | None:
         """Why the engine cannot judge where ``task`` fits (scheduling gates, volumes,
         device claims), as a ``NotEvaluable`` verdict naming the filter; None: it can."""
         if not (task.volumes or task.resource_claims or task.scheduling_gates):
@@ -184,7 +185,7 @@ class PredicatesPlugin(Plugin):
         if not reasons:
             return None
         plugin = next(name for name, found_reasons in found if found_reasons)
-        return FitError(task.key, "", FitCode.NOT_EVALUABLE, reasons, plugin)
+        return Status(Code.NOT_EVALUABLE, reasons, plugin, task=task.key)
 
     def pre_predicate(self, task: TaskInfo) -> str | None:
         """Fails for a pod the engine cannot judge (recorded in the session, so whoever
@@ -291,7 +292,7 @@ class PredicatesPlugin(Plugin):
             return any(c.hard for c in task.spread_constraints)
         return self._hard_defaults and bool(task.labels)
 
-    def _pod_checks(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    def _pod_checks(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         """NodePorts, InterPodAffinity and PodTopologySpread, in Volcano's order."""
         if task.host_ports and self.node_ports_enable:
             err = node_ports_error(task, node)
@@ -339,7 +340,7 @@ class PredicatesPlugin(Plugin):
             return spread.filter(node, base)
         return None
 
-    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         """Pod count first (``Unschedulable``: evictions free slots), then the node-static
         checks, then volumes and device claims; the most severe code wins and every reason
         is kept."""
@@ -361,30 +362,26 @@ class PredicatesPlugin(Plugin):
         if verdict is not None:
             code, static_reasons = verdict
             reasons.extend(static_reasons)
-            return FitError(task.key, node.name, code, reasons)
+            return Status(code, reasons, task=task.key, node=node.name)
         if task.volumes or task.resource_claims or task.scheduling_gates:
             err = self._storage_verdict(task, node)
             if err is not None:
-                err.reasons[:0] = reasons
-                return err
+                return replace(err, reasons=reasons + err.reasons) if reasons else err
         err = self._pod_checks(task, node)
         if err is not None:
-            if reasons:
-                err.reasons[:0] = reasons
-            return err
+            return replace(err, reasons=reasons + err.reasons) if reasons else err
         if reasons:
-            return FitError(task.key, node.name, FitCode.UNSCHEDULABLE, reasons)
+            return Status(Code.UNSCHEDULABLE, reasons, task=task.key, node=node.name)
         return None
 
-    def _storage_verdict(self, task: TaskInfo, node: NodeInfo) -> FitError | None:
+    def _storage_verdict(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         """Not evaluable first; then what no eviction changes (where a volume or a device
         is); then what evictions can fix (a ReadWriteOncePod claim in use, attach limits)."""
         assert self._ssn is not None
         storage = self._ssn.snapshot.storage
         pending = self.not_evaluable(task)
         if pending is not None:
-            pending.node = node.name
-            return pending
+            return replace(pending, node=node.name)
         err = volumes.volume_binding_error(task, node, storage) or dra.allocated_claims_error(
             task, node, storage
         )
@@ -411,7 +408,7 @@ class PredicatesPlugin(Plugin):
         return verdict
 
     def _evaluate_static(self, task: TaskInfo, node: NodeInfo) -> _Verdict:
-        unresolvable = FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE
+        unresolvable = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         if node.unschedulable and not any(
             tolerates(t, UNSCHEDULABLE_TAINT) for t in task.tolerations
         ):

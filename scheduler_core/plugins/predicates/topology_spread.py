@@ -40,7 +40,7 @@ from scheduler_core.api.pod_constraints import (
     TopologySpreadConstraint,
 )
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.plugins.predicates.node_static import (
     HARD_TAINT_EFFECTS,
     matches_node_selector_and_affinity,
@@ -205,7 +205,7 @@ class SpreadState:
     def trivial(self) -> bool:
         return not self.constraints
 
-    def filter(self, node: NodeInfo, base: NodeInfo | None) -> FitError | None:
+    def filter(self, node: NodeInfo, base: NodeInfo | None) -> Status | None:
         """The verdict on ``node``; ``base`` is the node of that name the state was built
         over (None if none was), whose pods ``node``'s replace in the counts."""
         if not self.constraints:
@@ -216,11 +216,11 @@ class SpreadState:
         for c in self.constraints:
             domain = labels.get(c.spec.topology_key)
             if domain is None:
-                return FitError(
-                    task.key,
-                    node.name,
-                    FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                return Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                     [ERR_REASON_NODE_LABEL_NOT_MATCH],
+                    task=task.key,
+                    node=node.name,
                 )
             count = c.counts.get(domain, 0)
             new_domain = False
@@ -235,8 +235,11 @@ class SpreadState:
             else:
                 minimum = c.global_minimum()
             if count + c.self_match - minimum > c.spec.max_skew:
-                return FitError(
-                    task.key, node.name, FitCode.UNSCHEDULABLE, [ERR_REASON_CONSTRAINTS_NOT_MATCH]
+                return Status(
+                    Code.UNSCHEDULABLE,
+                    [ERR_REASON_CONSTRAINTS_NOT_MATCH],
+                    task=task.key,
+                    node=node.name,
                 )
         return None
 
@@ -246,7 +249,7 @@ def topology_spread_error(
     node: NodeInfo,
     nodes: Mapping[str, NodeInfo],
     defaults: Sequence[TopologySpreadConstraint] = (),
-) -> FitError | None:
+) -> Status | None:
     """The filter on its own, with a PreFilter over ``nodes`` (for tests and one-off
     questions; the plugin keeps the state per pod instead)."""
     return SpreadState.build(task, nodes.values(), defaults).filter(node, nodes.get(node.name))

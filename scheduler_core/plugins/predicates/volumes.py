@@ -24,7 +24,7 @@ from scheduler_core.api.storage import (
 )
 from scheduler_core.api.task import PodVolume, TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.plugins.predicates.node_static import requirement_matches
 
 VOLUME_BINDING = "VolumeBinding"
@@ -187,9 +187,7 @@ def bound_volumes(task: TaskInfo, storage: StorageCatalog) -> Iterator[Persisten
                 yield pv
 
 
-def volume_binding_error(
-    task: TaskInfo, node: NodeInfo, storage: StorageCatalog
-) -> FitError | None:
+def volume_binding_error(task: TaskInfo, node: NodeInfo, storage: StorageCatalog) -> Status | None:
     """Bound volumes the node cannot reach (node affinity, zone), a claim that lost its
     volume or is being deleted: ``UnschedulableAndUnresolvable``, no eviction changes a
     volume's place."""
@@ -206,25 +204,29 @@ def volume_binding_error(
         elif pvc.deleting:
             why = f'persistentvolumeclaim "{pvc.name}" is being deleted'
         if why:
-            return FitError(
-                task.key, node.name, FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE, [why], VOLUME_BINDING
+            return Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                [why],
+                VOLUME_BINDING,
+                task=task.key,
+                node=node.name,
             )
     for pv in bound_volumes(task, storage):
         if pv.node_affinity is not None and not selector_matches(pv.node_affinity, node):
-            return FitError(
-                task.key,
-                node.name,
-                FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            return Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 [ERR_REASON_NODE_CONFLICT],
                 VOLUME_BINDING,
+                task=task.key,
+                node=node.name,
             )
         if _zone_conflict(pv, node):
-            return FitError(
-                task.key,
-                node.name,
-                FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            return Status(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
                 [ERR_REASON_ZONE_CONFLICT],
                 VOLUME_ZONE,
+                task=task.key,
+                node=node.name,
             )
     return None
 
@@ -258,7 +260,7 @@ def rwop_conflict_error(
     claims: list[str],
     users: ClaimUsers,
     nodes: Mapping[str, NodeInfo],
-) -> FitError | None:
+) -> Status | None:
     """VolumeRestrictions: a ``ReadWriteOncePod`` claim another placed pod mounts. Evicting
     that pod resolves it (``Unschedulable``): a user on ``node`` counts only while ``node``
     (a simulation's copy, perhaps) still holds it, a user elsewhere while its node does and
@@ -270,12 +272,12 @@ def rwop_conflict_error(
             holder = node if where == node.name else nodes.get(where)
             other = holder.tasks.get(uid) if holder is not None else None
             if other is not None and other.status & _HOLDING:
-                return FitError(
-                    task.key,
-                    node.name,
-                    FitCode.UNSCHEDULABLE,
+                return Status(
+                    Code.UNSCHEDULABLE,
                     [ERR_REASON_RWOP_CONFLICT],
                     VOLUME_RESTRICTIONS,
+                    task=task.key,
+                    node=node.name,
                 )
     return None
 
@@ -293,7 +295,7 @@ def csi_volumes(task: TaskInfo, storage: StorageCatalog) -> set[tuple[str, str]]
     return out
 
 
-def volume_limits_error(task: TaskInfo, node: NodeInfo, storage: StorageCatalog) -> FitError | None:
+def volume_limits_error(task: TaskInfo, node: NodeInfo, storage: StorageCatalog) -> Status | None:
     """NodeVolumeLimits: per CSI driver with an ``allocatable.count`` on the node's
     ``CSINode``, the unique volumes already attached there (by the pods the node holds)
     plus the pod's new ones must stay within it. ``Unschedulable``: evicting pods that hold
@@ -317,11 +319,11 @@ def volume_limits_error(task: TaskInfo, node: NodeInfo, storage: StorageCatalog)
         existing = sum(1 for d, _ in attached if d == driver)
         adding = sum(1 for v in new if v[0] == driver and v not in attached)
         if adding and existing + adding > limit:
-            return FitError(
-                task.key,
-                node.name,
-                FitCode.UNSCHEDULABLE,
+            return Status(
+                Code.UNSCHEDULABLE,
                 [ERR_REASON_MAX_VOLUME_COUNT],
                 NODE_VOLUME_LIMITS,
+                task=task.key,
+                node=node.name,
             )
     return None

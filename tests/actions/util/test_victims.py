@@ -13,7 +13,7 @@ from scheduler_core.actions.util.victims import sort_by_importance, validate_vic
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.framework.status import Code, Status
 from tests.builders import task
 
 
@@ -58,10 +58,10 @@ def test_predicate_helper_caches_errors_per_job_role_and_rotates() -> None:
     nodes = [NodeInfo.new(f"n{i}", Resource(1000, 0, {"pods": 110})) for i in range(3)]
     calls: list[str] = []
 
-    def predicate(t: TaskInfo, n: NodeInfo) -> FitError | None:
+    def predicate(t: TaskInfo, n: NodeInfo) -> Status | None:
         calls.append(n.name)
         if n.name == "n1":
-            return FitError(t.key, n.name, FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE, ["no"])
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["no"], task=t.key, node=n.name)
         return None
 
     helper = PredicateHelper()

@@ -8,15 +8,15 @@ from typing import Any
 
 import yaml
 
-from scheduler_core.framework.fit import FitCode
+from scheduler_core.framework.status import Code
 from tests.builders import node, session, task_of, tiers
 
-U = FitCode.UNSCHEDULABLE
-UU = FitCode.UNSCHEDULABLE_AND_UNRESOLVABLE
+U = Code.UNSCHEDULABLE
+UU = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 
-Verdict = tuple[FitCode, list[str]] | None
+Verdict = tuple[Code, list[str]] | None
 
 
 def predicates_conf(arguments: Mapping[str, Any] | None = None) -> str:
