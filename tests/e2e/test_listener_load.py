@@ -289,6 +289,12 @@ def test_kube_scheduler_binds_every_pod_while_the_side_listeners_are_flooded(
     assert flood.opened > IDLE + SLOW
     assert flood.held["idle"] and flood.held["slow"], flood.held
     assert max(held) < 3 * READ_TIMEOUT, sorted(held)[-10:]
+    # The extender's own account agrees: both side listeners shed connections at their cap
+    # and closed ones that sent no whole request in time (each logged once per thousand).
+    log = listeners.extender.process.log_path.read_text(errors="replace").splitlines()
+    for name in ("metrics listener", "status listener"):
+        for said in ("the cap: closing new ones", f"no whole request within {READ_TIMEOUT:g}s"):
+            assert any(f"{name}: " in line and said in line for line in log), (name, said)
     # Once the flood is over the side listeners serve people and Prometheus again.
     for port, path in ((listeners.metrics_port, "/metrics"), (listeners.status_port, "/healthz")):
         assert get_seconds(f"http://127.0.0.1:{port}{path}")[0] == 200
