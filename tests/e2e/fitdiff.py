@@ -21,15 +21,15 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.cache.kinds import ALL_KINDS
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration
-from scheduler_core.framework.fit import FitCode, FitError
 from scheduler_core.framework.framework import close_session, open_session
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.status import Code, Status
 from scheduler_core.plugins.predicates import resource_fit_error
 from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane
 
 #: The verdict a predicate gives when it cannot judge a pod (data the engine does not
 #: model): such a pod is left out of the comparison (the loop never evicts for it).
-NOT_EVALUABLE_CODES = frozenset(c for c in FitCode if c.name == "NOT_EVALUABLE")
+NOT_EVALUABLE_CODES = frozenset({Code.NOT_EVALUABLE})
 
 
 @dataclass
@@ -133,7 +133,7 @@ def judge(ssn: Session, task: TaskInfo, node_names: Iterable[str]) -> Verdict:
         if refused:
             reasons[name] = f"pre-predicate: {refused}"
             continue
-        err: FitError | None = ssn.predicate(task, node)
+        err: Status | None = ssn.predicate(task, node)
         if err is None:
             err = resource_fit_error(task, node, node.idle)
         if err is None:
