@@ -149,10 +149,15 @@ class AffinityState:
         """Nothing can fail: no terms of its own and no placed pod's anti-affinity to it."""
         return not self.incoming_terms and not self.counts.existing
 
-    def filter(self, node: NodeInfo, base: NodeInfo | None) -> FitError | None:
+    def filter(
+        self, node: NodeInfo, base: NodeInfo | None, judged: TaskInfo | None = None
+    ) -> FitError | None:
         """The verdict on ``node``; ``base`` is the node of that name the state was built
-        over (None if none was), whose contribution ``node``'s replaces."""
-        task = self.task
+        over (None if none was), whose contribution ``node``'s replaces. ``judged`` is the
+        pod asked about when the state is shared by pods whose states are the same (the
+        state's own task then stands for them all): the verdict names it, and a what-if
+        copy's pods are counted without it."""
+        task = self.task if judged is None else judged
         here: _Counts | None = None
         there: _Counts | None = None
         if node is not base:

@@ -30,7 +30,9 @@ never evict for the pod, and the session remembers why (``Session.not_evaluable`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Hashable, Iterable
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
@@ -42,6 +44,7 @@ from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.predicates import dra, volumes
 from scheduler_core.plugins.predicates.inter_pod_affinity import AffinityState
+from scheduler_core.plugins.predicates.label_index import LabelIndex
 from scheduler_core.plugins.predicates.node_ports import node_ports_error
 from scheduler_core.plugins.predicates.node_static import (
     ERR_REASON_NODE_AFFINITY,
@@ -86,6 +89,22 @@ _RWOP_MEMO = 64
 #: Pods whose PreFilter states a session keeps at once.
 _STATES_LIMIT = 1024
 
+
+def _share_key(task: TaskInfo) -> Hashable:
+    """Everything the PreFilter states read of a pod other than its uid (which only leaves
+    the pod out of its own counts): pods with equal keys, none of them placed, have equal
+    states."""
+    return (
+        task.namespace,
+        frozenset(task.labels.items()),
+        task.pod_affinity,
+        task.spread_constraints,
+        frozenset(task.node_selector.items()),
+        tuple(tuple((r.key, r.operator, r.values) for r in t) for t in task.required_affinity),
+        tuple((t.key, t.operator, t.value, t.effect) for t in task.tolerations),
+    )
+
+
 # --- the plugin ---------------------------------------------------------------------------
 
 
@@ -120,6 +139,10 @@ class PredicatesPlugin(Plugin):
 
         #: task uid -> its PreFilter states, while the session's placements stay as they were
         self._states: dict[str, tuple[AffinityState | None, SpreadState | None]] = {}
+        #: the states shared by pods not placed in the session, by what they read of a pod
+        self._shared: dict[Hashable, tuple[AffinityState | None, SpreadState | None]] = {}
+        #: the session's pods by label (None: not built since the last unfollowed change)
+        self._index: LabelIndex | None = None
         #: the session's nodes holding pods with required anti-affinity (None: not known)
         self._anti_nodes: list[NodeInfo] | None = None
         #: the snapshot's placement epoch those were worked out at
@@ -148,6 +171,9 @@ class PredicatesPlugin(Plugin):
         self._rwop = {}
         self._ssn = ssn
         self._states = {}
+        self._shared = {}
+        self._index = None
+        self._dirty = set()
         self._anti_nodes = None
         self._epoch = ssn.snapshot.placement_epoch.value
         ssn.add_hook(PRE_PREDICATE, self.name, self.pre_predicate)
@@ -157,6 +183,8 @@ class PredicatesPlugin(Plugin):
     def on_session_close(self, ssn: Session) -> None:
         self._cache = {}
         self._states = {}
+        self._shared = {}
+        self._index = None
         self._anti_nodes = None
         self._rwop = {}
         self._ssn = None
@@ -237,7 +265,9 @@ class PredicatesPlugin(Plugin):
                 self.cluster_changed()
                 return
             self._anti_nodes = [n for n in anti if n.anti_affinity_uids]
-        for affinity, spread in self._states.values():
+        if self._index is not None:
+            self._index.refresh(nodes, dirty)
+        for affinity, spread in (*self._states.values(), *self._shared.values()):
             if affinity is not None:
                 affinity.recount(nodes, dirty)
             if spread is not None:
@@ -247,6 +277,8 @@ class PredicatesPlugin(Plugin):
         """The session's nodes changed under it (the accounting session following the
         cluster): forget every count."""
         self._states = {}
+        self._shared = {}
+        self._index = None
         self._anti_nodes = None
         self._dirty = set()
 
@@ -260,31 +292,81 @@ class PredicatesPlugin(Plugin):
         return nodes
 
     def _pod_states(self, task: TaskInfo) -> tuple[AffinityState | None, SpreadState | None]:
-        states = self._states.get(task.uid)
+        """The pod's PreFilter states, shared by every pod whose states are provably the
+        same: pods not placed on any of the session's nodes (so none of them is left out
+        of another's counts) with the same namespace, labels, pod (anti-)affinity, spread
+        constraints and node inclusion fields (node selector, required node affinity,
+        tolerations): everything the states read of the pod. A gang's waiting pods build
+        them once. A placed pod (one a statement pipelined) keeps states of its own, which
+        leave it out of the counts."""
+        share = _share_key(task) if not self._placed_here(task) else None
+        states = self._shared.get(share) if share is not None else self._states.get(task.uid)
         if states is None:
             ssn = self._ssn
             assert ssn is not None
-            affinity: AffinityState | None = None
-            spread: SpreadState | None = None
-            if self.pod_affinity_enable:
-                terms = task.pod_affinity
-                if terms is not None and (terms.required or terms.required_anti):
-                    affinity = AffinityState.build(
-                        task, ssn.nodes.values(), ssn.snapshot.namespace_labels
-                    )
-                elif self.anti_affinity_nodes():
-                    affinity = AffinityState.build(
-                        task, self.anti_affinity_nodes(), ssn.snapshot.namespace_labels
-                    )
-            if self.topology_spread_enable and self._may_spread(task):
-                spread = SpreadState.build(task, ssn.nodes.values(), self.default_constraints)
-                if spread.trivial:
-                    spread = None
-            states = (affinity, spread)
-            if len(self._states) >= _STATES_LIMIT:  # a long-lived session asked of many pods
+            # The shared states stand for pods none of which is placed: counting "without
+            # the judged pod" leaves nobody out, which a blank uid says.
+            builder = dataclasses.replace(task, uid="") if share is not None else task
+            states = self._build_states(builder, ssn)
+            if len(self._states) + len(self._shared) >= _STATES_LIMIT:
+                # a long-lived session asked of many pods
                 self._states = {}
-            self._states[task.uid] = states
+                self._shared = {}
+            if share is not None:
+                self._shared[share] = states
+            else:
+                self._states[task.uid] = states
         return states
+
+    def _placed_here(self, task: TaskInfo) -> bool:
+        node = self._ssn.nodes.get(task.node_name) if self._ssn and task.node_name else None
+        return node is not None and task.uid in node.tasks
+
+    def label_index(self) -> LabelIndex:
+        """The session's pods by label, built on first use and kept up with its nodes."""
+        index = self._index
+        if index is None:
+            assert self._ssn is not None
+            index = self._index = LabelIndex(self._ssn.nodes)
+        return index
+
+    def _build_states(
+        self, task: TaskInfo, ssn: Session
+    ) -> tuple[AffinityState | None, SpreadState | None]:
+        affinity: AffinityState | None = None
+        spread: SpreadState | None = None
+        if self.pod_affinity_enable:
+            terms = task.pod_affinity
+            if terms is not None and (terms.required or terms.required_anti):
+                affinity = AffinityState.build(
+                    task, self._affinity_candidates(task), ssn.snapshot.namespace_labels
+                )
+            elif self.anti_affinity_nodes():
+                affinity = AffinityState.build(
+                    task, self.anti_affinity_nodes(), ssn.snapshot.namespace_labels
+                )
+        if self.topology_spread_enable and self._may_spread(task):
+            spread = SpreadState.build(
+                task, ssn.nodes.values(), self.default_constraints, self.label_index()
+            )
+            if spread.trivial:
+                spread = None
+        return affinity, spread
+
+    def _affinity_candidates(self, task: TaskInfo) -> Iterable[NodeInfo]:
+        """The nodes whose pods can add to the pod's affinity counts: those holding a pod
+        one of its terms may match, and those holding pods with required anti-affinity;
+        every node when a term can match anything."""
+        assert self._ssn is not None and task.pod_affinity is not None
+        nodes = self._ssn.nodes
+        index = self.label_index()
+        names: set[str] = {n.name for n in self.anti_affinity_nodes()}
+        for term in (*task.pod_affinity.required, *task.pod_affinity.required_anti):
+            found = index.candidates(term.selector)
+            if found is None:
+                return nodes.values()
+            names |= found
+        return [nodes[name] for name in names if name in nodes]
 
     def _may_spread(self, task: TaskInfo) -> bool:
         if task.spread_constraints:
@@ -326,7 +408,7 @@ class PredicatesPlugin(Plugin):
         affinity, spread = self._pod_states(task)
         base = ssn.nodes.get(node.name)
         if affinity is not None:
-            err = affinity.filter(node, base)
+            err = affinity.filter(node, base, task)
             if err is not None:
                 return err
         elif self.pod_affinity_enable and node is not base and node.anti_affinity_uids:
@@ -336,7 +418,7 @@ class PredicatesPlugin(Plugin):
             if err is not None:
                 return err
         if spread is not None:
-            return spread.filter(node, base)
+            return spread.filter(node, base, task)
         return None
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitError | None:

@@ -41,6 +41,7 @@ from scheduler_core.api.pod_constraints import (
 )
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import FitCode, FitError
+from scheduler_core.plugins.predicates.label_index import LabelIndex
 from scheduler_core.plugins.predicates.node_static import (
     HARD_TAINT_EFFECTS,
     matches_node_selector_and_affinity,
@@ -153,7 +154,11 @@ class SpreadState:
         task: TaskInfo,
         nodes: Iterable[NodeInfo],
         defaults: Sequence[TopologySpreadConstraint] = (),
+        index: LabelIndex | None = None,
     ) -> SpreadState:
+        """The counts over ``nodes``; with ``index`` (over the same nodes), only the nodes
+        it names as candidates for a constraint's selector have their pods walked (the
+        others hold none the selector matches, and count as zero in their domain)."""
         specs = effective_constraints(task, defaults)
         constraints = [
             _Constraint(c, 1 if c.selector is not None and c.selector.matches(task.labels) else 0)
@@ -161,14 +166,22 @@ class SpreadState:
         ]
         if constraints:
             keys = [c.topology_key for c in specs]
+            candidates = [
+                index.candidates(c.spec.selector) if index is not None else None
+                for c in constraints
+            ]
             for node in nodes:
                 labels = node.labels
                 if not all(key in labels for key in keys):
                     continue
-                for c in constraints:
+                for c, names in zip(constraints, candidates, strict=True):
                     if includes(task, c.spec, node):
                         domain = labels[c.spec.topology_key]
-                        n = counts_on(task, c.spec, node)
+                        n = (
+                            counts_on(task, c.spec, node)
+                            if names is None or node.name in names
+                            else 0
+                        )
                         c.counts[domain] = c.counts.get(domain, 0) + n
                         if n:
                             c.per_node[node.name] = (domain, n)
@@ -205,12 +218,15 @@ class SpreadState:
     def trivial(self) -> bool:
         return not self.constraints
 
-    def filter(self, node: NodeInfo, base: NodeInfo | None) -> FitError | None:
+    def filter(
+        self, node: NodeInfo, base: NodeInfo | None, judged: TaskInfo | None = None
+    ) -> FitError | None:
         """The verdict on ``node``; ``base`` is the node of that name the state was built
-        over (None if none was), whose pods ``node``'s replace in the counts."""
+        over (None if none was), whose pods ``node``'s replace in the counts. ``judged``: as
+        in ``AffinityState.filter``, the pod asked about when the state is shared."""
         if not self.constraints:
             return None
-        task = self.task
+        task = self.task if judged is None else judged
         labels = node.labels
         all_keys = all(c.spec.topology_key in labels for c in self.constraints)
         for c in self.constraints:
