@@ -11,6 +11,10 @@ nodes with the same code as the full walk gives the same counts: a node left out
 pod the selector can match. A selector whose requirements are all ``NotIn`` /
 ``DoesNotExist`` (or that has none) can match anything: no candidates, the caller walks.
 
+It also keeps the staying pods' required anti-affinity terms by term, with where their pods
+are: a pod judged against them (kube-scheduler's "existing pods' anti-affinity") then
+matches each distinct term once, not once per pod carrying it.
+
 The index follows the nodes it was built over through ``refresh`` (a statement changed a
 node's pods); a change it cannot follow (the cache moving shared nodes) means a new index.
 """
@@ -21,7 +25,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from scheduler_core.api.node import NodeInfo
-from scheduler_core.api.pod_constraints import EXISTS, IN, LabelSelector
+from scheduler_core.api.pod_constraints import EXISTS, IN, LabelSelector, PodAffinityTerm
+from scheduler_core.plugins.predicates.placed import anti_affinity_pods
 
 Pair = tuple[str, str]
 
@@ -29,17 +34,39 @@ Pair = tuple[str, str]
 class LabelIndex:
     """Per label pair and per label key: the nodes holding pods with it, and how many."""
 
-    __slots__ = ("_by_key", "_by_pair", "_node_pairs")
+    __slots__ = (
+        "_anti",
+        "_anti_view",
+        "_by_key",
+        "_by_pair",
+        "_node_anti",
+        "_node_pairs",
+        "_nodes",
+    )
 
     def __init__(self, nodes: Mapping[str, NodeInfo]) -> None:
+        self._nodes = nodes
         self._by_pair: dict[Pair, dict[str, int]] = {}
         self._by_key: dict[str, dict[str, int]] = {}
         #: node name -> the label pairs of its pods, so it can be taken out again
         self._node_pairs: dict[str, Counter[Pair]] = {}
+        #: required anti-affinity term of a staying pod -> node name -> pods with it there
+        self._anti: dict[PodAffinityTerm, dict[str, int]] = {}
+        self._node_anti: dict[str, Counter[PodAffinityTerm]] = {}
+        self._anti_view: dict[PodAffinityTerm, list[tuple[NodeInfo, int]]] | None = None
         for name, node in nodes.items():
             self._add(name, node)
 
     def _add(self, name: str, node: NodeInfo) -> None:
+        if node.anti_affinity_uids:
+            terms: Counter[PodAffinityTerm] = Counter()
+            for task in anti_affinity_pods(node, ""):
+                assert task.pod_affinity is not None
+                terms.update(task.pod_affinity.required_anti)
+            if terms:
+                self._node_anti[name] = terms
+                for term, n in terms.items():
+                    self._anti.setdefault(term, {})[name] = n
         pairs: Counter[Pair] = Counter()
         for task in node.tasks.values():
             pairs.update(task.labels.items())
@@ -53,6 +80,11 @@ class LabelIndex:
             keyed[name] = keyed.get(name, 0) + n
 
     def _remove(self, name: str) -> None:
+        for term in self._node_anti.pop(name, ()):
+            on = self._anti[term]
+            del on[name]
+            if not on:
+                del self._anti[term]
         pairs = self._node_pairs.pop(name, None)
         if pairs is None:
             return
@@ -72,11 +104,26 @@ class LabelIndex:
 
     def refresh(self, nodes: Mapping[str, NodeInfo], names: Iterable[str]) -> None:
         """Index the named nodes again as they are now (their pods changed)."""
+        self._nodes = nodes
+        self._anti_view = None
         for name in names:
             self._remove(name)
             node = nodes.get(name)
             if node is not None:
                 self._add(name, node)
+
+    def anti_terms(self) -> Mapping[PodAffinityTerm, list[tuple[NodeInfo, int]]]:
+        """The staying pods' required anti-affinity terms, each with the nodes holding pods
+        with it and how many (``AffinityState.build``'s ``existing``, for a pod placed on
+        none of the nodes)."""
+        view = self._anti_view
+        if view is None:
+            nodes = self._nodes
+            view = self._anti_view = {
+                term: [(nodes[name], n) for name, n in on.items()]
+                for term, on in self._anti.items()
+            }
+        return view
 
     def candidates(self, selector: LabelSelector | None) -> set[str] | None:
         """The nodes that may hold a pod ``selector`` matches (a superset); None when any
@@ -102,6 +149,10 @@ class LabelIndex:
     def pairs_snapshot(self) -> dict[Pair, dict[str, int]]:
         """A copy of the pair index (for tests comparing it with a fresh one)."""
         return {pair: dict(nodes) for pair, nodes in self._by_pair.items()}
+
+    def anti_snapshot(self) -> dict[PodAffinityTerm, dict[str, int]]:
+        """A copy of the anti-affinity term index (for tests)."""
+        return {term: dict(on) for term, on in self._anti.items()}
 
     def keys_snapshot(self) -> dict[str, dict[str, int]]:
         """A copy of the key index (for tests comparing it with a fresh one)."""

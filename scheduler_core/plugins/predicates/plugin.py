@@ -307,7 +307,7 @@ class PredicatesPlugin(Plugin):
             # The shared states stand for pods none of which is placed: counting "without
             # the judged pod" leaves nobody out, which a blank uid says.
             builder = dataclasses.replace(task, uid="") if share is not None else task
-            states = self._build_states(builder, ssn)
+            states = self._build_states(builder, ssn, shared=share is not None)
             if len(self._states) + len(self._shared) >= _STATES_LIMIT:
                 # a long-lived session asked of many pods
                 self._states = {}
@@ -331,20 +331,26 @@ class PredicatesPlugin(Plugin):
         return index
 
     def _build_states(
-        self, task: TaskInfo, ssn: Session
+        self, task: TaskInfo, ssn: Session, *, shared: bool
     ) -> tuple[AffinityState | None, SpreadState | None]:
+        """With ``shared`` (``task`` is on none of the session's nodes), the placed pods'
+        anti-affinity comes from the index's distinct terms; otherwise the nodes holding
+        such pods are walked, leaving ``task`` itself out."""
         affinity: AffinityState | None = None
         spread: SpreadState | None = None
         if self.pod_affinity_enable:
             terms = task.pod_affinity
-            if terms is not None and (terms.required or terms.required_anti):
-                affinity = AffinityState.build(
-                    task, self._affinity_candidates(task), ssn.snapshot.namespace_labels
-                )
-            elif self.anti_affinity_nodes():
-                affinity = AffinityState.build(
-                    task, self.anti_affinity_nodes(), ssn.snapshot.namespace_labels
-                )
+            own = terms is not None and bool(terms.required or terms.required_anti)
+            if own or self.anti_affinity_nodes():
+                namespaces = ssn.snapshot.namespace_labels
+                index = self.label_index()
+                existing = index.anti_terms() if shared else None
+                nodes: Iterable[NodeInfo] = ()
+                if own:
+                    nodes = self._affinity_candidates(task, walk_anti=existing is None)
+                elif existing is None:
+                    nodes = self.anti_affinity_nodes()
+                affinity = AffinityState.build(task, nodes, namespaces, existing)
         if self.topology_spread_enable and self._may_spread(task):
             spread = SpreadState.build(
                 task, ssn.nodes.values(), self.default_constraints, self.label_index()
@@ -353,14 +359,14 @@ class PredicatesPlugin(Plugin):
                 spread = None
         return affinity, spread
 
-    def _affinity_candidates(self, task: TaskInfo) -> Iterable[NodeInfo]:
-        """The nodes whose pods can add to the pod's affinity counts: those holding a pod
-        one of its terms may match, and those holding pods with required anti-affinity;
-        every node when a term can match anything."""
+    def _affinity_candidates(self, task: TaskInfo, *, walk_anti: bool) -> Iterable[NodeInfo]:
+        """The nodes whose pods the pod's own terms may match (every node when a term can
+        match anything), and with ``walk_anti`` those holding pods with required
+        anti-affinity."""
         assert self._ssn is not None and task.pod_affinity is not None
         nodes = self._ssn.nodes
         index = self.label_index()
-        names: set[str] = {n.name for n in self.anti_affinity_nodes()}
+        names: set[str] = {n.name for n in self.anti_affinity_nodes()} if walk_anti else set()
         for term in (*task.pod_affinity.required, *task.pod_affinity.required_anti):
             found = index.candidates(term.selector)
             if found is None:
