@@ -15,6 +15,9 @@ It also keeps the staying pods' required anti-affinity terms by term, with where
 are: a pod judged against them (kube-scheduler's "existing pods' anti-affinity") then
 matches each distinct term once, not once per pod carrying it.
 
+A label key is indexed when a selector first asks about it (a walk over every pod once,
+reading one label), so keys nobody selects on cost nothing.
+
 The index follows the nodes it was built over through ``refresh`` (a statement changed a
 node's pods); a change it cannot follow (the cache moving shared nodes) means a new index.
 """
@@ -23,94 +26,100 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pod_constraints import EXISTS, IN, LabelSelector, PodAffinityTerm
 from scheduler_core.plugins.predicates.placed import anti_affinity_pods
 
-Pair = tuple[str, str]
-
 
 class LabelIndex:
-    """Per label pair and per label key: the nodes holding pods with it, and how many."""
+    """Per label key asked about (indexed on first use): for each value, the nodes holding
+    pods with it and how many; and the staying pods' required anti-affinity terms."""
 
-    __slots__ = (
-        "_anti",
-        "_anti_view",
-        "_by_key",
-        "_by_pair",
-        "_node_anti",
-        "_node_pairs",
-        "_nodes",
-    )
+    __slots__ = ("_anti", "_anti_view", "_by_value", "_node_anti", "_nodes", "_values")
 
     def __init__(self, nodes: Mapping[str, NodeInfo]) -> None:
         self._nodes = nodes
-        self._by_pair: dict[Pair, dict[str, int]] = {}
-        self._by_key: dict[str, dict[str, int]] = {}
-        #: node name -> the label pairs of its pods, so it can be taken out again
-        self._node_pairs: dict[str, Counter[Pair]] = {}
+        #: label key -> node name -> its pods' values of the key, counted
+        self._values: dict[str, dict[str, Counter[str]]] = {}
+        #: label key -> value -> the nodes holding pods with it
+        self._by_value: dict[str, dict[str, set[str]]] = {}
         #: required anti-affinity term of a staying pod -> node name -> pods with it there
         self._anti: dict[PodAffinityTerm, dict[str, int]] = {}
         self._node_anti: dict[str, Counter[PodAffinityTerm]] = {}
         self._anti_view: dict[PodAffinityTerm, list[tuple[NodeInfo, int]]] | None = None
         for name, node in nodes.items():
-            self._add(name, node)
+            if node.anti_affinity_uids:
+                self._add_anti(name, node)
 
-    def _add(self, name: str, node: NodeInfo) -> None:
-        if node.anti_affinity_uids:
-            terms: Counter[PodAffinityTerm] = Counter()
-            for task in anti_affinity_pods(node, ""):
-                assert task.pod_affinity is not None
-                terms.update(task.pod_affinity.required_anti)
-            if terms:
-                self._node_anti[name] = terms
-                for term, n in terms.items():
-                    self._anti.setdefault(term, {})[name] = n
-        pairs: Counter[Pair] = Counter()
-        for task in node.tasks.values():
-            pairs.update(task.labels.items())
-        if not pairs:
-            return
-        self._node_pairs[name] = pairs
-        by_pair, by_key = self._by_pair, self._by_key
-        for pair, n in pairs.items():
-            by_pair.setdefault(pair, {})[name] = n
-            keyed = by_key.setdefault(pair[0], {})
-            keyed[name] = keyed.get(name, 0) + n
+    def _add_anti(self, name: str, node: NodeInfo) -> None:
+        terms: Counter[PodAffinityTerm] = Counter()
+        for task in anti_affinity_pods(node, ""):
+            assert task.pod_affinity is not None
+            terms.update(task.pod_affinity.required_anti)
+        if terms:
+            self._node_anti[name] = terms
+            for term, n in terms.items():
+                self._anti.setdefault(term, {})[name] = n
 
-    def _remove(self, name: str) -> None:
+    def _remove_anti(self, name: str) -> None:
         for term in self._node_anti.pop(name, ()):
             on = self._anti[term]
             del on[name]
             if not on:
                 del self._anti[term]
-        pairs = self._node_pairs.pop(name, None)
-        if pairs is None:
-            return
-        for pair, n in pairs.items():
-            nodes = self._by_pair[pair]
-            del nodes[name]
-            if not nodes:
-                del self._by_pair[pair]
-            keyed = self._by_key[pair[0]]
-            left = keyed[name] - n
-            if left > 0:
-                keyed[name] = left
-            else:
-                del keyed[name]
-                if not keyed:
-                    del self._by_key[pair[0]]
+
+    @staticmethod
+    def _node_values(node: NodeInfo, key: str) -> Counter[str]:
+        values: Counter[str] = Counter()
+        for task in node.tasks.values():
+            value = task.labels.get(key)
+            if value is not None:
+                values[value] += 1
+        return values
+
+    def _by_node(self, key: str) -> dict[str, Counter[str]]:
+        """The key's values per node, indexed over every node on first use."""
+        by_node = self._values.get(key)
+        if by_node is None:
+            by_node = self._values[key] = {}
+            self._by_value[key] = {}
+            for name, node in self._nodes.items():
+                self._index_node(key, name, node)
+        return by_node
+
+    def _index_node(self, key: str, name: str, node: NodeInfo) -> None:
+        values = self._node_values(node, key)
+        if values:
+            self._values[key][name] = values
+            by_value = self._by_value[key]
+            for value in values:
+                by_value.setdefault(value, set()).add(name)
+
+    def _unindex_node(self, key: str, name: str) -> None:
+        values = self._values[key].pop(name, None)
+        if values:
+            by_value = self._by_value[key]
+            for value in values:
+                on = by_value[value]
+                on.discard(name)
+                if not on:
+                    del by_value[value]
 
     def refresh(self, nodes: Mapping[str, NodeInfo], names: Iterable[str]) -> None:
         """Index the named nodes again as they are now (their pods changed)."""
         self._nodes = nodes
         self._anti_view = None
         for name in names:
-            self._remove(name)
+            self._remove_anti(name)
             node = nodes.get(name)
-            if node is not None:
-                self._add(name, node)
+            if node is not None and node.anti_affinity_uids:
+                self._add_anti(name, node)
+            for key in self._values:
+                self._unindex_node(key, name)
+                if node is not None:
+                    self._index_node(key, name, node)
 
     def anti_terms(self) -> Mapping[PodAffinityTerm, list[tuple[NodeInfo, int]]]:
         """The staying pods' required anti-affinity terms, each with the nodes holding pods
@@ -133,11 +142,13 @@ class LabelIndex:
         best: set[str] | None = None
         for req in selector.requirements:
             if req.operator == IN:
+                self._by_node(req.key)
+                by_value = self._by_value[req.key]
                 found: set[str] = set()
                 for value in req.values:
-                    found.update(self._by_pair.get((req.key, value), ()))
+                    found.update(by_value.get(value, ()))
             elif req.operator == EXISTS:
-                found = set(self._by_key.get(req.key, ()))
+                found = set(self._by_node(req.key))
             else:
                 continue
             if best is None or len(found) < len(best):
@@ -146,14 +157,18 @@ class LabelIndex:
                     break
         return best
 
-    def pairs_snapshot(self) -> dict[Pair, dict[str, int]]:
-        """A copy of the pair index (for tests comparing it with a fresh one)."""
-        return {pair: dict(nodes) for pair, nodes in self._by_pair.items()}
+    def values_snapshot(self) -> tuple[dict[str, dict[str, Counter[str]]], dict[str, Any]]:
+        """A copy of the keys indexed so far (for tests comparing it with a fresh index)."""
+        return (
+            {key: {n: Counter(v) for n, v in by.items()} for key, by in self._values.items()},
+            {key: {v: set(on) for v, on in by.items()} for key, by in self._by_value.items()},
+        )
+
+    def index_keys(self, keys: Iterable[str]) -> None:
+        """Index ``keys`` now (a fresh index to compare a kept one with)."""
+        for key in keys:
+            self._by_node(key)
 
     def anti_snapshot(self) -> dict[PodAffinityTerm, dict[str, int]]:
         """A copy of the anti-affinity term index (for tests)."""
         return {term: dict(on) for term, on in self._anti.items()}
-
-    def keys_snapshot(self) -> dict[str, dict[str, int]]:
-        """A copy of the key index (for tests comparing it with a fresh one)."""
-        return {key: dict(nodes) for key, nodes in self._by_key.items()}
