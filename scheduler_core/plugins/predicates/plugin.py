@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 
 from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.pod_constraints import TopologySpreadConstraint
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import FitCode, FitError
@@ -59,6 +60,7 @@ from scheduler_core.plugins.predicates.topology_spread import (
     DEFAULT_CONSTRAINTS,
     SYSTEM_DEFAULT_CONSTRAINTS,
     SpreadState,
+    included_nodes,
     parse_default_constraints,
 )
 
@@ -143,6 +145,8 @@ class PredicatesPlugin(Plugin):
         self._shared: dict[Hashable, tuple[AffinityState | None, SpreadState | None]] = {}
         #: the session's pods by label (None: not built since the last unfollowed change)
         self._index: LabelIndex | None = None
+        #: the nodes a spread constraint counts, by what decides it (``_included``)
+        self._included_memo: dict[Hashable, dict[str, tuple[NodeInfo, str]]] = {}
         #: the session's nodes holding pods with required anti-affinity (None: not known)
         self._anti_nodes: list[NodeInfo] | None = None
         #: the snapshot's placement epoch those were worked out at
@@ -173,6 +177,7 @@ class PredicatesPlugin(Plugin):
         self._states = {}
         self._shared = {}
         self._index = None
+        self._included_memo = {}
         self._dirty = set()
         self._anti_nodes = None
         self._epoch = ssn.snapshot.placement_epoch.value
@@ -185,6 +190,7 @@ class PredicatesPlugin(Plugin):
         self._states = {}
         self._shared = {}
         self._index = None
+        self._included_memo = {}
         self._anti_nodes = None
         self._rwop = {}
         self._ssn = None
@@ -279,6 +285,7 @@ class PredicatesPlugin(Plugin):
         self._states = {}
         self._shared = {}
         self._index = None
+        self._included_memo = {}
         self._anti_nodes = None
         self._dirty = set()
 
@@ -353,11 +360,40 @@ class PredicatesPlugin(Plugin):
                 affinity = AffinityState.build(task, nodes, namespaces, existing)
         if self.topology_spread_enable and self._may_spread(task):
             spread = SpreadState.build(
-                task, ssn.nodes.values(), self.default_constraints, self.label_index()
+                task,
+                ssn.nodes.values(),
+                self.default_constraints,
+                self.label_index(),
+                self._included,
             )
             if spread.trivial:
                 spread = None
         return affinity, spread
+
+    def _included(
+        self, task: TaskInfo, constraint: TopologySpreadConstraint, keys: tuple[str, ...]
+    ) -> Mapping[str, tuple[NodeInfo, str]]:
+        """The nodes a spread constraint counts for the pod, kept for every pod with the
+        same node inclusion fields (node labels and taints stay put in a session; a change
+        it does not make forgets them with the counts)."""
+        key = (
+            constraint.topology_key,
+            constraint.node_affinity_policy,
+            constraint.node_taints_policy,
+            keys,
+            frozenset(task.node_selector.items()),
+            tuple(tuple((r.key, r.operator, r.values) for r in t) for t in task.required_affinity),
+            tuple((t.key, t.operator, t.value, t.effect) for t in task.tolerations),
+        )
+        found = self._included_memo.get(key)
+        if found is None:
+            assert self._ssn is not None
+            if len(self._included_memo) >= _RWOP_MEMO:  # a long-lived session must not grow
+                self._included_memo = {}
+            found = self._included_memo[key] = included_nodes(
+                task, constraint, keys, self._ssn.nodes.values()
+            )
+        return found
 
     def _affinity_candidates(self, task: TaskInfo, *, walk_anti: bool) -> Iterable[NodeInfo]:
         """The nodes whose pods the pod's own terms may match (every node when a term can
