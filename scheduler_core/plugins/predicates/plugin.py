@@ -17,7 +17,10 @@ walks over one node's pods, not over the cluster's. Only a change the session di
 (the live cache moving the accounting session's shared nodes: the placement epoch) or one
 it cannot place (an undone pipeline) forgets the counts. A pod with none of these
 constraints, in a cluster where no pod has required anti-affinity, costs a few attribute
-reads.
+reads. Building a state walks only what can match (``label_index.py``: the nodes holding
+pods with the labels a selector requires, the distinct anti-affinity terms of placed pods,
+the nodes a spread constraint counts), and pods placed nowhere whose states read the same
+fields share one state, so a gang builds it once.
 
 
 Volumes (``volumes.py``) and devices (``dra.py``) are judged where the engine can judge them
