@@ -72,12 +72,8 @@ class LabelIndex:
 
     @staticmethod
     def _node_values(node: NodeInfo, key: str) -> Counter[str]:
-        values: Counter[str] = Counter()
-        for task in node.tasks.values():
-            value = task.labels.get(key)
-            if value is not None:
-                values[value] += 1
-        return values
+        found = [v for v in (t.labels.get(key) for t in node.tasks.values()) if v is not None]
+        return Counter(found)
 
     def _by_node(self, key: str) -> dict[str, Counter[str]]:
         """The key's values per node, indexed over every node on first use."""

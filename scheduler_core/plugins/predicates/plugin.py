@@ -151,7 +151,9 @@ class PredicatesPlugin(Plugin):
         #: the session's pods by label (None: not built since the last unfollowed change)
         self._index: LabelIndex | None = None
         #: the nodes a spread constraint counts, by what decides it (``_included``)
-        self._included_memo: dict[Hashable, dict[str, tuple[NodeInfo, str]]] = {}
+        self._included_memo: dict[
+            Hashable, tuple[dict[str, tuple[NodeInfo, str]], dict[str, int]]
+        ] = {}
         #: the session's nodes holding pods with required anti-affinity (None: not known)
         self._anti_nodes: list[NodeInfo] | None = None
         #: the snapshot's placement epoch those were worked out at
@@ -386,7 +388,7 @@ class PredicatesPlugin(Plugin):
 
     def _included(
         self, task: TaskInfo, constraint: TopologySpreadConstraint, keys: tuple[str, ...]
-    ) -> Mapping[str, tuple[NodeInfo, str]]:
+    ) -> tuple[Mapping[str, tuple[NodeInfo, str]], Mapping[str, int]]:
         """The nodes a spread constraint counts for the pod, kept for every pod with the
         same node inclusion fields (node labels and taints stay put in a session; a change
         it does not make forgets them with the counts)."""
@@ -404,9 +406,9 @@ class PredicatesPlugin(Plugin):
             assert self._ssn is not None
             if len(self._included_memo) >= _RWOP_MEMO:  # a long-lived session must not grow
                 self._included_memo = {}
-            found = self._included_memo[key] = included_nodes(
-                task, constraint, keys, self._ssn.nodes.values()
-            )
+            on = included_nodes(task, constraint, keys, self._ssn.nodes.values())
+            zeros = dict.fromkeys((domain for _, domain in on.values()), 0)
+            found = self._included_memo[key] = (on, zeros)
         return found
 
     def _affinity_candidates(self, task: TaskInfo, *, walk_anti: bool) -> Iterable[NodeInfo]:

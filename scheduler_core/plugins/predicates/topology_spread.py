@@ -55,9 +55,10 @@ ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing 
 _INFINITE = 2**31 - 1
 
 #: (pod, constraint, every constraint's key) -> the nodes the constraint counts for the pod,
-#: by name, with their domain.
+#: by name, with their domain; and every such domain with a count of zero.
 Included = Callable[
-    [TaskInfo, TopologySpreadConstraint, tuple[str, ...]], Mapping[str, tuple[NodeInfo, str]]
+    [TaskInfo, TopologySpreadConstraint, tuple[str, ...]],
+    tuple[Mapping[str, tuple[NodeInfo, str]], Mapping[str, int]],
 ]
 
 
@@ -198,8 +199,8 @@ class SpreadState:
             ]
             if included is not None:
                 for c, names in zip(constraints, candidates, strict=True):
-                    on = included(task, c.spec, keys)
-                    c.counts = dict.fromkeys((domain for _, domain in on.values()), 0)
+                    on, zeros = included(task, c.spec, keys)
+                    c.counts = dict(zeros)
                     scan = on if names is None else [n for n in names if n in on]
                     for name in scan:
                         node, domain = on[name]
