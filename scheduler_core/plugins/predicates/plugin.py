@@ -146,8 +146,6 @@ class PredicatesPlugin(Plugin):
         self._states: dict[str, tuple[AffinityState | None, SpreadState | None]] = {}
         #: the states shared by pods not placed in the session, by what they read of a pod
         self._shared: dict[Hashable, tuple[AffinityState | None, SpreadState | None]] = {}
-        #: task uid -> its ``_share_key`` (what it reads of a pod never changes in a session)
-        self._share_keys: dict[str, Hashable] = {}
         #: the session's pods by label (None: not built since the last unfollowed change)
         self._index: LabelIndex | None = None
         #: the nodes a spread constraint counts, by what decides it (``_included``)
@@ -183,7 +181,6 @@ class PredicatesPlugin(Plugin):
         self._ssn = ssn
         self._states = {}
         self._shared = {}
-        self._share_keys = {}
         self._index = None
         self._included_memo = {}
         self._dirty = set()
@@ -197,7 +194,6 @@ class PredicatesPlugin(Plugin):
         self._cache = {}
         self._states = {}
         self._shared = {}
-        self._share_keys = {}
         self._index = None
         self._included_memo = {}
         self._anti_nodes = None
@@ -293,7 +289,6 @@ class PredicatesPlugin(Plugin):
         cluster): forget every count."""
         self._states = {}
         self._shared = {}
-        self._share_keys = {}  # a pod followed in may have new labels under the same uid
         self._index = None
         self._included_memo = {}
         self._anti_nodes = None
@@ -316,13 +311,7 @@ class PredicatesPlugin(Plugin):
         tolerations): everything the states read of the pod. A gang's waiting pods build
         them once. A placed pod (one a statement pipelined) keeps states of its own, which
         leave it out of the counts."""
-        share: Hashable | None = None
-        if not self._placed_here(task):
-            share = self._share_keys.get(task.uid)
-            if share is None:
-                if len(self._share_keys) >= _STATES_LIMIT:
-                    self._share_keys = {}
-                share = self._share_keys[task.uid] = _share_key(task)
+        share = _share_key(task) if not self._placed_here(task) else None
         states = self._shared.get(share) if share is not None else self._states.get(task.uid)
         if states is None:
             ssn = self._ssn
