@@ -53,7 +53,11 @@ from scheduler_core.plugins.util.node_table import (
     follow_nodes,
     intolerable_prefer_no_schedule,
 )
-from scheduler_core.plugins.util.pod_affinity_score import normalized_scores, topology_scores
+from scheduler_core.plugins.util.pod_affinity_score import (
+    normalized_scores,
+    scores_others,
+    topology_scores,
+)
 from scheduler_core.plugins.util.spread_score import soft_constraints, spread_scores
 
 log = logging.getLogger("scheduler_core.plugins.nodeorder")
@@ -349,7 +353,8 @@ class NodeOrderPlugin(Plugin):
         self.pod_affinity_weight = arguments.get_int(POD_AFFINITY_WEIGHT, 1)
         self.pod_topology_spread_weight = arguments.get_int(POD_TOPOLOGY_SPREAD_WEIGHT, 2)
         self._ssn: Session | None = None
-        #: the session's nodes holding pods with affinity terms, while placements stand
+        #: the session's nodes holding pods with terms that score other pods, while
+        #: placements stand
         self._affinity_nodes: list[NodeInfo] | None = None
         #: task uid -> its weight per topology pair, while placements stand
         self._pairs: dict[str, Counter[tuple[str, str]]] = {}
@@ -396,7 +401,9 @@ class NodeOrderPlugin(Plugin):
         own = affinity is not None and bool(affinity.preferred or affinity.preferred_anti)
         if not own:
             if self._affinity_nodes is None:
-                self._affinity_nodes = [n for n in ssn.nodes.values() if n.affinity_uids]
+                self._affinity_nodes = [
+                    n for n in ssn.nodes.values() if n.affinity_uids and scores_others(n)
+                ]
             if not self._affinity_nodes:
                 return None
         pairs = self._pairs.get(task.uid)

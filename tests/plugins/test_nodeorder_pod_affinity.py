@@ -129,6 +129,25 @@ CASES: list[tuple[str, list[Obj], dict[str, float] | None]] = [
         None,
     ),
     (
+        "a placed pod's required anti-affinity to it filters but does not score",
+        [
+            *hosts(),
+            pod("w", node_name="n3", affinity=pod_affinity(anti=[pod_term(X)])),
+            pod("p", labels={"app": "x"}),
+        ],
+        None,
+    ),
+    (
+        "a node with a scoring pod beside an anti-affinity-only pod is still scored",
+        [
+            *hosts(),
+            pod("v", node_name="n3", affinity=pod_affinity(anti=[pod_term(X)])),
+            pod("w", node_name="n3", affinity=pod_affinity(required=[pod_term(X)])),
+            pod("p", labels={"app": "x"}),
+        ],
+        {"n1": 0.0, "n2": 0.0, "n3": 100.0},
+    ),
+    (
         "a leaving pod does not count",
         [
             *hosts(),

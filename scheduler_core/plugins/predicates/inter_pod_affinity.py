@@ -35,6 +35,9 @@ ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 
 Pair = tuple[str, str]
+#: Placed pods' required anti-affinity terms -> the nodes holding pods with the term, and how
+#: many such pods each holds.
+AntiTerms = Mapping[PodAffinityTerm, Iterable[tuple[NodeInfo, int]]]
 NamespaceLabels = Mapping[str, Mapping[str, str]]
 _NO_LABELS: Mapping[str, str] = {}
 
@@ -64,22 +67,10 @@ def _count_node(
     incoming_terms: bool,
 ) -> None:
     """Add what ``node`` contributes to each count."""
-    labels = node.labels
-    affinity = incoming.pod_affinity
-    if incoming_terms and affinity is not None:
-        required, anti = affinity.required, affinity.required_anti
-        for pod in placed_pods(node, incoming.uid):
-            if required and matches_all_terms(required, pod, namespaces):
-                for term in required:
-                    value = labels.get(term.topology_key)
-                    if value is not None:
-                        counts.affinity[(term.topology_key, value)] += 1
-            for term in anti:
-                if term_matches_pod(term, pod, namespaces):
-                    value = labels.get(term.topology_key)
-                    if value is not None:
-                        counts.anti[(term.topology_key, value)] += 1
+    if incoming_terms:
+        _count_own(counts, incoming, node, namespaces)
     if node.anti_affinity_uids:
+        labels = node.labels
         for pod in anti_affinity_pods(node, incoming.uid):
             assert pod.pod_affinity is not None
             for term in pod.pod_affinity.required_anti:
@@ -87,6 +78,28 @@ def _count_node(
                     value = labels.get(term.topology_key)
                     if value is not None:
                         counts.existing[(term.topology_key, value)] += 1
+
+
+def _count_own(
+    counts: _Counts, incoming: TaskInfo, node: NodeInfo, namespaces: NamespaceLabels
+) -> None:
+    """Add the placed pods on ``node`` the incoming pod's own required terms match."""
+    affinity = incoming.pod_affinity
+    if affinity is None:
+        return
+    labels = node.labels
+    required, anti = affinity.required, affinity.required_anti
+    for pod in placed_pods(node, incoming.uid):
+        if required and matches_all_terms(required, pod, namespaces):
+            for term in required:
+                value = labels.get(term.topology_key)
+                if value is not None:
+                    counts.affinity[(term.topology_key, value)] += 1
+        for term in anti:
+            if term_matches_pod(term, pod, namespaces):
+                value = labels.get(term.topology_key)
+                if value is not None:
+                    counts.anti[(term.topology_key, value)] += 1
 
 
 @dataclass(slots=True)
@@ -106,22 +119,51 @@ class AffinityState:
 
     @classmethod
     def build(
-        cls, task: TaskInfo, nodes: Iterable[NodeInfo], namespaces: NamespaceLabels
+        cls,
+        task: TaskInfo,
+        nodes: Iterable[NodeInfo],
+        namespaces: NamespaceLabels,
+        existing: AntiTerms | None = None,
     ) -> AffinityState:
+        """The counts over ``nodes``. With ``existing`` (the placed pods' required
+        anti-affinity terms and where their pods are, over the session's nodes, none of
+        them the incoming pod), the ``existing`` count comes from there: each distinct term
+        is matched once instead of once per pod, and ``nodes`` need only hold the nodes
+        whose pods its own terms may match."""
         affinity = task.pod_affinity
         incoming = affinity is not None and bool(affinity.required or affinity.required_anti)
-        counts = _Counts()
         per_node: dict[str, _Counts] = {}
         for node in nodes:
-            if incoming or node.anti_affinity_uids:
-                here = _Counts()
-                _count_node(here, task, node, namespaces, incoming)
-                if here.affinity or here.anti or here.existing:
+            if existing is None:
+                if incoming or node.anti_affinity_uids:
+                    here = _Counts()
+                    _count_node(here, task, node, namespaces, incoming)
                     per_node[node.name] = here
-                    counts.affinity.update(here.affinity)
-                    counts.anti.update(here.anti)
-                    counts.existing.update(here.existing)
-        return cls(task, namespaces, counts, incoming, counts.affinity.total(), per_node)
+            elif incoming:
+                here = _Counts()
+                _count_own(here, task, node, namespaces)
+                per_node[node.name] = here
+        if existing is not None:
+            for term, on_nodes in existing.items():
+                if not term_matches_pod(term, task, namespaces):
+                    continue
+                key = term.topology_key
+                for node, n in on_nodes:
+                    value = node.labels.get(key)
+                    if value is not None:
+                        into = per_node.get(node.name)
+                        if into is None:
+                            into = per_node[node.name] = _Counts()
+                        into.existing[(key, value)] += n
+        counts = _Counts()
+        kept: dict[str, _Counts] = {}
+        for name, here in per_node.items():
+            if here.affinity or here.anti or here.existing:
+                kept[name] = here
+                counts.affinity.update(here.affinity)
+                counts.anti.update(here.anti)
+                counts.existing.update(here.existing)
+        return cls(task, namespaces, counts, incoming, counts.affinity.total(), kept)
 
     def recount(self, nodes: Mapping[str, NodeInfo], names: Iterable[str]) -> None:
         """Count the named nodes again as they are now (their pods changed)."""
@@ -149,10 +191,15 @@ class AffinityState:
         """Nothing can fail: no terms of its own and no placed pod's anti-affinity to it."""
         return not self.incoming_terms and not self.counts.existing
 
-    def filter(self, node: NodeInfo, base: NodeInfo | None) -> Status | None:
+    def filter(
+        self, node: NodeInfo, base: NodeInfo | None, judged: TaskInfo | None = None
+    ) -> Status | None:
         """The verdict on ``node``; ``base`` is the node of that name the state was built
-        over (None if none was), whose contribution ``node``'s replaces."""
-        task = self.task
+        over (None if none was), whose contribution ``node``'s replaces. ``judged`` is the
+        pod asked about when the state is shared by pods whose states are the same (the
+        state's own task then stands for them all): the verdict names it, and a what-if
+        copy's pods are counted without it."""
+        task = self.task if judged is None else judged
         here: _Counts | None = None
         there: _Counts | None = None
         if node is not base:

@@ -17,7 +17,10 @@ walks over one node's pods, not over the cluster's. Only a change the session di
 (the live cache moving the accounting session's shared nodes: the placement epoch) or one
 it cannot place (an undone pipeline) forgets the counts. A pod with none of these
 constraints, in a cluster where no pod has required anti-affinity, costs a few attribute
-reads.
+reads. Building a state walks only what can match (``label_index.py``: the nodes holding
+pods with the labels a selector requires, the distinct anti-affinity terms of placed pods,
+the nodes a spread constraint counts), and pods placed nowhere whose states read the same
+fields share one state, so a gang builds it once.
 
 
 Volumes (``volumes.py``) and devices (``dra.py``) are judged where the engine can judge them
@@ -30,10 +33,13 @@ never evict for the pod, and the session remembers why (``Session.not_evaluable`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import replace
 
 from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.pod_constraints import TopologySpreadConstraint
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import PRE_PREDICATE, PREDICATE
@@ -43,6 +49,7 @@ from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
 from scheduler_core.plugins.predicates import dra, volumes
 from scheduler_core.plugins.predicates.inter_pod_affinity import AffinityState
+from scheduler_core.plugins.predicates.label_index import LabelIndex
 from scheduler_core.plugins.predicates.node_ports import node_ports_error
 from scheduler_core.plugins.predicates.node_static import (
     ERR_REASON_NODE_AFFINITY,
@@ -57,6 +64,7 @@ from scheduler_core.plugins.predicates.topology_spread import (
     DEFAULT_CONSTRAINTS,
     SYSTEM_DEFAULT_CONSTRAINTS,
     SpreadState,
+    included_nodes,
     parse_default_constraints,
 )
 
@@ -86,6 +94,22 @@ _RWOP_MEMO = 64
 
 #: Pods whose PreFilter states a session keeps at once.
 _STATES_LIMIT = 1024
+
+
+def _share_key(task: TaskInfo) -> Hashable:
+    """Everything the PreFilter states read of a pod other than its uid (which only leaves
+    the pod out of its own counts): pods with equal keys, none of them placed, have equal
+    states."""
+    return (
+        task.namespace,
+        frozenset(task.labels.items()),
+        task.pod_affinity,
+        task.spread_constraints,
+        frozenset(task.node_selector.items()),
+        tuple(tuple((r.key, r.operator, r.values) for r in t) for t in task.required_affinity),
+        tuple((t.key, t.operator, t.value, t.effect) for t in task.tolerations),
+    )
+
 
 # --- the plugin ---------------------------------------------------------------------------
 
@@ -121,6 +145,14 @@ class PredicatesPlugin(Plugin):
 
         #: task uid -> its PreFilter states, while the session's placements stay as they were
         self._states: dict[str, tuple[AffinityState | None, SpreadState | None]] = {}
+        #: the states shared by pods not placed in the session, by what they read of a pod
+        self._shared: dict[Hashable, tuple[AffinityState | None, SpreadState | None]] = {}
+        #: the session's pods by label (None: not built since the last unfollowed change)
+        self._index: LabelIndex | None = None
+        #: the nodes a spread constraint counts, by what decides it (``_included``)
+        self._included_memo: dict[
+            Hashable, tuple[dict[str, tuple[NodeInfo, str]], dict[str, int]]
+        ] = {}
         #: the session's nodes holding pods with required anti-affinity (None: not known)
         self._anti_nodes: list[NodeInfo] | None = None
         #: the snapshot's placement epoch those were worked out at
@@ -149,6 +181,10 @@ class PredicatesPlugin(Plugin):
         self._rwop = {}
         self._ssn = ssn
         self._states = {}
+        self._shared = {}
+        self._index = None
+        self._included_memo = {}
+        self._dirty = set()
         self._anti_nodes = None
         self._epoch = ssn.snapshot.placement_epoch.value
         ssn.add_hook(PRE_PREDICATE, self.name, self.pre_predicate)
@@ -158,6 +194,9 @@ class PredicatesPlugin(Plugin):
     def on_session_close(self, ssn: Session) -> None:
         self._cache = {}
         self._states = {}
+        self._shared = {}
+        self._index = None
+        self._included_memo = {}
         self._anti_nodes = None
         self._rwop = {}
         self._ssn = None
@@ -238,7 +277,9 @@ class PredicatesPlugin(Plugin):
                 self.cluster_changed()
                 return
             self._anti_nodes = [n for n in anti if n.anti_affinity_uids]
-        for affinity, spread in self._states.values():
+        if self._index is not None:
+            self._index.refresh(nodes, dirty)
+        for affinity, spread in (*self._states.values(), *self._shared.values()):
             if affinity is not None:
                 affinity.recount(nodes, dirty)
             if spread is not None:
@@ -248,6 +289,9 @@ class PredicatesPlugin(Plugin):
         """The session's nodes changed under it (the accounting session following the
         cluster): forget every count."""
         self._states = {}
+        self._shared = {}
+        self._index = None
+        self._included_memo = {}
         self._anti_nodes = None
         self._dirty = set()
 
@@ -261,31 +305,116 @@ class PredicatesPlugin(Plugin):
         return nodes
 
     def _pod_states(self, task: TaskInfo) -> tuple[AffinityState | None, SpreadState | None]:
-        states = self._states.get(task.uid)
+        """The pod's PreFilter states, shared by every pod whose states are provably the
+        same: pods not placed on any of the session's nodes (so none of them is left out
+        of another's counts) with the same namespace, labels, pod (anti-)affinity, spread
+        constraints and node inclusion fields (node selector, required node affinity,
+        tolerations): everything the states read of the pod. A gang's waiting pods build
+        them once. A placed pod (one a statement pipelined) keeps states of its own, which
+        leave it out of the counts."""
+        share = _share_key(task) if not self._placed_here(task) else None
+        states = self._shared.get(share) if share is not None else self._states.get(task.uid)
         if states is None:
             ssn = self._ssn
             assert ssn is not None
-            affinity: AffinityState | None = None
-            spread: SpreadState | None = None
-            if self.pod_affinity_enable:
-                terms = task.pod_affinity
-                if terms is not None and (terms.required or terms.required_anti):
-                    affinity = AffinityState.build(
-                        task, ssn.nodes.values(), ssn.snapshot.namespace_labels
-                    )
-                elif self.anti_affinity_nodes():
-                    affinity = AffinityState.build(
-                        task, self.anti_affinity_nodes(), ssn.snapshot.namespace_labels
-                    )
-            if self.topology_spread_enable and self._may_spread(task):
-                spread = SpreadState.build(task, ssn.nodes.values(), self.default_constraints)
-                if spread.trivial:
-                    spread = None
-            states = (affinity, spread)
-            if len(self._states) >= _STATES_LIMIT:  # a long-lived session asked of many pods
+            # The shared states stand for pods none of which is placed: counting "without
+            # the judged pod" leaves nobody out, which a blank uid says.
+            builder = dataclasses.replace(task, uid="") if share is not None else task
+            states = self._build_states(builder, ssn, shared=share is not None)
+            if len(self._states) + len(self._shared) >= _STATES_LIMIT:
+                # a long-lived session asked of many pods
                 self._states = {}
-            self._states[task.uid] = states
+                self._shared = {}
+            if share is not None:
+                self._shared[share] = states
+            else:
+                self._states[task.uid] = states
         return states
+
+    def _placed_here(self, task: TaskInfo) -> bool:
+        node = self._ssn.nodes.get(task.node_name) if self._ssn and task.node_name else None
+        return node is not None and task.uid in node.tasks
+
+    def label_index(self) -> LabelIndex:
+        """The session's pods by label, built on first use and kept up with its nodes."""
+        index = self._index
+        if index is None:
+            assert self._ssn is not None
+            index = self._index = LabelIndex(self._ssn.nodes)
+        return index
+
+    def _build_states(
+        self, task: TaskInfo, ssn: Session, *, shared: bool
+    ) -> tuple[AffinityState | None, SpreadState | None]:
+        """With ``shared`` (``task`` is on none of the session's nodes), the placed pods'
+        anti-affinity comes from the index's distinct terms; otherwise the nodes holding
+        such pods are walked, leaving ``task`` itself out."""
+        affinity: AffinityState | None = None
+        spread: SpreadState | None = None
+        if self.pod_affinity_enable:
+            terms = task.pod_affinity
+            own = terms is not None and bool(terms.required or terms.required_anti)
+            if own or self.anti_affinity_nodes():
+                namespaces = ssn.snapshot.namespace_labels
+                index = self.label_index()
+                existing = index.anti_terms() if shared else None
+                nodes: Iterable[NodeInfo] = ()
+                if own:
+                    nodes = self._affinity_candidates(task, walk_anti=existing is None)
+                elif existing is None:
+                    nodes = self.anti_affinity_nodes()
+                affinity = AffinityState.build(task, nodes, namespaces, existing)
+        if self.topology_spread_enable and self._may_spread(task):
+            spread = SpreadState.build(
+                task,
+                ssn.nodes.values(),
+                self.default_constraints,
+                self.label_index(),
+                self._included,
+            )
+            if spread.trivial:
+                spread = None
+        return affinity, spread
+
+    def _included(
+        self, task: TaskInfo, constraint: TopologySpreadConstraint, keys: tuple[str, ...]
+    ) -> tuple[Mapping[str, tuple[NodeInfo, str]], Mapping[str, int]]:
+        """The nodes a spread constraint counts for the pod, kept for every pod with the
+        same node inclusion fields (node labels and taints stay put in a session; a change
+        it does not make forgets them with the counts)."""
+        key = (
+            constraint.topology_key,
+            constraint.node_affinity_policy,
+            constraint.node_taints_policy,
+            keys,
+            frozenset(task.node_selector.items()),
+            tuple(tuple((r.key, r.operator, r.values) for r in t) for t in task.required_affinity),
+            tuple((t.key, t.operator, t.value, t.effect) for t in task.tolerations),
+        )
+        found = self._included_memo.get(key)
+        if found is None:
+            assert self._ssn is not None
+            if len(self._included_memo) >= _RWOP_MEMO:  # a long-lived session must not grow
+                self._included_memo = {}
+            on = included_nodes(task, constraint, keys, self._ssn.nodes.values())
+            zeros = dict.fromkeys((domain for _, domain in on.values()), 0)
+            found = self._included_memo[key] = (on, zeros)
+        return found
+
+    def _affinity_candidates(self, task: TaskInfo, *, walk_anti: bool) -> Iterable[NodeInfo]:
+        """The nodes whose pods the pod's own terms may match (every node when a term can
+        match anything), and with ``walk_anti`` those holding pods with required
+        anti-affinity."""
+        assert self._ssn is not None and task.pod_affinity is not None
+        nodes = self._ssn.nodes
+        index = self.label_index()
+        names: set[str] = {n.name for n in self.anti_affinity_nodes()} if walk_anti else set()
+        for term in (*task.pod_affinity.required, *task.pod_affinity.required_anti):
+            found = index.candidates(term.selector)
+            if found is None:
+                return nodes.values()
+            names |= found
+        return [nodes[name] for name in names if name in nodes]
 
     def _may_spread(self, task: TaskInfo) -> bool:
         if task.spread_constraints:
@@ -327,7 +456,7 @@ class PredicatesPlugin(Plugin):
         affinity, spread = self._pod_states(task)
         base = ssn.nodes.get(node.name)
         if affinity is not None:
-            err = affinity.filter(node, base)
+            err = affinity.filter(node, base, task)
             if err is not None:
                 return err
         elif self.pod_affinity_enable and node is not base and node.anti_affinity_uids:
@@ -337,7 +466,7 @@ class PredicatesPlugin(Plugin):
             if err is not None:
                 return err
         if spread is not None:
-            return spread.filter(node, base)
+            return spread.filter(node, base, task)
         return None
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Status | None:

@@ -25,7 +25,7 @@ so by default none of them filters.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler_core.api.node import NodeInfo
@@ -41,6 +41,7 @@ from scheduler_core.api.pod_constraints import (
 )
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.status import Code, Status
+from scheduler_core.plugins.predicates.label_index import LabelIndex
 from scheduler_core.plugins.predicates.node_static import (
     HARD_TAINT_EFFECTS,
     matches_node_selector_and_affinity,
@@ -52,6 +53,29 @@ ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread con
 ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
 
 _INFINITE = 2**31 - 1
+
+#: (pod, constraint, every constraint's key) -> the nodes the constraint counts for the pod,
+#: by name, with their domain; and every such domain with a count of zero.
+Included = Callable[
+    [TaskInfo, TopologySpreadConstraint, tuple[str, ...]],
+    tuple[Mapping[str, tuple[NodeInfo, str]], Mapping[str, int]],
+]
+
+
+def included_nodes(
+    task: TaskInfo,
+    constraint: TopologySpreadConstraint,
+    keys: tuple[str, ...],
+    nodes: Iterable[NodeInfo],
+) -> dict[str, tuple[NodeInfo, str]]:
+    """The nodes carrying every key that ``constraint``'s inclusion policies let count for
+    ``task``, with their domain."""
+    key = constraint.topology_key
+    return {
+        node.name: (node, node.labels[key])
+        for node in nodes
+        if all(k in node.labels for k in keys) and includes(task, constraint, node)
+    }
 
 
 def effective_constraints(
@@ -153,25 +177,53 @@ class SpreadState:
         task: TaskInfo,
         nodes: Iterable[NodeInfo],
         defaults: Sequence[TopologySpreadConstraint] = (),
+        index: LabelIndex | None = None,
+        included: Included | None = None,
     ) -> SpreadState:
+        """The counts over ``nodes``; with ``index`` (over the same nodes), only the nodes
+        it names as candidates for a constraint's selector have their pods walked (the
+        others hold none the selector matches, and count as zero in their domain). With
+        ``included`` (the nodes of ``nodes`` a constraint counts, and their domains, as
+        ``includes`` and the keys decide: the same for every pod with the same node
+        inclusion fields), the nodes are not judged again for each pod."""
         specs = effective_constraints(task, defaults)
         constraints = [
             _Constraint(c, 1 if c.selector is not None and c.selector.matches(task.labels) else 0)
             for c in specs
         ]
         if constraints:
-            keys = [c.topology_key for c in specs]
-            for node in nodes:
-                labels = node.labels
-                if not all(key in labels for key in keys):
-                    continue
-                for c in constraints:
-                    if includes(task, c.spec, node):
-                        domain = labels[c.spec.topology_key]
+            keys = tuple(c.topology_key for c in specs)
+            candidates = [
+                index.candidates(c.spec.selector) if index is not None else None
+                for c in constraints
+            ]
+            if included is not None:
+                for c, names in zip(constraints, candidates, strict=True):
+                    on, zeros = included(task, c.spec, keys)
+                    c.counts = dict(zeros)
+                    scan = on if names is None else [n for n in names if n in on]
+                    for name in scan:
+                        node, domain = on[name]
                         n = counts_on(task, c.spec, node)
-                        c.counts[domain] = c.counts.get(domain, 0) + n
                         if n:
-                            c.per_node[node.name] = (domain, n)
+                            c.counts[domain] += n
+                            c.per_node[name] = (domain, n)
+            else:
+                for node in nodes:
+                    labels = node.labels
+                    if not all(key in labels for key in keys):
+                        continue
+                    for c, names in zip(constraints, candidates, strict=True):
+                        if includes(task, c.spec, node):
+                            domain = labels[c.spec.topology_key]
+                            n = (
+                                counts_on(task, c.spec, node)
+                                if names is None or node.name in names
+                                else 0
+                            )
+                            c.counts[domain] = c.counts.get(domain, 0) + n
+                            if n:
+                                c.per_node[node.name] = (domain, n)
             for c in constraints:
                 c.finish()
         return cls(task, constraints)
@@ -205,12 +257,15 @@ class SpreadState:
     def trivial(self) -> bool:
         return not self.constraints
 
-    def filter(self, node: NodeInfo, base: NodeInfo | None) -> Status | None:
+    def filter(
+        self, node: NodeInfo, base: NodeInfo | None, judged: TaskInfo | None = None
+    ) -> Status | None:
         """The verdict on ``node``; ``base`` is the node of that name the state was built
-        over (None if none was), whose pods ``node``'s replace in the counts."""
+        over (None if none was), whose pods ``node``'s replace in the counts. ``judged``: as
+        in ``AffinityState.filter``, the pod asked about when the state is shared."""
         if not self.constraints:
             return None
-        task = self.task
+        task = self.task if judged is None else judged
         labels = node.labels
         all_keys = all(c.spec.topology_key in labels for c in self.constraints)
         for c in self.constraints:

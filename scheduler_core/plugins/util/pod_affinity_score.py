@@ -40,6 +40,20 @@ def affinity_pods(node: NodeInfo, judged_uid: str) -> Iterable[TaskInfo]:
             yield task
 
 
+def scores_others(node: NodeInfo) -> bool:
+    """Whether a pod on ``node`` has terms that score other pods (required affinity,
+    preferred affinity or anti-affinity): a pod with required anti-affinity alone only
+    filters, so nodes holding nothing else are skipped when scoring a pod without preferred
+    terms of its own. Leaving pods count too (a superset; the walk skips them)."""
+    tasks = node.tasks
+    for uid in node.affinity_uids:
+        task = tasks.get(uid)
+        terms = task.pod_affinity if task is not None else None
+        if terms is not None and (terms.required or terms.preferred or terms.preferred_anti):
+            return True
+    return False
+
+
 def topology_scores(
     task: TaskInfo, nodes: Iterable[NodeInfo], namespaces: NamespaceLabels
 ) -> Counter[Pair]:

@@ -1,0 +1,221 @@
+"""The label index narrows the pods a PreFilter walks, and pods with the same constraints
+share one state: the states and verdicts stay those of a walk over every pod, whatever a
+statement does (evictions, placements of other pods and of the judged pods themselves)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.api.pod_constraints import (
+    DOES_NOT_EXIST,
+    EXISTS,
+    IN,
+    NOT_IN,
+    LabelRequirement,
+    LabelSelector,
+)
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.framework.session import Session
+from scheduler_core.framework.statement import Statement, StatementError
+from scheduler_core.plugins.predicates.inter_pod_affinity import (
+    AffinityState,
+    inter_pod_affinity_error,
+)
+from scheduler_core.plugins.predicates.label_index import LabelIndex
+from scheduler_core.plugins.predicates.plugin import PredicatesPlugin
+from scheduler_core.plugins.predicates.topology_spread import SpreadState, topology_spread_error
+from tests.builders import (
+    Obj,
+    expr,
+    pod,
+    pod_affinity,
+    pod_term,
+    selector,
+    session,
+    spread_constraint,
+    task_of,
+)
+from tests.plugins.predicates.conftest import HOST, ZONE, predicates_conf, zoned
+
+NODES = ["n1", "n2", "n3", "n4"]
+X = selector({"app": "x"})
+X_OR_Y = selector(None, expr("app", "In", "x", "y"))
+HAS_TIER = selector(None, expr("tier", "Exists"))
+NOT_X = selector(None, expr("app", "NotIn", "x"))
+
+
+def twins(name: str, **fields: Any) -> list[Obj]:
+    """Two waiting pods with the same constraints (they share their states)."""
+    return [pod(f"{name}-{i}", cpu="1", **fields) for i in (1, 2)]
+
+
+PROBES: list[Obj] = [
+    *twins("anti", labels={"app": "y"}, affinity=pod_affinity(anti=[pod_term(X, HOST)])),
+    *twins("anti-xy", labels={"app": "z"}, affinity=pod_affinity(anti=[pod_term(X_OR_Y, ZONE)])),
+    *twins("near", labels={"app": "y"}, affinity=pod_affinity(required=[pod_term(X, ZONE)])),
+    *twins("tiered", labels={"app": "y"}, affinity=pod_affinity(anti=[pod_term(HAS_TIER, HOST)])),
+    *twins("not-x", labels={"app": "y"}, affinity=pod_affinity(anti=[pod_term(NOT_X, HOST)])),
+    *twins("spread", labels={"app": "x"}, spread=[spread_constraint(1, ZONE, X)]),
+    *twins("spread-host", labels={"app": "x"}, spread=[spread_constraint(1, HOST, X_OR_Y)]),
+    *twins(
+        "spread-zone-a",
+        labels={"app": "x"},
+        node_selector={ZONE: "a"},
+        spread=[spread_constraint(1, HOST, X)],
+    ),
+    *twins("plain", labels={"app": "x"}),
+]
+PROBE_NAMES = [obj["metadata"]["name"] for obj in PROBES]
+
+
+@st.composite
+def placed(draw: st.DrawFn, i: int) -> Obj:
+    labels = {"app": draw(st.sampled_from(["x", "y", "z"]))}
+    if draw(st.booleans()):
+        labels["tier"] = draw(st.sampled_from(["web", "db"]))
+    fields: dict[str, Any] = {"labels": labels}
+    if draw(st.integers(0, 3)) == 0:
+        term = pod_term(draw(st.sampled_from([X, X_OR_Y])), draw(st.sampled_from([HOST, ZONE])))
+        fields["affinity"] = pod_affinity(anti=[term])
+    node_name = draw(st.sampled_from(["", *NODES]))
+    return pod(f"r{i}", node_name=node_name, cpu="1", **fields)
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> list[Obj]:
+    objs: list[Obj] = [zoned(n, "a" if n in ("n1", "n2") else "b") for n in NODES]
+    objs += [draw(placed(i)) for i in range(draw(st.integers(2, 10)))]
+    return objs + PROBES
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["evict", "pipeline", "discard", "commit"]),
+        st.sampled_from([*(f"r{i}" for i in range(10)), *PROBE_NAMES]),
+        st.sampled_from(NODES),
+    ),
+    max_size=12,
+)
+
+
+def plugin_of(ssn: Session) -> PredicatesPlugin:
+    plugin = ssn.plugins["predicates"]
+    assert isinstance(plugin, PredicatesPlugin)
+    return plugin
+
+
+def assert_as_walked(ssn: Session) -> None:
+    plugin = plugin_of(ssn)
+    namespaces = ssn.snapshot.namespace_labels
+    for name in PROBE_NAMES:
+        probe = task_of(ssn, f"ns/{name}")
+        for node_name in NODES:
+            node = ssn.nodes[node_name]
+            kept = plugin._pod_checks(probe, node)  # the static checks are not at stake
+            fresh = inter_pod_affinity_error(
+                probe, node, ssn.nodes, namespaces
+            ) or topology_spread_error(probe, node, ssn.nodes)
+            assert (kept and (kept.task, kept.code, kept.reasons)) == (
+                fresh and (fresh.task, fresh.code, fresh.reasons)
+            ), (name, node_name)
+        walked = AffinityState.build(probe, ssn.nodes.values(), namespaces)
+        walked_spread = SpreadState.build(probe, ssn.nodes.values())
+        kept_states = plugin._pod_states(probe)
+        # States built now from the index as it stands (a pod placed nowhere gets the
+        # shared kind), not only those kept and recounted since the session opened.
+        shared = probe.uid not in ssn.nodes[probe.node_name].tasks if probe.node_name else True
+        stand_in = dataclasses.replace(probe, uid="") if shared else probe
+        new_states = plugin._build_states(stand_in, ssn, shared=shared)
+        for affinity, spread in (kept_states, new_states):
+            if affinity is not None:
+                for kind in ("affinity", "anti", "existing"):
+                    assert +Counter(getattr(affinity.counts, kind)) == +Counter(
+                        getattr(walked.counts, kind)
+                    ), (name, kind)
+            else:
+                assert walked.trivial, name
+            kept_counts = [c.counts for c in spread.constraints] if spread is not None else []
+            assert kept_counts == [c.counts for c in walked_spread.constraints], name
+    index = plugin._index
+    if index is not None:
+        fresh_index = LabelIndex(ssn.nodes)
+        kept_values = index.values_snapshot()
+        fresh_index.index_keys(kept_values[0])
+        assert kept_values == fresh_index.values_snapshot()
+        assert index.anti_snapshot() == fresh_index.anti_snapshot()
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(worlds(), OPS)
+def test_indexed_shared_states_equal_walked_ones_after_any_statement_operations(
+    objs: list[Obj], ops: list[tuple[str, str, str]]
+) -> None:
+    ssn = session(objs, predicates_conf())
+    assert_as_walked(ssn)
+    stmt = Statement(ssn)
+    known = {t.key for job in ssn.jobs.values() for t in job.tasks.values()}
+    for op, name, node_name in ops:
+        if f"ns/{name}" not in known:
+            continue
+        task = task_of(ssn, f"ns/{name}")
+        if op == "evict" and task.status == TaskStatus.RUNNING:
+            stmt.evict(task, "test")
+        elif op == "pipeline" and task.status == TaskStatus.PENDING:
+            with contextlib.suppress(StatementError):
+                stmt.pipeline(task, node_name)
+        elif op == "discard":
+            stmt.discard()
+        elif op == "commit":
+            stmt.commit()
+        assert_as_walked(ssn)
+
+
+def test_twins_share_one_state_and_each_verdict_names_its_pod() -> None:
+    objs = [zoned("n1", "a"), pod("x", node_name="n1", labels={"app": "x"}), *PROBES]
+    ssn = session(objs, predicates_conf())
+    plugin = plugin_of(ssn)
+    one, two = task_of(ssn, "ns/anti-1"), task_of(ssn, "ns/anti-2")
+    err_one = ssn.predicate(one, ssn.nodes["n1"])
+    err_two = ssn.predicate(two, ssn.nodes["n1"])
+    assert err_one is not None and err_one.task == "ns/anti-1"
+    assert err_two is not None and err_two.task == "ns/anti-2"
+    assert plugin._pod_states(one) is plugin._pod_states(two)
+
+
+def _sel(*reqs: tuple[str, str, tuple[str, ...]]) -> LabelSelector:
+    return LabelSelector(tuple(LabelRequirement(k, op, frozenset(v)) for k, op, v in reqs))
+
+
+@pytest.mark.parametrize(
+    ("selector_", "expected"),
+    [
+        (None, set()),  # no selector selects no pod
+        (_sel(), None),  # an empty selector selects every pod
+        (_sel(("app", IN, ("x",))), {"n1", "n2"}),
+        (_sel(("app", IN, ("x", "y"))), {"n1", "n2", "n3"}),
+        (_sel(("app", IN, ("nope",))), set()),
+        (_sel(("tier", EXISTS, ())), {"n2"}),
+        (_sel(("app", IN, ("x", "y")), ("tier", EXISTS, ())), {"n2"}),  # the smaller
+        (_sel(("app", NOT_IN, ("x",))), None),
+        (_sel(("tier", DOES_NOT_EXIST, ())), None),
+        (_sel(("app", NOT_IN, ("x",)), ("app", IN, ("y",))), {"n3"}),
+    ],
+)
+def test_candidates_come_from_the_most_selective_in_or_exists_requirement(
+    selector_: LabelSelector | None, expected: set[str] | None
+) -> None:
+    objs = [
+        *(zoned(n) for n in ("n1", "n2", "n3", "n4")),
+        pod("a", node_name="n1", labels={"app": "x"}),
+        pod("b", node_name="n2", labels={"app": "x", "tier": "web"}),
+        pod("c", node_name="n3", labels={"app": "y"}),
+    ]
+    ssn = session(objs, predicates_conf())
+    assert LabelIndex(ssn.nodes).candidates(selector_) == expected
