@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 #: Label-selector operators (``metav1.LabelSelectorOperator``).
 IN = "In"
@@ -125,6 +126,47 @@ class TopologySpreadConstraint:
     @property
     def hard(self) -> bool:
         return self.when_unsatisfiable == DO_NOT_SCHEDULE
+
+
+def spread_constraint_from(
+    item: Mapping[str, Any], at: str, selector: LabelSelector | None
+) -> TopologySpreadConstraint:
+    """One ``topologySpreadConstraints`` entry's own fields, checked as the API server checks
+    them (a ValueError naming the field under ``at``): a pod's constraint and the cluster's
+    default constraints share this, each with its own selector (a pod's, or none: the
+    defaults select by the pod's labels)."""
+    max_skew = item.get("maxSkew")
+    if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew <= 0:
+        raise ValueError(f"{at}.maxSkew: must be an integer greater than zero, got {max_skew!r}")
+    topology_key = item.get("topologyKey")
+    if not isinstance(topology_key, str) or not topology_key:
+        raise ValueError(f"{at}.topologyKey: required, may not be empty")
+    when = item.get("whenUnsatisfiable")
+    if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+        raise ValueError(f"{at}.whenUnsatisfiable: {when!r} is not DoNotSchedule or ScheduleAnyway")
+    min_domains = item.get("minDomains")
+    if min_domains is not None:
+        if not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0:
+            raise ValueError(
+                f"{at}.minDomains: must be an integer greater than zero, got {min_domains!r}"
+            )
+        if when != DO_NOT_SCHEDULE:
+            raise ValueError(f"{at}.minDomains: only allowed with DoNotSchedule")
+    policies = []
+    for name, default in (("nodeAffinityPolicy", HONOR), ("nodeTaintsPolicy", IGNORE)):
+        value = item.get(name) or default
+        if value not in (HONOR, IGNORE):
+            raise ValueError(f"{at}.{name}: {value!r} is not Honor or Ignore")
+        policies.append(str(value))
+    return TopologySpreadConstraint(
+        max_skew=max_skew,
+        topology_key=topology_key,
+        when_unsatisfiable=str(when),
+        selector=selector,
+        min_domains=min_domains,
+        node_affinity_policy=policies[0],
+        node_taints_policy=policies[1],
+    )
 
 
 @dataclass(frozen=True, slots=True)

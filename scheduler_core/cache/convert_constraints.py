@@ -13,12 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from scheduler_core.api.pod_constraints import (
-    DO_NOT_SCHEDULE,
-    HONOR,
-    IGNORE,
     IN,
     NOT_IN,
-    SCHEDULE_ANYWAY,
     SELECTOR_OPERATORS,
     WILDCARD_IP,
     HostPort,
@@ -28,6 +24,7 @@ from scheduler_core.api.pod_constraints import (
     PodAffinityTerm,
     TopologySpreadConstraint,
     WeightedPodAffinityTerm,
+    spread_constraint_from,
 )
 
 _PROTOCOLS = frozenset({"TCP", "UDP", "SCTP"})
@@ -194,45 +191,11 @@ def spread_constraints(
         at = f"spec.topologySpreadConstraints[{i}]"
         if not isinstance(item, Mapping):
             raise ValueError(f"{at}: expected a constraint")
-        max_skew = _int(item.get("maxSkew"), f"{at}.maxSkew")
-        if max_skew <= 0:
-            raise ValueError(f"{at}.maxSkew: must be greater than zero, got {max_skew}")
-        topology_key = item.get("topologyKey")
-        if not isinstance(topology_key, str) or not topology_key:
-            raise ValueError(f"{at}.topologyKey: required, may not be empty")
-        when = item.get("whenUnsatisfiable")
-        if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-            raise ValueError(
-                f"{at}.whenUnsatisfiable: {when!r} is not DoNotSchedule or ScheduleAnyway"
-            )
-        min_domains = item.get("minDomains")
-        if min_domains is not None:
-            min_domains = _int(min_domains, f"{at}.minDomains")
-            if min_domains <= 0:
-                raise ValueError(f"{at}.minDomains: must be greater than zero")
-            if when != DO_NOT_SCHEDULE:
-                raise ValueError(f"{at}.minDomains: only allowed with DoNotSchedule")
-        policies = []
-        for name, default in (("nodeAffinityPolicy", HONOR), ("nodeTaintsPolicy", IGNORE)):
-            value = item.get(name) or default
-            if value not in (HONOR, IGNORE):
-                raise ValueError(f"{at}.{name}: {value!r} is not Honor or Ignore")
-            policies.append(str(value))
         selector = label_selector(item.get("labelSelector"), f"{at}.labelSelector")
         keys = _label_keys(item.get("matchLabelKeys"), f"{at}.matchLabelKeys")
         if keys and selector is not None:
             selector = selector.with_requirements(_key_requirements(keys, labels, IN))
-        out.append(
-            TopologySpreadConstraint(
-                max_skew=max_skew,
-                topology_key=topology_key,
-                when_unsatisfiable=str(when),
-                selector=selector,
-                min_domains=min_domains,
-                node_affinity_policy=policies[0],
-                node_taints_policy=policies[1],
-            )
-        )
+        out.append(spread_constraint_from(item, at, selector))
     return tuple(out)
 
 

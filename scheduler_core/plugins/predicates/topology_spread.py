@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pod_constraints import (
-    DO_NOT_SCHEDULE,
     HONOR,
-    IGNORE,
     IN,
     SCHEDULE_ANYWAY,
     LabelRequirement,
     LabelSelector,
     TopologySpreadConstraint,
+    spread_constraint_from,
 )
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.status import Code, Status
@@ -323,37 +322,7 @@ def parse_default_constraints(raw: object) -> tuple[TopologySpreadConstraint, ..
         at = f"{DEFAULT_CONSTRAINTS}[{i}]"
         if not isinstance(item, Mapping):
             raise ValueError(f"{at}: expected a constraint")
-        max_skew = item.get("maxSkew")
-        key = item.get("topologyKey")
-        when = item.get("whenUnsatisfiable")
-        min_domains = item.get("minDomains")
-        if not isinstance(max_skew, int) or isinstance(max_skew, bool) or max_skew <= 0:
-            raise ValueError(f"{at}.maxSkew: a positive integer is required")
-        if not isinstance(key, str) or not key:
-            raise ValueError(f"{at}.topologyKey: required")
-        if when not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
-            raise ValueError(f"{at}.whenUnsatisfiable: DoNotSchedule or ScheduleAnyway")
-        if min_domains is not None and (
-            not isinstance(min_domains, int) or isinstance(min_domains, bool) or min_domains <= 0
-        ):
-            raise ValueError(f"{at}.minDomains: a positive integer is required")
-        policies = []
-        for name, default in (("nodeAffinityPolicy", HONOR), ("nodeTaintsPolicy", IGNORE)):
-            value = item.get(name) or default
-            if value not in (HONOR, IGNORE):
-                raise ValueError(f"{at}.{name}: Honor or Ignore")
-            policies.append(str(value))
-        out.append(
-            TopologySpreadConstraint(
-                max_skew=max_skew,
-                topology_key=key,
-                when_unsatisfiable=str(when),
-                selector=None,
-                min_domains=min_domains,
-                node_affinity_policy=policies[0],
-                node_taints_policy=policies[1],
-            )
-        )
+        out.append(spread_constraint_from(item, at, None))
     return tuple(out)
 
 
