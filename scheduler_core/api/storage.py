@@ -118,6 +118,9 @@ class StorageCatalog:
     a copy (at 50,000 claims a copy per session would cost more than the session): the
     checks only look objects up by key, each lookup sees the object as it is now, and an
     object is replaced, never changed in place.
+
+    ``version`` moves with every change (``touch``), so whoever resolves a pod's objects
+    once and reuses them across nodes knows when that resolution is stale.
     """
 
     claims: dict[str, PersistentVolumeClaimInfo] = field(default_factory=dict)
@@ -125,9 +128,15 @@ class StorageCatalog:
     classes: dict[str, StorageClassInfo] = field(default_factory=dict)
     csi_nodes: dict[str, CSINodeInfo] = field(default_factory=dict)
     resource_claims: dict[str, ResourceClaimInfo] = field(default_factory=dict)
+    version: int = 0
+
+    def touch(self) -> None:
+        """Record that an object was put or removed."""
+        self.version += 1
 
     def merge(self, other: StorageCatalog) -> None:
         """Add (or replace) ``other``'s objects: a file or a what-if adds to what is known."""
+        self.touch()
         self.claims.update(other.claims)
         self.volumes.update(other.volumes)
         self.classes.update(other.classes)
@@ -142,6 +151,7 @@ class StorageCatalog:
             classes=dict(self.classes),
             csi_nodes=dict(self.csi_nodes),
             resource_claims=dict(self.resource_claims),
+            version=self.version,
         )
 
 

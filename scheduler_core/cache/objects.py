@@ -71,6 +71,7 @@ def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
 
 def put_storage(catalog: StorageCatalog, kind: str, obj: Mapping[str, Any]) -> None:
     """Convert a storage or device object into ``catalog`` (raises ConversionError)."""
+    catalog.touch()
     if kind == "PersistentVolumeClaim":
         pvc = pvc_to_info(obj)
         catalog.claims[pvc.key] = pvc
@@ -97,6 +98,7 @@ def delete_storage(catalog: StorageCatalog, kind: str, key: str) -> None:
         "CSINode": catalog.csi_nodes,
         "ResourceClaim": catalog.resource_claims,
     }
+    catalog.touch()
     tables[kind].pop(key, None)
 
 

@@ -384,9 +384,12 @@ def test_unschedulable_has_no_switch() -> None:
 
 
 def role_pod(name: str, role: str) -> dict[str, Any]:
+    """A pod of group ``g`` in ``role``; its own label gives it a fit signature of its own,
+    so what these tests see is the role cache, not the verdicts remembered for equal pods."""
     return pod(
         name,
         group="g",
+        labels={"pod": name},
         node_selector={"zone": "a"},
         annotations={"volcano.sh/task-spec": role} if role else {},
     )

@@ -40,6 +40,7 @@ from dataclasses import replace
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pod_constraints import TopologySpreadConstraint
+from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import PRE_PREDICATE, PREDICATE
@@ -92,6 +93,11 @@ _NOT_EVALUABLE = (
 #: shared session lives for many calls; one action or verb call needs a handful).
 _RWOP_MEMO = 64
 
+_PodStorageEntry = tuple[TaskInfo, int, Status | None, volumes.PodStorage]
+
+#: Verdicts a session remembers at once (an explanation judges every node once).
+_VERDICTS_LIMIT = 16384
+
 #: Pods whose PreFilter states a session keeps at once.
 _STATES_LIMIT = 1024
 
@@ -142,6 +148,16 @@ class PredicatesPlugin(Plugin):
         #: task uid -> (claim key -> placed users) for its ReadWriteOncePod claims, found
         #: when a pre-predicate considers the task (once, not once per node)
         self._rwop: dict[str, tuple[list[str], volumes.ClaimUsers]] = {}
+        #: task uid -> (the task, the catalog version, its not-evaluable verdict, its
+        #: resolved claims): looked up once per pod and catalog change, not once per node
+        self._pod_storage: dict[str, _PodStorageEntry] = {}
+        #: (fit signature, the cache's placement epoch, catalog version, node) -> verdict,
+        #: for pods not placed in the session on the session's own nodes; forgotten with any
+        #: placement a statement changes
+        self._verdicts: dict[tuple[Hashable, int, int, str], Status | None] = {}
+        self._last_signature: tuple[TaskInfo, Hashable] | None = None
+        #: V(4) logs every verdict's reasons: then every verdict is worked out
+        self._verbose = False
 
         #: task uid -> its PreFilter states, while the session's placements stay as they were
         self._states: dict[str, tuple[AffinityState | None, SpreadState | None]] = {}
@@ -179,6 +195,10 @@ class PredicatesPlugin(Plugin):
             )
         self._cache = {}
         self._rwop = {}
+        self._pod_storage = {}
+        self._verdicts = {}
+        self._last_signature = None
+        self._verbose = log.isEnabledFor(v(4))
         self._ssn = ssn
         self._states = {}
         self._shared = {}
@@ -199,6 +219,9 @@ class PredicatesPlugin(Plugin):
         self._included_memo = {}
         self._anti_nodes = None
         self._rwop = {}
+        self._pod_storage = {}
+        self._verdicts = {}
+        self._last_signature = None
         self._ssn = None
 
     # --- what the engine cannot judge -----------------------------------------------------
@@ -208,8 +231,28 @@ class PredicatesPlugin(Plugin):
         device claims), as a ``NotEvaluable`` verdict naming the filter; None: it can."""
         if not (task.volumes or task.resource_claims or task.scheduling_gates):
             return None
+        return self._storage_of(task)[2]
+
+    def _storage_of(self, task: TaskInfo) -> _PodStorageEntry:
+        """``task``'s not-evaluable verdict and resolved claims for the catalog as it is
+        now: kept while the task and the catalog stay the same."""
         assert self._ssn is not None
         storage = self._ssn.snapshot.storage
+        found = self._pod_storage.get(task.uid)
+        if found is not None and found[0] is task and found[1] == storage.version:
+            return found
+        if len(self._pod_storage) >= _RWOP_MEMO:  # a long-lived session must not grow
+            self._pod_storage.clear()
+        found = self._pod_storage[task.uid] = (
+            task,
+            storage.version,
+            self._resolve_not_evaluable(task, storage),
+            volumes.PodStorage.of(task, storage),
+        )
+        return found
+
+    @staticmethod
+    def _resolve_not_evaluable(task: TaskInfo, storage: StorageCatalog) -> Status | None:
         found: list[tuple[str, list[str]]] = [
             (
                 SCHEDULING_GATES,
@@ -256,6 +299,7 @@ class PredicatesPlugin(Plugin):
         """A placement changed (a statement evicted, pipelined or allocated ``task``, or
         undid that): its node is counted again before the next verdict. A task that names
         no node of the session (a pipeline undone, an assumed pod) forgets every count."""
+        self._verdicts = {}
         ssn = self._ssn
         if ssn is None or task.node_name not in ssn.nodes:
             self.cluster_changed()
@@ -288,6 +332,7 @@ class PredicatesPlugin(Plugin):
     def cluster_changed(self) -> None:
         """The session's nodes changed under it (the accounting session following the
         cluster): forget every count."""
+        self._verdicts = {}
         self._states = {}
         self._shared = {}
         self._index = None
@@ -472,7 +517,51 @@ class PredicatesPlugin(Plugin):
     def predicate(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         """Pod count first (``Unschedulable``: evictions free slots), then the node-static
         checks, then volumes and device claims; the most severe code wins and every reason
-        is kept."""
+        is kept.
+
+        A pod not placed in the session, judged on one of the session's own nodes, gets the
+        verdict a pod with the same fit signature got there since the session's placements
+        last changed: a gang's waiting pods are judged once a node, not once a pod each."""
+        ssn = self._ssn
+        if ssn is None or self._verbose or ssn.nodes.get(node.name) is not node:
+            return self._judge(task, node)
+        if self._placed_here(task):
+            return self._judge(task, node)
+        snapshot = ssn.snapshot
+        key = (
+            self._fit_signature(task),
+            snapshot.placement_epoch.value,
+            snapshot.storage.version,
+            node.name,
+        )
+        if key in self._verdicts:
+            remembered = self._verdicts[key]
+            if remembered is None:
+                return None
+            return replace(remembered, reasons=list(remembered.reasons), task=task.key)
+        verdict = self._judge(task, node)
+        if len(self._verdicts) >= _VERDICTS_LIMIT:  # a long-lived session must not grow
+            self._verdicts = {}
+        self._verdicts[key] = verdict
+        return verdict
+
+    def _fit_signature(self, task: TaskInfo) -> Hashable:
+        """Everything a verdict reads of a pod that is not placed (its uid only leaves a
+        placed pod out of its own counts), worked out once per task object."""
+        last = self._last_signature
+        if last is not None and last[0] is task:
+            return last[1]
+        signature = (
+            _share_key(task),
+            task.host_ports,
+            volumes.volumes_signature(task),
+            task.resource_claims,
+            task.scheduling_gates,
+        )
+        self._last_signature = (task, signature)
+        return signature
+
+    def _judge(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         reasons: list[str] = []
         if node.allocatable.max_task_num <= len(node.tasks):
             log.log(
@@ -508,10 +597,10 @@ class PredicatesPlugin(Plugin):
         is); then what evictions can fix (a ReadWriteOncePod claim in use, attach limits)."""
         assert self._ssn is not None
         storage = self._ssn.snapshot.storage
-        pending = self.not_evaluable(task)
+        _, _, pending, pod_storage = self._storage_of(task)
         if pending is not None:
             return replace(pending, node=node.name)
-        err = volumes.volume_binding_error(task, node, storage) or dra.allocated_claims_error(
+        err = pod_storage.binding_error(task, node) or dra.allocated_claims_error(
             task, node, storage
         )
         if err is not None:
@@ -521,7 +610,7 @@ class PredicatesPlugin(Plugin):
             err = volumes.rwop_conflict_error(task, node, claims, users, self._ssn.nodes)
             if err is not None:
                 return err
-        return volumes.volume_limits_error(task, node, storage)
+        return pod_storage.limits_error(task, node, storage)
 
     def _static_verdict(self, task: TaskInfo, node: NodeInfo) -> _Verdict:
         """Checks that depend only on the pod spec and the node, cached per (job, role,

@@ -12,6 +12,7 @@ be in vain, so nothing is evicted for it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.storage import (
@@ -105,6 +106,13 @@ def _claim_volumes(task: TaskInfo) -> Iterator[PodVolume]:
     return (v for v in task.volumes if v.kind in CLAIM_KINDS)
 
 
+def volumes_signature(task: TaskInfo) -> tuple[object, ...]:
+    """What the checks read of a pod's volumes: an inline volume no filter examines only
+    by its type (a pod's own token or scratch volume must not set equal pods apart); any
+    other volume whole (its claim, its driver, and its name, which a reason may show)."""
+    return tuple(v.kind if v.kind in HARMLESS_INLINE else v for v in task.volumes)
+
+
 # --- what cannot be judged ----------------------------------------------------------------
 
 
@@ -187,48 +195,108 @@ def bound_volumes(task: TaskInfo, storage: StorageCatalog) -> Iterator[Persisten
                 yield pv
 
 
-def volume_binding_error(task: TaskInfo, node: NodeInfo, storage: StorageCatalog) -> Status | None:
-    """Bound volumes the node cannot reach (node affinity, zone), a claim that lost its
-    volume or is being deleted: ``UnschedulableAndUnresolvable``, no eviction changes a
-    volume's place."""
-    for volume in _claim_volumes(task):
-        pvc = storage.claims.get(claim_key(task, volume))
-        if pvc is None:
-            continue
-        why = ""
-        if pvc.phase == CLAIM_LOST:
-            why = (
-                f'persistentvolumeclaim "{pvc.name}" bound to non-existent persistentvolume '
-                f'"{pvc.volume_name}"'
-            )
-        elif pvc.deleting:
-            why = f'persistentvolumeclaim "{pvc.name}" is being deleted'
-        if why:
+@dataclass(frozen=True, slots=True)
+class PodStorage:
+    """What of a pod's claims and volumes the per-node checks read, looked up in the catalog
+    once: a verdict over five thousand nodes resolves each claim once, not once a node
+    and check. It holds for one version of the catalog (the caller keeps it no longer).
+    """
+
+    #: Why no node will do (a claim lost its volume or is being deleted); "" if none.
+    unusable: str
+    #: The bound volumes whose place a node must match (node affinity or zone labels).
+    placed: tuple[PersistentVolumeInfo, ...]
+    #: The pod's CSI volumes as (driver, unique handle), for the attach limits.
+    csi: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, task: TaskInfo, storage: StorageCatalog) -> PodStorage:
+        unusable = ""
+        for volume in _claim_volumes(task):
+            pvc = storage.claims.get(claim_key(task, volume))
+            if pvc is None:
+                continue
+            if pvc.phase == CLAIM_LOST:
+                unusable = (
+                    f'persistentvolumeclaim "{pvc.name}" bound to non-existent '
+                    f'persistentvolume "{pvc.volume_name}"'
+                )
+            elif pvc.deleting:
+                unusable = f'persistentvolumeclaim "{pvc.name}" is being deleted'
+            if unusable:
+                break
+        placed = tuple(
+            pv
+            for pv in bound_volumes(task, storage)
+            if pv.node_affinity is not None or any(label in pv.labels for label in ZONE_LABELS)
+        )
+        return cls(unusable, placed, frozenset(csi_volumes(task, storage)))
+
+    def binding_error(self, task: TaskInfo, node: NodeInfo) -> Status | None:
+        """Bound volumes the node cannot reach (node affinity, zone), a claim that lost its
+        volume or is being deleted: ``UnschedulableAndUnresolvable``, no eviction changes
+        a volume's place."""
+        if self.unusable:
             return Status(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                [why],
+                [self.unusable],
                 VOLUME_BINDING,
                 task=task.key,
                 node=node.name,
             )
-    for pv in bound_volumes(task, storage):
-        if pv.node_affinity is not None and not selector_matches(pv.node_affinity, node):
-            return Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                [ERR_REASON_NODE_CONFLICT],
-                VOLUME_BINDING,
-                task=task.key,
-                node=node.name,
-            )
-        if _zone_conflict(pv, node):
-            return Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                [ERR_REASON_ZONE_CONFLICT],
-                VOLUME_ZONE,
-                task=task.key,
-                node=node.name,
-            )
-    return None
+        for pv in self.placed:
+            if pv.node_affinity is not None and not selector_matches(pv.node_affinity, node):
+                return Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    [ERR_REASON_NODE_CONFLICT],
+                    VOLUME_BINDING,
+                    task=task.key,
+                    node=node.name,
+                )
+            if _zone_conflict(pv, node):
+                return Status(
+                    Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+                    [ERR_REASON_ZONE_CONFLICT],
+                    VOLUME_ZONE,
+                    task=task.key,
+                    node=node.name,
+                )
+        return None
+
+    def limits_error(
+        self, task: TaskInfo, node: NodeInfo, storage: StorageCatalog
+    ) -> Status | None:
+        """NodeVolumeLimits: per CSI driver with an ``allocatable.count`` on the node's
+        ``CSINode``, the unique volumes already attached there (by the pods the node
+        holds) plus the pod's new ones must stay within it. ``Unschedulable``: evicting
+        pods that hold volumes of the driver frees attachments."""
+        new = self.csi
+        if not new:
+            return None
+        csinode = storage.csi_nodes.get(node.name)
+        if csinode is None:
+            return None
+        limited = {driver for driver, _ in new if csinode.drivers.get(driver) is not None}
+        if not limited:
+            return None
+        attached: set[tuple[str, str]] = set()
+        for other in node.tasks.values():
+            if other.uid != task.uid and other.status & _HOLDING:
+                attached |= {v for v in csi_volumes(other, storage) if v[0] in limited}
+        for driver in sorted(limited):
+            limit = csinode.drivers[driver]
+            assert limit is not None
+            existing = sum(1 for d, _ in attached if d == driver)
+            adding = sum(1 for v in new if v[0] == driver and v not in attached)
+            if adding and existing + adding > limit:
+                return Status(
+                    Code.UNSCHEDULABLE,
+                    [ERR_REASON_MAX_VOLUME_COUNT],
+                    NODE_VOLUME_LIMITS,
+                    task=task.key,
+                    node=node.name,
+                )
+        return None
 
 
 def rwop_claims(task: TaskInfo, storage: StorageCatalog) -> list[str]:
@@ -293,37 +361,3 @@ def csi_volumes(task: TaskInfo, storage: StorageCatalog) -> set[tuple[str, str]]
         if pv.csi_driver:
             out.add((pv.csi_driver, pv.csi_handle or pv.name))
     return out
-
-
-def volume_limits_error(task: TaskInfo, node: NodeInfo, storage: StorageCatalog) -> Status | None:
-    """NodeVolumeLimits: per CSI driver with an ``allocatable.count`` on the node's
-    ``CSINode``, the unique volumes already attached there (by the pods the node holds)
-    plus the pod's new ones must stay within it. ``Unschedulable``: evicting pods that hold
-    volumes of the driver frees attachments."""
-    new = csi_volumes(task, storage)
-    if not new:
-        return None
-    csinode = storage.csi_nodes.get(node.name)
-    if csinode is None:
-        return None
-    limited = {driver for driver, _ in new if csinode.drivers.get(driver) is not None}
-    if not limited:
-        return None
-    attached: set[tuple[str, str]] = set()
-    for other in node.tasks.values():
-        if other.uid != task.uid and other.status & _HOLDING:
-            attached |= {v for v in csi_volumes(other, storage) if v[0] in limited}
-    for driver in sorted(limited):
-        limit = csinode.drivers[driver]
-        assert limit is not None
-        existing = sum(1 for d, _ in attached if d == driver)
-        adding = sum(1 for v in new if v[0] == driver and v not in attached)
-        if adding and existing + adding > limit:
-            return Status(
-                Code.UNSCHEDULABLE,
-                [ERR_REASON_MAX_VOLUME_COUNT],
-                NODE_VOLUME_LIMITS,
-                task=task.key,
-                node=node.name,
-            )
-    return None
