@@ -317,20 +317,12 @@ class PreemptAction(Action):
         """The nodes where evicting every acceptable task could make room for ``preemptor``
         (a necessary condition of ``validate_victims``), in name order. Victims are of the
         preemptor's queue, so only that queue's tasks are looked at."""
-        if self._by_queue is None:
-            self._by_queue = {}
-            for node in ssn.nodes.values():
-                for task in node.tasks.values():
-                    job = ssn.jobs.get(task.job)
-                    if job is not None and preemptable_status(task.status):
-                        per_node = self._by_queue.setdefault(job.queue, {})
-                        per_node.setdefault(node.name, []).append(task)
         job = ssn.jobs.get(preemptor.job)
         if job is None:
             return []
         need = preemptor.init_resreq
         found = []
-        for name, tasks in self._by_queue.get(job.queue, {}).items():
+        for name, tasks in self._placed_in(ssn, job.queue).items():
             node = ssn.nodes[name]
             room = node.future_idle()
             accepted = False
@@ -342,6 +334,25 @@ class PreemptAction(Action):
             if accepted and need.less_equal(room, ZERO):
                 found.append(node)
         return sorted(found, key=lambda n: n.name)
+
+    def _placed_in(self, ssn: Session, queue: str) -> dict[str, list[TaskInfo]]:
+        """The queue's Bound and Running tasks by node, found from its jobs on first use in
+        the action (a queue's few hundred tasks, not the cluster's every pod). Found later
+        than the action began, it misses only tasks an earlier statement evicted, which no
+        victim filter takes."""
+        if self._by_queue is None:
+            self._by_queue = {}
+        per_node = self._by_queue.get(queue)
+        if per_node is None:
+            per_node = self._by_queue[queue] = {}
+            nodes = ssn.nodes
+            for job in ssn.jobs.values():
+                if job.queue != queue:
+                    continue
+                for task in job.tasks.values():
+                    if task.node_name in nodes and preemptable_status(task.status):
+                        per_node.setdefault(task.node_name, []).append(task)
+        return per_node
 
     def _within_rules(self, ssn: Session, stmt: Statement) -> bool:
         """The statement's evictions keep every victim gang whole or at minMember and stay

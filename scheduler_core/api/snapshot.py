@@ -20,9 +20,18 @@ class PlacementEpoch:
     while on it (its labels included). A session over the cache's own objects that derives
     counts of pods per topology domain keeps them while this stands still: a pod's new
     labels change no sum, so the cache lets such sessions be, but they change which pods an
-    affinity term or spread constraint matches."""
+    affinity term or spread constraint matches.
+
+    ``lineage`` names the cluster the value counts for: a copy of a snapshot keeps it, a
+    forked cache (a what-if) starts a lineage of its own, so equal values of two clusters
+    are never taken for the same placements."""
 
     value: int = 0
+    lineage: object = field(default_factory=object)
+
+    def same_placements(self, other: PlacementEpoch) -> bool:
+        """Whether ``other`` stands where this one does, in the same cluster."""
+        return self.lineage is other.lineage and self.value == other.value
 
 
 @dataclass(slots=True)
@@ -99,7 +108,9 @@ class ClusterSnapshot:
             priority_classes=dict(self.priority_classes),
             namespace_labels=self.namespace_labels,
             # The nodes are the caller's own copies: the source's later changes are not theirs.
-            placement_epoch=PlacementEpoch(self.placement_epoch.value),
+            placement_epoch=PlacementEpoch(
+                self.placement_epoch.value, self.placement_epoch.lineage
+            ),
             total_allocatable=self.total_allocatable,
             queue_usage=(
                 {q: u.clone() for q, u in self.queue_usage.items()}

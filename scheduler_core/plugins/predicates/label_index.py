@@ -16,7 +16,10 @@ are: a pod judged against them (kube-scheduler's "existing pods' anti-affinity")
 matches each distinct term once, not once per pod carrying it.
 
 A label key is indexed when a selector first asks about it (a walk over every pod once,
-reading one label), so keys nobody selects on cost nothing.
+reading one label), so keys nobody selects on cost nothing. What such a walk finds in a
+session no statement has changed yet is kept (``KeptLabels``, in the owner's memos) for the
+owner's next session while the cluster's placement epoch stands still: the reclaim loop's
+cycles then walk the pods once a change, not once a cycle.
 
 The index follows the nodes it was built over through ``refresh`` (a statement changed a
 node's pods); a change it cannot follow (the cache moving shared nodes) means a new index.
@@ -25,22 +28,76 @@ node's pods); a change it cannot follow (the cache moving shared nodes) means a 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pod_constraints import EXISTS, IN, LabelSelector, PodAffinityTerm
+from scheduler_core.api.snapshot import PlacementEpoch
 from scheduler_core.plugins.predicates.placed import anti_affinity_pods
+
+NodeValues = dict[str, Counter[str]]
+ValueNodes = dict[str, set[str]]
+
+
+class KeptLabels:
+    """Label values per node as a session found them before any statement changed its
+    nodes, for one placement epoch of one cluster: an index over nodes that stand at the
+    same epoch starts from them. What is kept is replaced whole, never changed in place (a
+    taker copies what it changes), so sessions of one owner on several threads may share
+    it: each reads only what was kept at its own epoch."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[PlacementEpoch, dict[str, tuple[NodeValues, ValueNodes]]] | None = None
+
+    def take(self, epoch: PlacementEpoch, key: str) -> tuple[NodeValues, ValueNodes] | None:
+        """Copies the index may change of what was kept for ``key`` at ``epoch``."""
+        kept = self._kept
+        if kept is None or not kept[0].same_placements(epoch):
+            return None
+        found = kept[1].get(key)
+        if found is None:
+            return None
+        by_node, by_value = found
+        # A node's counts are replaced, never changed in place; the value sets change.
+        return dict(by_node), {value: set(on) for value, on in by_value.items()}
+
+    def keep(
+        self, epoch: PlacementEpoch, key: str, by_node: NodeValues, by_value: ValueNodes
+    ) -> None:
+        kept = self._kept
+        keys = kept[1] if kept is not None and kept[0].same_placements(epoch) else {}
+        copies = (dict(by_node), {value: set(on) for value, on in by_value.items()})
+        self._kept = (epoch, {**keys, key: copies})
 
 
 class LabelIndex:
     """Per label key asked about (indexed on first use): for each value, the nodes holding
-    pods with it and how many; and the staying pods' required anti-affinity terms."""
+    pods with it and how many; and the staying pods' required anti-affinity terms.
 
-    __slots__ = ("_anti", "_anti_view", "_by_value", "_node_anti", "_nodes", "_values")
+    ``kept``: label values found by earlier sessions, to start from those found at
+    ``epoch`` (where ``nodes`` stand) and to keep what this one finds; given only while no
+    statement has changed ``nodes``."""
 
-    def __init__(self, nodes: Mapping[str, NodeInfo]) -> None:
+    __slots__ = (
+        "_anti",
+        "_anti_view",
+        "_by_value",
+        "_kept",
+        "_node_anti",
+        "_nodes",
+        "_values",
+    )
+
+    def __init__(
+        self,
+        nodes: Mapping[str, NodeInfo],
+        kept: KeptLabels | None = None,
+        epoch: PlacementEpoch | None = None,
+    ) -> None:
         self._nodes = nodes
+        #: where to take and keep label values, and the epoch ``nodes`` stand at
+        self._kept = (kept, PlacementEpoch(epoch.value, epoch.lineage)) if kept and epoch else None
         #: label key -> node name -> its pods' values of the key, counted
         self._values: dict[str, dict[str, Counter[str]]] = {}
         #: label key -> value -> the nodes holding pods with it
@@ -76,13 +133,23 @@ class LabelIndex:
         return Counter(found)
 
     def _by_node(self, key: str) -> dict[str, Counter[str]]:
-        """The key's values per node, indexed over every node on first use."""
+        """The key's values per node, indexed over every node on first use (or taken from
+        what an earlier session found at the same epoch)."""
         by_node = self._values.get(key)
-        if by_node is None:
-            by_node = self._values[key] = {}
-            self._by_value[key] = {}
-            for name, node in self._nodes.items():
-                self._index_node(key, name, node)
+        if by_node is not None:
+            return by_node
+        kept = self._kept
+        found = kept[0].take(kept[1], key) if kept is not None else None
+        if found is not None:
+            by_node, self._by_value[key] = found
+            self._values[key] = by_node
+            return by_node
+        by_node = self._values[key] = {}
+        self._by_value[key] = {}
+        for name, node in self._nodes.items():
+            self._index_node(key, name, node)
+        if kept is not None:
+            kept[0].keep(kept[1], key, by_node, self._by_value[key])
         return by_node
 
     def _index_node(self, key: str, name: str, node: NodeInfo) -> None:
@@ -103,10 +170,12 @@ class LabelIndex:
                 if not on:
                     del by_value[value]
 
-    def refresh(self, nodes: Mapping[str, NodeInfo], names: Iterable[str]) -> None:
+    def refresh(self, nodes: Mapping[str, NodeInfo], names: Collection[str]) -> None:
         """Index the named nodes again as they are now (their pods changed)."""
         self._nodes = nodes
         self._anti_view = None
+        if names:
+            self._kept = None  # what this index finds from now on is not the epoch's
         for name in names:
             self._remove_anti(name)
             node = nodes.get(name)

@@ -50,7 +50,7 @@ from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
 from scheduler_core.plugins.predicates import dra, volumes
 from scheduler_core.plugins.predicates.inter_pod_affinity import AffinityState
-from scheduler_core.plugins.predicates.label_index import LabelIndex
+from scheduler_core.plugins.predicates.label_index import KeptLabels, LabelIndex
 from scheduler_core.plugins.predicates.node_ports import node_ports_error
 from scheduler_core.plugins.predicates.node_static import (
     ERR_REASON_NODE_AFFINITY,
@@ -97,6 +97,14 @@ _PodStorageEntry = tuple[TaskInfo, int, Status | None, volumes.PodStorage]
 
 #: Verdicts a session remembers at once (an explanation judges every node once).
 _VERDICTS_LIMIT = 16384
+
+#: Pods whose fit signatures the owner of a session's memos keeps at once.
+_SIGNATURES_LIMIT = 65536
+
+
+def _signature_memo() -> dict[str, tuple[TaskInfo, Hashable]]:
+    return {}
+
 
 #: Pods whose PreFilter states a session keeps at once.
 _STATES_LIMIT = 1024
@@ -155,9 +163,13 @@ class PredicatesPlugin(Plugin):
         #: for pods not placed in the session on the session's own nodes; forgotten with any
         #: placement a statement changes
         self._verdicts: dict[tuple[Hashable, int, int, str], Status | None] = {}
-        self._last_signature: tuple[TaskInfo, Hashable] | None = None
+        #: task uid -> (the task, its fit signature), kept in the owner's memos
+        self._signatures: dict[str, tuple[TaskInfo, Hashable]] = {}
         #: V(4) logs every verdict's reasons: then every verdict is worked out
         self._verbose = False
+        #: a statement placed or evicted a pod in the session: its nodes are no longer as
+        #: the cluster's placement epoch says
+        self._touched = False
 
         #: task uid -> its PreFilter states, while the session's placements stay as they were
         self._states: dict[str, tuple[AffinityState | None, SpreadState | None]] = {}
@@ -197,8 +209,9 @@ class PredicatesPlugin(Plugin):
         self._rwop = {}
         self._pod_storage = {}
         self._verdicts = {}
-        self._last_signature = None
+        self._signatures = ssn.memos.slot("predicates.fit-signatures", _signature_memo)
         self._verbose = log.isEnabledFor(v(4))
+        self._touched = False
         self._ssn = ssn
         self._states = {}
         self._shared = {}
@@ -221,7 +234,7 @@ class PredicatesPlugin(Plugin):
         self._rwop = {}
         self._pod_storage = {}
         self._verdicts = {}
-        self._last_signature = None
+        self._signatures = {}
         self._ssn = None
 
     # --- what the engine cannot judge -----------------------------------------------------
@@ -300,6 +313,7 @@ class PredicatesPlugin(Plugin):
         undid that): its node is counted again before the next verdict. A task that names
         no node of the session (a pipeline undone, an assumed pod) forgets every count."""
         self._verdicts = {}
+        self._touched = True
         ssn = self._ssn
         if ssn is None or task.node_name not in ssn.nodes:
             self.cluster_changed()
@@ -385,7 +399,9 @@ class PredicatesPlugin(Plugin):
         index = self._index
         if index is None:
             assert self._ssn is not None
-            index = self._index = LabelIndex(self._ssn.nodes)
+            ssn = self._ssn
+            kept = None if self._touched else ssn.memos.slot("predicates.label-values", KeptLabels)
+            index = self._index = LabelIndex(ssn.nodes, kept, ssn.snapshot.placement_epoch)
         return index
 
     def _build_states(
@@ -547,10 +563,12 @@ class PredicatesPlugin(Plugin):
 
     def _fit_signature(self, task: TaskInfo) -> Hashable:
         """Everything a verdict reads of a pod that is not placed (its uid only leaves a
-        placed pod out of its own counts), worked out once per task object."""
-        last = self._last_signature
-        if last is not None and last[0] is task:
-            return last[1]
+        placed pod out of its own counts), worked out once per task object: the loop's
+        sessions share the cache's task objects, so once for as long as the pod stays."""
+        signatures = self._signatures
+        found = signatures.get(task.uid)
+        if found is not None and found[0] is task:
+            return found[1]
         signature = (
             _share_key(task),
             task.host_ports,
@@ -558,7 +576,9 @@ class PredicatesPlugin(Plugin):
             task.resource_claims,
             task.scheduling_gates,
         )
-        self._last_signature = (task, signature)
+        if len(signatures) >= _SIGNATURES_LIMIT:
+            signatures.clear()
+        signatures[task.uid] = (task, signature)
         return signature
 
     def _judge(self, task: TaskInfo, node: NodeInfo) -> Status | None:

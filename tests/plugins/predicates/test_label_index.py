@@ -22,6 +22,11 @@ from scheduler_core.api.pod_constraints import (
     LabelSelector,
 )
 from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.conf import load_configuration
+from scheduler_core.controller.snapshot import sharing_tasks
+from scheduler_core.framework.framework import open_session
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement, StatementError
 from scheduler_core.plugins.predicates.inter_pod_affinity import (
@@ -219,3 +224,80 @@ def test_candidates_come_from_the_most_selective_in_or_exists_requirement(
     ]
     ssn = session(objs, predicates_conf())
     assert LabelIndex(ssn.nodes).candidates(selector_) == expected
+
+
+# --- label values kept for the owner's next session ---------------------------------------
+
+
+def _cycle(state: ClusterState, memos: SessionMemos) -> Session:
+    """A session as the reclaim loop opens one: private jobs and nodes over the cache's
+    task objects, with the loop's memos."""
+    with state.locked():
+        snapshot = sharing_tasks(state.shared_snapshot())
+    return open_session(
+        snapshot, load_configuration(predicates_conf()), clone=False, shared_tasks=True, memos=memos
+    )
+
+
+def _index_of(ssn: Session) -> LabelIndex:
+    index = plugin_of(ssn).label_index()
+    index.index_keys(["app"])
+    return index
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(worlds(), OPS, OPS)
+def test_a_session_at_the_same_epoch_starts_from_kept_values_that_equal_a_walk(
+    objs: list[Obj], first_ops: list[tuple[str, str, str]], later_ops: list[tuple[str, str, str]]
+) -> None:
+    state = ClusterState()
+    for obj in objs:
+        state.upsert(str(obj["kind"]), obj)
+    memos = SessionMemos()
+    for ops in (first_ops, later_ops, []):  # the third one only looks
+        ssn = _cycle(state, memos)
+        index = _index_of(ssn)
+        walked = LabelIndex(ssn.nodes)
+        walked.index_keys(["app"])
+        assert index.values_snapshot() == walked.values_snapshot()
+        # What a session's statements do to its own index never reaches the next one.
+        stmt = Statement(ssn)
+        for op, name, node_name in ops:
+            task = next(
+                (t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == name), None
+            )
+            if task is None:
+                continue
+            if op == "evict" and task.status == TaskStatus.RUNNING:
+                stmt.evict(task, "test")
+            elif op == "pipeline" and task.status == TaskStatus.PENDING:
+                with contextlib.suppress(StatementError):
+                    stmt.pipeline(task, node_name)
+            assert_as_walked(ssn)
+
+
+def test_a_pod_placed_in_the_cluster_is_seen_by_the_next_session() -> None:
+    state = ClusterState()
+    for obj in (zoned("n1"), zoned("n2"), pod("x", node_name="n1", labels={"app": "x"})):
+        state.upsert(str(obj["kind"]), obj)
+    memos = SessionMemos()
+    first = _index_of(_cycle(state, memos))
+    assert first.candidates(_sel(("app", IN, ("x",)))) == {"n1"}
+    state.upsert("Pod", pod("y", node_name="n2", labels={"app": "x"}))
+    assert _index_of(_cycle(state, memos)).candidates(_sel(("app", IN, ("x",)))) == {"n1", "n2"}
+
+
+def test_a_forked_cluster_at_an_equal_epoch_value_does_not_take_the_others_values() -> None:
+    state = ClusterState()
+    for obj in (zoned("n1"), zoned("n2"), pod("x", node_name="n1", labels={"app": "x"})):
+        state.upsert(str(obj["kind"]), obj)
+    memos = SessionMemos()
+    fork = state.fork()
+    # One new pod placed in each: the two clusters' epochs move alike, to equal values.
+    state.upsert("Pod", pod("y", node_name="n2", labels={"app": "x"}))
+    fork.upsert("Pod", pod("z", node_name="n1", labels={"app": "z"}))
+    ours, theirs = (s.shared_snapshot().placement_epoch for s in (state, fork))
+    assert ours.value == theirs.value and not ours.same_placements(theirs)
+    _index_of(_cycle(state, memos))
+    forked = _index_of(_cycle(fork, memos))
+    assert forked.candidates(_sel(("app", IN, ("x",)))) == {"n1"}
