@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -634,6 +634,43 @@ def task(
         start_time=started,
         role=role,
     )
+
+
+class Occupant(NamedTuple):
+    """A running pod of ``crowded_node``: its name, cpu request, pod priority and labels."""
+
+    name: str
+    cpu: str
+    priority: int
+    labels: Mapping[str, str] | None = None
+
+
+def crowded_node(
+    occupants: Iterable[Occupant],
+    preemptor_cpu: str,
+    *,
+    node_cpu: str = "8",
+    preemptor_affinity: Obj | None = None,
+) -> list[Obj]:
+    """One node ``n1`` holding ``occupants`` (one job ``victims`` of queue ``q2``, so their
+    pod priorities alone order them as victims) and a waiting pod ``p`` of queue ``q1``:
+    the shape a victim search on one node reads. Memory is plentiful: only cpu and the
+    preemptor's affinity decide where it fits."""
+    objs: list[Obj] = [
+        node("n1", cpu=node_cpu, memory="64Gi", labels={"kubernetes.io/hostname": "n1"}),
+        queue("q1"),
+        queue("q2"),
+        podgroup("victims", 1, queue="q2"),
+        podgroup("waiting", 1, queue="q1", phase="Inqueue"),
+        pod("p", group="waiting", cpu=preemptor_cpu, affinity=preemptor_affinity),
+    ]
+    objs += [
+        pod(
+            o.name, group="victims", cpu=o.cpu, priority=o.priority, labels=o.labels, node_name="n1"
+        )
+        for o in occupants
+    ]
+    return objs
 
 
 # --- sessions -----------------------------------------------------------------------------

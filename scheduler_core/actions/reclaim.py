@@ -458,6 +458,7 @@ def _search_on_copy(
         victims_fn=allowed,
         check_allocatable=False,
         require_fit=True,
+        fewest=True,
     )
     if err is None and not chosen:
         err = "no victims chosen"

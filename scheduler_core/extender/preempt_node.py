@@ -62,9 +62,10 @@ class VictimSearch:
     overused and may grow by this task) cross-queue reclaim rules. If kube-scheduler
     proposed victims and they already form a valid set that cannot shrink, they are kept,
     so both schedulers agree whenever the queue rules allow it; otherwise the engine's own
-    set (remove lowest-value victims until the preemptor fits, then reprieve the most
-    important ones) is returned. A node where the preemptor fits without any eviction gets
-    None: there is nothing to preempt there.
+    set (remove lowest-value victims until the preemptor fits, reprieve the most important
+    ones, then look for a set with fewer victims: ``FewestVictims``) is returned. A node
+    where the preemptor fits without any eviction gets None: there is nothing to preempt
+    there.
 
     The session is not changed: all simulation runs on copies of the node and of the
     plugins' cycle state. What a search remembers holds for the session as it is, so a
@@ -264,6 +265,7 @@ class VictimSearch:
             victims_fn=hook,
             check_allocatable=check_allocatable,
             require_fit=True,
+            fewest=True,
         )
         if err is not None or not victims:
             return None

@@ -11,6 +11,7 @@ from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.logutil import v
 from tests.builders import (
+    CAPACITY_CONF,
     GANG_CONF,
     HELM_CONF,
     Obj,
@@ -223,3 +224,36 @@ def test_arguments() -> None:
     assert action.enable_predicate_error_cache is True
     action.initialize(Arguments({"predicateErrorCacheEnable": False}))
     assert action.enable_predicate_error_cache is False
+
+
+def _cheap_pods_first() -> list[Obj]:
+    """n1 (4 cpu) runs q2's a (1 cpu), b (1 cpu) and c (2 cpu), lowest value first; q2
+    deserves no cpu (capacity), so all three may go. q1's p needs 2 cpu; n2 has no room."""
+    objs = [
+        node("n1", cpu="4", memory="64Gi"),
+        node("n2", cpu="1", memory="64Gi"),
+        queue("q1", deserved={"cpu": "5", "memory": "8Gi"}),
+        queue("q2", deserved={"cpu": "0", "memory": "8Gi"}),
+        podgroup("victims", 1, queue="q2"),
+        podgroup("waiting", 1, queue="q1", phase="Inqueue"),
+        pod("p", group="waiting", cpu="2"),
+    ]
+    for name, cpu, priority, host in (
+        ("a", "1", 1, "n1"),
+        ("b", "1", 2, "n1"),
+        ("c", "2", 3, "n1"),
+    ):
+        objs.append(pod(name, group="victims", cpu=cpu, priority=priority, node_name=host))
+    # A fourth member elsewhere keeps the gang above minMember whatever goes from n1.
+    objs.append(pod("d", group="victims", cpu="1", priority=4, node_name="n2"))
+    return objs
+
+
+def test_minimal_victims_are_the_fewest_not_the_first_that_fit() -> None:
+    """Volcano's reclaim evicts lowest value first until p fits (a and b); with
+    ``reclaim.minimalVictims`` one eviction does it: c alone frees the same 2 cpu."""
+    volcano = run(_cheap_pods_first(), configuration(CAPACITY_CONF, "reclaim"))
+    assert sorted(evicted_keys(volcano)) == ["ns/a", "ns/b"]
+    minimal = configuration(CAPACITY_CONF, "reclaim", {"reclaim": {"reclaim.minimalVictims": True}})
+    ssn = run(_cheap_pods_first(), minimal)
+    assert evicted_keys(ssn) == ["ns/c"] and pipelined(ssn) == {"ns/p": "n1"}

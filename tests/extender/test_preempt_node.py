@@ -218,3 +218,39 @@ def test_a_preemptor_outside_the_session_gets_no_set() -> None:
     ssn = session(same_queue_cluster(), PREEMPT)
     stranger = task("stranger", job="ns/none")
     assert select_victims_for_node(ssn, stranger, ssn.nodes["n1"], None) is None
+
+
+def cheap_pods_first() -> list[Obj]:
+    """n1 (4 cpu) runs q1's a (1 cpu) and b (1 cpu) of a low-priority job and c (2 cpu) of a
+    mid-priority one; P (high, q1) needs 2 cpu. Lowest value first: a, b, c."""
+    return [
+        node("n1", cpu="4"),
+        queue("q1"),
+        *PRIORITY_CLASSES,
+        podgroup("job-p", 1, queue="q1", priority_class="high"),
+        podgroup("job-l", 1, queue="q1", priority_class="low"),
+        podgroup("job-m", 1, queue="q1", priority_class="mid"),
+        pod("p", group="job-p", cpu="2", priority=100),
+        pod("a", group="job-l", node_name="n1", priority=1),
+        pod("b", group="job-l", node_name="n1", priority=2),
+        pod("c", group="job-m", cpu="2", node_name="n1", priority=10),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("proposal", "expected"),
+    [
+        (None, ["ns/c"]),  # the engine's own set: one victim, not a and b
+        (["ns-a", "ns-b", "ns-c"], ["ns/c"]),  # not minimal: replaced
+        (["ns-b", "ns-a"], ["ns/b", "ns/a"]),  # valid and no victim can be spared: kept
+    ],
+)
+def test_the_engines_set_has_the_fewest_victims(
+    proposal: list[str] | None, expected: list[str]
+) -> None:
+    ssn = session(cheap_pods_first(), PREEMPT)
+    before = _state(ssn)
+    choice = choose(ssn, proposal)
+    assert choice is not None and choice.mode == "preempt"
+    assert keys(ssn, choice) == expected
+    assert _state(ssn) == before

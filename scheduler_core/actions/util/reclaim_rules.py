@@ -17,7 +17,9 @@ through the action's arguments (``configurations: - name: reclaim``):
     has no opinion on a GPU or on the pod count.
 ``reclaim.minimalVictims``
     on a node, victims are chosen by the minimal-set search (remove lowest value first until
-    the preemptor fits every predicate, then reprieve whoever is not needed), not greedily.
+    the preemptor fits every predicate, then reprieve whoever is not needed), not greedily,
+    and then the fewest: a set with fewer victims among all candidates, if a bounded search
+    finds one (``victims.FewestVictims``).
 ``reclaim.keepGangs``
     a victim's job keeps at least minMember running tasks, or every running task of it goes
     (only when all of them sit on the node being freed).

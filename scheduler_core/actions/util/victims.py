@@ -9,7 +9,8 @@ instead (nodes by name, scores descending then name).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from bisect import insort
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -29,6 +30,15 @@ log = logging.getLogger("scheduler_core.actions.util.victims")
 
 TaskFilter = Callable[[TaskInfo], bool]
 VictimsHook = Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]]
+
+#: How many candidate sets the fewest-victims search may simulate on one node (each is a
+#: full predicate check). Past it the removal-and-reprieve set stands: minimal, if not
+#: proven fewest. A node with up to seven candidates is always searched whole (at most
+#: 2**7 - 2 sets are smaller than the set found).
+FEWEST_VICTIMS_CHECKS = 256
+#: How many candidate sets it may look at in all, most of them ruled out by arithmetic on
+#: the freed resources alone: this bounds the search's time where such sets abound.
+FEWEST_VICTIMS_STEPS = 16 * FEWEST_VICTIMS_CHECKS
 
 # --- validation ---------------------------------------------------------------------------
 
@@ -158,6 +168,19 @@ def sort_by_importance(tasks: Sequence[TaskInfo], now: datetime | None = None) -
     return sorted(tasks, key=lambda t: (-t.pod_priority, parse_start_time(t.start_time, moment)))
 
 
+def eviction_order(
+    ssn: Session, victims: Sequence[TaskInfo], preemptor: TaskInfo
+) -> list[TaskInfo]:
+    """``victims`` lowest value first: the pop order of the plugins' victim priority queue
+    (``BuildVictimsPriorityQueue``), fed most important first so equal values keep a
+    stable order. The order ``select_victims_on_node`` removes candidates in."""
+    queue = ssn.build_victims_priority_queue(sort_by_importance(victims), preemptor)
+    ordered: list[TaskInfo] = []
+    while not queue.empty():
+        ordered.append(queue.pop())
+    return ordered
+
+
 def sort_nodes_by_score(nodes: Sequence[NodeInfo], scores: dict[str, float]) -> list[NodeInfo]:
     """Best score first; equal scores by node name so the walk is reproducible."""
     return sorted(nodes, key=lambda n: (-scores.get(n.name, 0.0), n.name))
@@ -243,6 +266,8 @@ def select_victims_on_node(
     victims_fn: VictimsHook | None = None,
     check_allocatable: bool = True,
     require_fit: bool = False,
+    fewest: bool = False,
+    fewest_checks: int = FEWEST_VICTIMS_CHECKS,
 ) -> tuple[list[TaskInfo], str | None]:
     """Volcano's ``SelectVictimsOnNode`` on a PRIVATE ``node`` clone and ``state``.
 
@@ -251,11 +276,18 @@ def select_victims_on_node(
     lowest value first (``BuildVictimsPriorityQueue``) until the preemptor fits; then the
     removed ones are offered back most valuable first, and each one whose return still lets
     the preemptor fit is reprieved. What is left is a set from which no victim can be
-    dropped. Returns ``(victims, None)`` or ``([], reason)``.
+    dropped. Returns ``(victims, None)`` or ``([], reason)``; on success the clone is left
+    without the victims.
 
     Volcano only re-checks the predicates after removing every candidate, so a node where
     the queue or the resources still do not fit can come out with all candidates as
     victims; ``require_fit`` (used by the extender) turns that case into a failure.
+
+    A set no victim can be dropped from may still be larger than needed (two cheap pods
+    removed first where one valuable pod alone would do). ``fewest`` (the live loop's
+    minimal victims and the extender, never Volcano's own paths) then looks for a set with
+    fewer victims among all candidates, within ``fewest_checks`` simulations (see
+    ``FewestVictims``).
     """
     hook = victims_fn if victims_fn is not None else ssn.preemptable
     sim = NodeSimulation(ssn, state, preemptor, queue, node, check_allocatable)
@@ -266,9 +298,12 @@ def select_victims_on_node(
         log.log(v(3), "No validated victims on Node <%s>: %s", node.name, err)
         return [], f"no validated victims on Node <{node.name}>: {err}"
 
+    # What the node offers before any removal: the fewest search's arithmetic starts here.
+    untouched = node.future_idle() if fewest else None
     # Most important first, so that equal-value victims pop in a stable order.
     queue_of_victims = ssn.build_victims_priority_queue(sort_by_importance(all_victims), preemptor)
     potential: list[TaskInfo] = []
+    fitted = False
     while not queue_of_victims.empty():
         task = queue_of_victims.pop()
         potential.append(task)
@@ -284,6 +319,7 @@ def select_victims_on_node(
                 task.namespace,
                 task.name,
             )
+            fitted = True
             break
     if not potential:
         return [], "no preemption victims found for incoming pod"
@@ -303,4 +339,189 @@ def select_victims_on_node(
         sim.remove(task)
         victims.append(task)
         log.log(v(3), "Pod %s is a potential preemption victim on node %s", task.key, node.name)
+    if fewest and fitted and len(victims) > 1 and untouched is not None:
+        # The whole lowest-value-first order: what the removal took, then what it left.
+        order = list(potential)
+        while not queue_of_victims.empty():
+            order.append(queue_of_victims.pop())
+        victims = FewestVictims(sim, order, untouched, fewest_checks).search(victims)
     return victims, None
+
+
+class FewestVictims:
+    """The smallest victim set on one node, when it is smaller than the removal-and-reprieve
+    set found first: candidate sets of one victim, then two, and so on below that set's
+    size, each tried on the same ``NodeSimulation`` (its node and its plugins' cycle state)
+    with the same ``fits``. The first set that fits wins.
+
+    Within one size, sets come in colex order over the candidates' lowest-value-first order:
+    the set whose most valuable victim is the least valuable comes first, ties broken by the
+    next most valuable, and so on. This is the order the reprieve itself honours (it spares
+    the most valuable victim it can, then the next), so the search agrees with it on what
+    "lowest value" means: among the sets of one size that fit, the one picked spares the
+    more valuable pods, not the one that happens to take the cheapest pod first.
+
+    Only the resources are pruned on: ``fits`` asks the node's future idle to hold the
+    preemptor's request, and removing a task adds a fixed amount to it whatever else is
+    removed, so a set whose freed amounts cannot cover the request, even with the largest
+    remaining candidates added per dimension, cannot fit. The predicates get no such
+    shortcut: removing a pod lifts an anti-affinity or frees a host port, but it can also
+    take away the pod the preemptor's required pod affinity needs, so no predicate is
+    assumed to only gain from removals and every set the arithmetic allows is simulated.
+    (Amounts are whole numbers: sums are exact in any order.)
+
+    The simulation is moved between sets by removing and adding tasks, removals first so no
+    add needs room the node has not got, and is always left with exactly the answered set
+    removed.
+    """
+
+    def __init__(
+        self, sim: NodeSimulation, order: Sequence[TaskInfo], untouched: Resource, checks: int
+    ) -> None:
+        self.sim = sim
+        self.order = list(order)
+        self.checks_left = checks
+        self.steps_left = FEWEST_VICTIMS_STEPS
+        request = sim.preemptor.init_resreq
+        self.request = request
+        self.scalar_names: tuple[str, ...] = tuple(request.scalars) if request.scalars else ()
+        self.base = self._vector(untouched)
+        self.gains = [self._gain(task) for task in self.order]
+        self.removed: set[int] = set()
+        #: ``best[m][j]``: per dimension, the sum of the ``j`` largest gains among the first
+        #: ``m`` candidates (filled by ``search`` up to the sizes it needs).
+        self.best: list[list[tuple[float, ...]]] = []
+
+    def search(self, found: Sequence[TaskInfo]) -> list[TaskInfo]:
+        """``found`` (removed from the simulation now) or a set with fewer victims, most
+        valuable first; the simulation ends without exactly the returned victims."""
+        index = {task.uid: i for i, task in enumerate(self.order)}
+        self.removed = {index[task.uid] for task in found}
+        smallest = self._smallest_size(len(found))
+        if smallest >= len(found):
+            return list(found)  # no fewer candidates free enough, whichever they are
+        self._fill_best(len(found) - 2)
+        node, preemptor = self.sim.node, self.sim.preemptor
+        try:
+            for size in range(smallest, len(found)):
+                for subset in self._subsets(size, len(self.order), self._zero()):
+                    if self.checks_left <= 0:
+                        raise _SpentError
+                    self.checks_left -= 1
+                    if self._try(subset):
+                        chosen = [self.order[i] for i in sorted(subset, reverse=True)]
+                        log.log(
+                            v(3),
+                            "Fewer victims on node <%s> for <%s>: %d instead of %d (%s)",
+                            node.name,
+                            preemptor.key,
+                            len(chosen),
+                            len(found),
+                            ", ".join(t.key for t in chosen),
+                        )
+                        return chosen
+        except _SpentError:
+            log.log(
+                v(4),
+                "Victims on node <%s> for <%s> are minimal but not proven fewest: "
+                "search budget spent, keeping %d",
+                node.name,
+                preemptor.key,
+                len(found),
+            )
+        self._move_to({index[task.uid] for task in found})
+        return list(found)
+
+    # --- simulation ---------------------------------------------------------------------
+
+    def _try(self, subset: tuple[int, ...]) -> bool:
+        self._move_to(set(subset))
+        return self.sim.fits()
+
+    def _move_to(self, target: set[int]) -> None:
+        """From the candidates removed now to ``target`` removed: removals first, both in
+        the lowest-value-first order so the same move always makes the same calls."""
+        sim, order, current = self.sim, self.order, self.removed
+        for i in sorted(target - current):
+            sim.remove(order[i])
+        for i in sorted(current - target):
+            sim.add(order[i])
+        self.removed = target
+
+    # --- arithmetic on the freed resources ----------------------------------------------
+
+    def _vector(self, res: Resource) -> tuple[float, ...]:
+        return (res.milli_cpu, res.memory, *(res.get(n) for n in self.scalar_names))
+
+    def _zero(self) -> tuple[float, ...]:
+        return (0.0,) * (2 + len(self.scalar_names))
+
+    def _gain(self, task: TaskInfo) -> tuple[float, ...]:
+        """What removing ``task`` adds to the node's future idle (``NodeInfo.remove_task``):
+        its request, except for a releasing task, whose request already counts there."""
+        status = self.sim.node.recorded_status.get(task.uid, task.status)
+        if status == TaskStatus.RELEASING:
+            return self._zero()
+        return self._vector(task.resreq)
+
+    def _covers(self, gain: tuple[float, ...]) -> bool:
+        """Whether the request fits the untouched future idle plus ``gain``, compared as
+        ``fits`` compares them."""
+        total = [b + g for b, g in zip(self.base, gain, strict=True)]
+        scalars = dict(zip(self.scalar_names, total[2:], strict=True)) or None
+        return self.request.less_equal(Resource(total[0], total[1], scalars), ZERO)
+
+    def _smallest_size(self, below: int) -> int:
+        """The fewest candidates that might free enough: the first size whose largest gains,
+        taken per dimension, cover the request (``below`` when none under it does). Where
+        victims are alike, as they often are, this alone settles the search."""
+        dims = len(self.base)
+        ranked = [sorted((g[d] for g in self.gains), reverse=True) for d in range(dims)]
+        total = list(self._zero())
+        for size in range(1, below):
+            for d in range(dims):
+                total[d] += ranked[d][size - 1]
+            if self._covers(tuple(total)):
+                return size
+        return below
+
+    def _fill_best(self, most: int) -> None:
+        """``best[m][j]`` for every ``m`` and ``j`` up to ``most``: a bound per dimension on
+        what any ``j`` of the first ``m`` candidates can free together."""
+        dims = len(self.base)
+        most = max(most, 0)
+        ranked: list[list[float]] = [[] for _ in range(dims)]  # ascending, per dimension
+        self.best = []
+        for m in range(len(self.order) + 1):
+            columns: list[list[float]] = []
+            for d in range(dims):
+                sums = [0.0]
+                for amount in reversed(ranked[d][-most:] if most else []):
+                    sums.append(sums[-1] + amount)
+                sums += [sums[-1]] * (most + 1 - len(sums))  # fewer than j: all of them
+                columns.append(sums)
+            self.best.append([tuple(col[j] for col in columns) for j in range(most + 1)])
+            if m < len(self.order):
+                for d in range(dims):
+                    insort(ranked[d], self.gains[m][d])
+
+    def _subsets(self, size: int, limit: int, gain: tuple[float, ...]) -> Iterator[tuple[int, ...]]:
+        """Sets of ``size`` indices below ``limit`` in colex order (by their largest index,
+        then the next), each with ``gain`` plus its own gains covering the request."""
+        if size == 0:
+            yield ()
+            return
+        for top in range(size - 1, limit):
+            if self.steps_left <= 0:
+                raise _SpentError
+            self.steps_left -= 1
+            total = tuple(a + b for a, b in zip(gain, self.gains[top], strict=True))
+            optimistic = tuple(a + b for a, b in zip(total, self.best[top][size - 1], strict=True))
+            if not self._covers(optimistic):
+                continue
+            for rest in self._subsets(size - 1, top, total):
+                yield (*rest, top)
+
+
+class _SpentError(Exception):
+    """The fewest search ran out of its budget."""
