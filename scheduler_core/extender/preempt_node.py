@@ -16,6 +16,7 @@ from typing import Literal
 
 from scheduler_core.actions.util.victims import (
     NodeSimulation,
+    SearchBudget,
     TaskFilter,
     VictimsHook,
     inter_job_filter,
@@ -42,6 +43,10 @@ from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare.charging import QueueCharging
 
 log = logging.getLogger("scheduler_core.extender.preempt")
+
+#: Simulations the fewest-victims search may run over all nodes of one preempt call (a
+#: node at most ``FEWEST_VICTIMS_CHECKS``): past it, nodes keep their minimal sets.
+PREEMPT_FEWEST_CHECKS = 1024
 
 Mode = Literal["preempt", "reclaim"]
 Rule = tuple[TaskFilter, VictimsHook, Mode]
@@ -84,6 +89,8 @@ class VictimSearch:
             {} if share_queue_sums and queue_sums_only(ssn) else None
         )
         self.queue: QueueInfo | None = None
+        #: The fewest-victims searches' simulations, shared by every node of the search.
+        self.fewest_budget = SearchBudget(PREEMPT_FEWEST_CHECKS)
         self.rules: tuple[Rule, ...] = ()
         self._may_reclaim: bool | None = None
         self._budgets: PdbBudgets | None = None
@@ -266,6 +273,7 @@ class VictimSearch:
             check_allocatable=check_allocatable,
             require_fit=True,
             fewest=True,
+            fewest_budget=self.fewest_budget,
         )
         if err is not None or not victims:
             return None

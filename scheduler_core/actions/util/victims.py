@@ -40,6 +40,16 @@ FEWEST_VICTIMS_CHECKS = 256
 #: the freed resources alone: this bounds the search's time where such sets abound.
 FEWEST_VICTIMS_STEPS = 16 * FEWEST_VICTIMS_CHECKS
 
+
+@dataclass(slots=True)
+class SearchBudget:
+    """Simulations the fewest-victims searches of one caller may still run, across nodes:
+    the preempt verb asks about up to a hundred nodes and must answer within milliseconds,
+    so its searches share one budget (each node still at most ``FEWEST_VICTIMS_CHECKS``)."""
+
+    checks: int
+
+
 # --- validation ---------------------------------------------------------------------------
 
 
@@ -268,6 +278,7 @@ def select_victims_on_node(
     require_fit: bool = False,
     fewest: bool = False,
     fewest_checks: int = FEWEST_VICTIMS_CHECKS,
+    fewest_budget: SearchBudget | None = None,
 ) -> tuple[list[TaskInfo], str | None]:
     """Volcano's ``SelectVictimsOnNode`` on a PRIVATE ``node`` clone and ``state``.
 
@@ -287,7 +298,8 @@ def select_victims_on_node(
     removed first where one valuable pod alone would do). ``fewest`` (the live loop's
     minimal victims and the extender, never Volcano's own paths) then looks for a set with
     fewer victims among all candidates, within ``fewest_checks`` simulations (see
-    ``FewestVictims``).
+    ``FewestVictims``). Searches that share ``fewest_budget`` spend
+    its simulations between them.
     """
     hook = victims_fn if victims_fn is not None else ssn.preemptable
     sim = NodeSimulation(ssn, state, preemptor, queue, node, check_allocatable)
@@ -344,7 +356,13 @@ def select_victims_on_node(
         order = list(potential)
         while not queue_of_victims.empty():
             order.append(queue_of_victims.pop())
-        victims = FewestVictims(sim, order, untouched, fewest_checks).search(victims)
+        checks = (
+            fewest_checks if fewest_budget is None else min(fewest_checks, fewest_budget.checks)
+        )
+        search = FewestVictims(sim, order, untouched, checks)
+        victims = search.search(victims)
+        if fewest_budget is not None:
+            fewest_budget.checks -= checks - search.checks_left
     return victims, None
 
 

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from scheduler_core.actions.util.victims import (
     FEWEST_VICTIMS_CHECKS,
     NodeSimulation,
+    SearchBudget,
     eviction_order,
     fits_without,
     select_victims_on_node,
@@ -58,6 +59,7 @@ class Search:
         fewest: bool = True,
         checks: int = FEWEST_VICTIMS_CHECKS,
         check_allocatable: bool = False,
+        budget: SearchBudget | None = None,
     ) -> None:
         self.ssn: Session = session(objs, CONF)
         self.preemptor: TaskInfo = task_of(self.ssn, "ns/p")
@@ -77,6 +79,7 @@ class Search:
             require_fit=True,
             fewest=fewest,
             fewest_checks=checks,
+            fewest_budget=budget,
         )
         self.victims = [self.node.tasks[t.uid] for t in victims]
         self.names = sorted(t.name for t in self.victims)
@@ -214,6 +217,19 @@ def test_a_spent_budget_keeps_the_minimal_set_and_says_so(
     caplog.clear()
     assert Search(objs, checks=3).names == ["c", "x"]
     assert "minimal but not proven fewest" not in caplog.text
+
+
+def test_searches_sharing_a_budget_spend_it_between_them() -> None:
+    """The preempt verb's searches over many nodes share one budget: what one search spent
+    is not there for the next, and an empty budget leaves the minimal set."""
+    occupants, node_cpu, cpu, affinity = CASES[2][1:5]
+    assert isinstance(occupants, list) and isinstance(affinity, dict)
+    objs = crowded_node(occupants, str(cpu), node_cpu=str(node_cpu), preemptor_affinity=affinity)
+    budget = SearchBudget(5)
+    assert Search(objs, budget=budget).names == ["c", "x"]
+    assert budget.checks == 2  # three simulations found them
+    assert Search(objs, budget=budget).names == ["a", "b", "x"]
+    assert budget.checks == 0
 
 
 def queue_sums(state: CycleState) -> dict[str, tuple[str, ...]]:
