@@ -4,7 +4,6 @@ statement does (evictions, placements of other pods and of the judged pods thems
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections import Counter
 from typing import Any
@@ -21,14 +20,12 @@ from scheduler_core.api.pod_constraints import (
     LabelRequirement,
     LabelSelector,
 )
-from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import load_configuration
 from scheduler_core.controller.snapshot import sharing_tasks
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
-from scheduler_core.framework.statement import Statement, StatementError
 from scheduler_core.plugins.predicates.inter_pod_affinity import (
     AffinityState,
     inter_pod_affinity_error,
@@ -47,10 +44,19 @@ from tests.builders import (
     spread_constraint,
     task_of,
 )
-from tests.plugins.predicates.conftest import HOST, ZONE, predicates_conf, zoned
+from tests.plugins.predicates.conftest import (
+    HOST,
+    NODES,
+    ZONE,
+    Operation,
+    X,
+    apply_operations,
+    operations,
+    predicates_conf,
+    worlds,
+    zoned,
+)
 
-NODES = ["n1", "n2", "n3", "n4"]
-X = selector({"app": "x"})
 X_OR_Y = selector(None, expr("app", "In", "x", "y"))
 HAS_TIER = selector(None, expr("tier", "Exists"))
 NOT_X = selector(None, expr("app", "NotIn", "x"))
@@ -80,34 +86,12 @@ PROBES: list[Obj] = [
 PROBE_NAMES = [obj["metadata"]["name"] for obj in PROBES]
 
 
-@st.composite
-def placed(draw: st.DrawFn, i: int) -> Obj:
-    labels = {"app": draw(st.sampled_from(["x", "y", "z"]))}
-    if draw(st.booleans()):
-        labels["tier"] = draw(st.sampled_from(["web", "db"]))
-    fields: dict[str, Any] = {"labels": labels}
-    if draw(st.integers(0, 3)) == 0:
-        term = pod_term(draw(st.sampled_from([X, X_OR_Y])), draw(st.sampled_from([HOST, ZONE])))
-        fields["affinity"] = pod_affinity(anti=[term])
-    node_name = draw(st.sampled_from(["", *NODES]))
-    return pod(f"r{i}", node_name=node_name, cpu="1", **fields)
+OPS = operations([*(f"r{i}" for i in range(10)), *PROBE_NAMES])
 
 
-@st.composite
-def worlds(draw: st.DrawFn) -> list[Obj]:
-    objs: list[Obj] = [zoned(n, "a" if n in ("n1", "n2") else "b") for n in NODES]
-    objs += [draw(placed(i)) for i in range(draw(st.integers(2, 10)))]
-    return objs + PROBES
-
-
-OPS = st.lists(
-    st.tuples(
-        st.sampled_from(["evict", "pipeline", "discard", "commit"]),
-        st.sampled_from([*(f"r{i}" for i in range(10)), *PROBE_NAMES]),
-        st.sampled_from(NODES),
-    ),
-    max_size=12,
-)
+def label_worlds() -> st.SearchStrategy[list[Obj]]:
+    """Up to ten placed pods, with app x, y or z and maybe a tier, beside the probes."""
+    return worlds(PROBES, most=10, apps=("x", "y", "z"), anti=(X, X_OR_Y), tiers=True)
 
 
 def plugin_of(ssn: Session) -> PredicatesPlugin:
@@ -158,28 +142,13 @@ def assert_as_walked(ssn: Session) -> None:
 
 
 @settings(max_examples=60, deadline=None, derandomize=True)
-@given(worlds(), OPS)
+@given(label_worlds(), OPS)
 def test_indexed_shared_states_equal_walked_ones_after_any_statement_operations(
-    objs: list[Obj], ops: list[tuple[str, str, str]]
+    objs: list[Obj], ops: list[Operation]
 ) -> None:
     ssn = session(objs, predicates_conf())
     assert_as_walked(ssn)
-    stmt = Statement(ssn)
-    known = {t.key for job in ssn.jobs.values() for t in job.tasks.values()}
-    for op, name, node_name in ops:
-        if f"ns/{name}" not in known:
-            continue
-        task = task_of(ssn, f"ns/{name}")
-        if op == "evict" and task.status == TaskStatus.RUNNING:
-            stmt.evict(task, "test")
-        elif op == "pipeline" and task.status == TaskStatus.PENDING:
-            with contextlib.suppress(StatementError):
-                stmt.pipeline(task, node_name)
-        elif op == "discard":
-            stmt.discard()
-        elif op == "commit":
-            stmt.commit()
-        assert_as_walked(ssn)
+    apply_operations(ssn, ops, assert_as_walked)
 
 
 def test_twins_share_one_state_and_each_verdict_names_its_pod() -> None:
@@ -246,9 +215,9 @@ def _index_of(ssn: Session) -> LabelIndex:
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
-@given(worlds(), OPS, OPS)
+@given(label_worlds(), OPS, OPS)
 def test_a_session_at_the_same_epoch_starts_from_kept_values_that_equal_a_walk(
-    objs: list[Obj], first_ops: list[tuple[str, str, str]], later_ops: list[tuple[str, str, str]]
+    objs: list[Obj], first_ops: list[Operation], later_ops: list[Operation]
 ) -> None:
     state = ClusterState()
     for obj in objs:
@@ -261,19 +230,7 @@ def test_a_session_at_the_same_epoch_starts_from_kept_values_that_equal_a_walk(
         walked.index_keys(["app"])
         assert index.values_snapshot() == walked.values_snapshot()
         # What a session's statements do to its own index never reaches the next one.
-        stmt = Statement(ssn)
-        for op, name, node_name in ops:
-            task = next(
-                (t for j in ssn.jobs.values() for t in j.tasks.values() if t.name == name), None
-            )
-            if task is None:
-                continue
-            if op == "evict" and task.status == TaskStatus.RUNNING:
-                stmt.evict(task, "test")
-            elif op == "pipeline" and task.status == TaskStatus.PENDING:
-                with contextlib.suppress(StatementError):
-                    stmt.pipeline(task, node_name)
-            assert_as_walked(ssn)
+        apply_operations(ssn, ops, assert_as_walked)
 
 
 def test_a_pod_placed_in_the_cluster_is_seen_by_the_next_session() -> None:
