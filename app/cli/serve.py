@@ -34,6 +34,7 @@ from app.serving.guard import (
     METRICS_LIMITS,
     STATUS_LIMITS,
     VERB_LIMITS,
+    LimitedConfig,
     ListenerLimits,
     raise_open_files_limit,
 )
@@ -49,6 +50,7 @@ from app.serving.server import (
 from app.serving.status_listener import build_status_server, parse_address
 from app.serving.tls_reload import ReloadingServerContext
 from app.telemetry.logs import setup_logging
+from app.telemetry.metrics import ListenerCollector
 from app.verbs.ports import ExtenderBackend
 from app.verbs.wire import one_line
 
@@ -501,6 +503,8 @@ def build_servers(
     status = build_status_server(args, app, settings, reloading, limits["status"])
     if status is not None:
         sides.append(status)
+    configs = [s.config for s in (server, *sides) if isinstance(s.config, LimitedConfig)]
+    app.state.registry.register(ListenerCollector(lambda: [c.counts() for c in configs]))
     return server, sides, settings
 
 

@@ -25,6 +25,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from app.telemetry.metrics import ListenerCounts
+
 log = logging.getLogger(__name__)
 
 
@@ -201,6 +203,10 @@ class LimitedConfig(uvicorn.Config):
         #: Connections closed at the cap, and for sending no whole request in time.
         self.refused = 0
         self.timed_out = 0
+
+    def counts(self) -> ListenerCounts:
+        """What ``/metrics`` shows of this listener (``ListenerCollector``)."""
+        return ListenerCounts(self.name.removesuffix(" listener"), self.refused, self.timed_out)
 
 
 def raise_open_files_limit() -> tuple[int, int]:

@@ -292,6 +292,45 @@ class AssumptionCollector(Collector):
         return [assumed, expired, refused, dropped]
 
 
+@dataclass(frozen=True, slots=True)
+class ListenerCounts:
+    """Connections one listener closed to protect itself: at its connection cap, and for
+    sending no whole request within its read timeout."""
+
+    listener: str
+    at_cap: int
+    read_timeout: int
+
+
+class ListenerCollector(Collector):
+    """Each listener's protective closes, read at scrape time. A rising count on the verbs
+    listener means something holds or floods its connections while kube-scheduler waits;
+    on the metrics or status listener, that those are being flooded (they never take the
+    verbs' connections)."""
+
+    def __init__(self, source: Callable[[], Iterable[ListenerCounts]]) -> None:
+        self._source = source
+
+    def describe(self) -> Iterable[Metric]:
+        return [self._family()]
+
+    def collect(self) -> Iterable[Metric]:
+        family = self._family()
+        for counts in self._source():
+            family.add_metric([counts.listener, "connection_cap"], counts.at_cap)
+            family.add_metric([counts.listener, "read_timeout"], counts.read_timeout)
+        return [family]
+
+    @staticmethod
+    def _family() -> CounterMetricFamily:
+        return CounterMetricFamily(
+            "queue_extender_listener_connections_closed",
+            "Connections a listener closed to protect itself: over its connection cap, or "
+            "sending no whole request within its read timeout.",
+            labels=["listener", "reason"],
+        )
+
+
 def _gauge(name: str, doc: str) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, doc, labels=["queue_name"])
 

@@ -3,7 +3,9 @@ read ahead, the size of a request head and of every body; /noop only when asked 
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -16,10 +18,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from app.cli.main import build_parser
+from app.cli.serve import backend_from_args, build_servers
 from app.serving.guard import ListenerLimits, raise_open_files_limit
+from app.serving.listeners import serve_all
 from app.serving.server import ServerSettings, create_app, create_metrics_app
 from tests.app.fake_backend import FakeBackend
 from tests.app.live import serve
+from tests.app.test_serve_cli import free_port
 
 #: Generous against a loaded machine; the limits under test are far below it.
 WAIT = 10.0
@@ -239,3 +245,53 @@ def test_closings_are_logged_once_then_every_thousandth_not_per_connection(
     assert sum("the cap: closing new ones (1 so far" in line for line in lines) == 1
     assert sum("closing new ones" in line for line in lines) == 1
     assert any("no whole request within 0.3s" in line for line in lines)
+
+
+def test_metrics_count_each_listeners_closes_by_reason() -> None:
+    """``/metrics`` of a served process shows how many connections each listener closed at
+    its cap and for sending nothing in time, per listener."""
+    main_port, metrics_port = free_port(), free_port()
+    args = build_parser().parse_args(
+        [
+            "serve",
+            "--demo",
+            "--port",
+            str(main_port),
+            "--metrics-bind-address",
+            f"127.0.0.1:{metrics_port}",
+            "--metrics-max-connections",
+            "1",
+            "--request-read-timeout",
+            "0.3",
+        ]
+    )
+    server, sides, _ = build_servers(args, backend_from_args)
+    thread = threading.Thread(target=serve_all, args=(server, sides), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + WAIT
+        while not (server.started and sides[0].started) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started and sides[0].started
+        with _connect(("127.0.0.1", main_port)) as idle:
+            assert _closed_within(idle, WAIT)  # sent nothing: closed at the read timeout
+        with _connect(("127.0.0.1", metrics_port)) as held:
+            assert _get(held).startswith(b"HTTP/1.1 ")  # served (the route is not there)
+            with _connect(("127.0.0.1", metrics_port)) as extra:
+                assert _closed_within(extra, WAIT)  # one connection is the cap
+        text = ""
+        while not text and time.monotonic() < deadline + WAIT:  # the held slot comes back
+            with contextlib.suppress(httpx.TransportError):
+                text = httpx.get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=WAIT).text
+        closed = {
+            line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith("queue_extender_listener_connections_closed_total{")
+        }
+        series = "queue_extender_listener_connections_closed_total"
+        assert closed[f'{series}{{listener="verbs",reason="read_timeout"}}'] >= 1
+        assert closed[f'{series}{{listener="metrics",reason="connection_cap"}}'] >= 1
+        assert f'{series}{{listener="status",reason="connection_cap"}}' not in closed
+    finally:
+        server.should_exit = True
+        thread.join(WAIT)
