@@ -41,7 +41,7 @@ from scheduler_core.extender.filter import filter_pod
 from scheduler_core.extender.holds import preempt_refusals
 from scheduler_core.extender.managed import ManagedPods
 from scheduler_core.extender.preempt import preempt_pod
-from scheduler_core.extender.prioritize import prioritize_pod
+from scheduler_core.extender.prioritize import HostScores, prioritize_pod
 from scheduler_core.insight.explain import (
     Explanation,
     explain_cached_pod,
@@ -224,9 +224,9 @@ class EngineBackend:
             except ConversionError as exc:
                 raise BadPodError(f"cannot read the pod: {exc}") from exc
 
-    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> Sequence[tuple[str, int]]:
+    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> HostScores:
         if self._not_synced():
-            return [(name, 0) for name in node_names]
+            return HostScores.neutral(node_names)
         with self.state.locked():
             try:
                 return prioritize_pod(self.accounting, pod, node_names)

@@ -11,11 +11,11 @@ A backend method must therefore never block on I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol
 
 from app.telemetry.metrics import QueueMetrics
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
+from scheduler_core.extender.prioritize import HostScores
 
 
 class BadPodError(ValueError):
@@ -42,11 +42,11 @@ class ExtenderBackend(Protocol):
         service sends it as it is (after keeping it to the nodes asked)."""
         ...
 
-    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> Sequence[tuple[str, int]]:
-        """(node, score) pairs, score in 0..10 (`MaxExtenderPriority`). The engine answers
-        a ``HostScores`` (``scheduler_core.extender.prioritize``): the same pairs, kept as
-        the request's names beside one array already on 0..10, which the route encodes
-        without a step per node; any other sequence of pairs is clamped to the input names."""
+    def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> HostScores:
+        """A score per node in 0..10 (`MaxExtenderPriority`): ``node_names`` beside one int
+        array, in the request's order (a node the backend cannot score gets 0), which the
+        route encodes without a step per node. The route still checks both: an answer
+        naming other nodes or holding a value out of range is clamped to the request."""
         ...
 
     def preempt(

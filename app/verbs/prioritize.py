@@ -3,6 +3,9 @@
 kube-scheduler neither clamps nor checks extender scores (a score of 1,000 would swamp every
 in-tree plugin), so the answer is normalised here: one entry per input node, in input
 order, scores clamped to 0..MaxExtenderPriority, nodes the backend did not score get 0.
+The backend answers ``HostScores`` (the names asked, in order, beside an int array on
+0..10); that is checked with one comparison and one range check over the array, and an
+answer that fails either (a backend bug) is clamped node by node instead.
 """
 
 from __future__ import annotations
@@ -60,6 +63,17 @@ def clamp_scores(inputs: list[str], scores: Sequence[tuple[str, int]]) -> dict[s
     return out
 
 
+def in_range(answer: HostScores) -> bool:
+    """Every score an integer within 0..10, as ``HostScores`` keeps them (unless a backend
+    replaced its array afterwards)."""
+    scores = answer.scores
+    if scores.dtype.kind not in "iu":
+        return False
+    return len(scores) == 0 or (
+        int(scores.min()) >= MIN_EXTENDER_PRIORITY and int(scores.max()) <= MAX_EXTENDER_PRIORITY
+    )
+
+
 def answer_prioritize(
     ctx: VerbContext,
     m: VerbMetrics,
@@ -73,8 +87,8 @@ def answer_prioritize(
             m.outcome("unmanaged")
             return 200, encode_zero_priorities(args.node_names)
         answer = ctx.backend.prioritize(args.pod, list(args.node_names))
-        if isinstance(answer, HostScores) and answer.names == args.node_names:
-            # Already one in-range int per input node, in input order: encode the array.
+        if answer.names == args.node_names and in_range(answer):
+            # One in-range int per input node, in input order: encode the array.
             m.outcome("scored")
             return 200, encode_scores(answer.names, answer.scores.tolist())
         scores = clamp_scores(args.node_names, answer)

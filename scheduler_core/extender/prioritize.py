@@ -25,11 +25,11 @@ MIN_EXTENDER_PRIORITY = 0
 
 
 class HostScores(Sequence[tuple[str, int]]):
-    """(node, score) pairs kept as the input names beside one int array already on 0..10.
+    """prioritize's answer: the input names beside one int array, clipped here to 0..10.
 
     The HTTP layer encodes the answer straight from the array when the names are the
-    request's (no per-node dict, no per-node range check: the array was clipped here);
-    read as a sequence it is the list of pairs the backend port promises.
+    request's (no per-node dict, one range check over the array); read as a sequence it is
+    the (node, score) pairs, for callers that want them one by one.
     """
 
     __slots__ = ("names", "scores")
@@ -39,6 +39,11 @@ class HostScores(Sequence[tuple[str, int]]):
             raise ValueError(f"{len(names)} node names but {len(scores)} scores")
         self.names = names
         self.scores: IntArray = np.clip(scores, MIN_EXTENDER_PRIORITY, MAX_EXTENDER_PRIORITY)
+
+    @classmethod
+    def neutral(cls, names: list[str]) -> HostScores:
+        """0 for every node: no preference among them."""
+        return cls(names, np.zeros(len(names), dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.names)

@@ -8,14 +8,17 @@ would overflow scores 0. Arguments: ``binpack.weight`` (1), ``binpack.cpu`` (1),
 ``binpack.resources.<name>`` (1); a negative resource weight is taken as 1.
 
 The hook is a batch one, vectorised with numpy over the session's ``NodeTable`` (shared
-with nodeorder); ``binpacking_score`` stays the reference it reproduces to the float.
+with nodeorder). The formula is written once, on arrays (``binpacking_scores``): the batch
+hook runs it on the table's rows, the per-node path (V(4) logging, nodes outside the table)
+on arrays read from the nodes it is given.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 import numpy as np
 
@@ -29,15 +32,18 @@ from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.util.node_table import (
     EXACT_LIMIT,
+    BoolArray,
     FloatArray,
     NodeTable,
-    RowArray,
     follow_nodes,
 )
+from scheduler_core.plugins.util.scored_nodes import GivenNodes, ScoredNodes, TableRows
 
 log = logging.getLogger("scheduler_core.plugins.binpack")
 
 MAX_NODE_SCORE = 100
+
+_NAME = attrgetter("name")
 
 BINPACK_WEIGHT = "binpack.weight"
 BINPACK_CPU = "binpack.cpu"
@@ -85,18 +91,6 @@ def parse_weights(arguments: Arguments) -> BinpackWeights:
     return weights
 
 
-def resource_binpacking_score(
-    requested: float, capacity: float, used: float, weight: int
-) -> float | None:
-    """One resource's weighted utilisation after placing the pod; ``None`` if it overflows."""
-    if capacity == 0 or weight == 0:
-        return 0.0
-    used_finally = requested + used
-    if used_finally > capacity:
-        return None
-    return used_finally * weight / capacity
-
-
 def weighted_requests(task: TaskInfo, weights: BinpackWeights) -> list[tuple[str, float, int]]:
     """(resource, request, weight) for every resource the pod requests that has a weight."""
     requested = task.resreq
@@ -111,60 +105,33 @@ def weighted_requests(task: TaskInfo, weights: BinpackWeights) -> list[tuple[str
     return out
 
 
-def binpacking_score(
-    task: TaskInfo,
-    node: NodeInfo,
-    weights: BinpackWeights,
-    requests: list[tuple[str, float, int]] | None = None,
-) -> float:
-    """The node's binpack score for the task (``requests`` precomputed by the caller when
-    it scores one task on many nodes)."""
-    score = 0.0
-    weight_sum = 0
-    for name, request, weight in (
-        requests if requests is not None else weighted_requests(task, weights)
-    ):
-        allocatable = node.allocatable.get(name)
-        used = node.used.get(name)
-        resource_score = resource_binpacking_score(request, allocatable, used, weight)
-        if resource_score is None:
-            log.log(
-                v(4),
-                "task %s/%s cannot binpack node %s: resource: %s is not enough, need %f, "
-                "used %f, allocatable %f",
-                task.namespace,
-                task.name,
-                node.name,
-                name,
-                request,
-                used,
-                allocatable,
-            )
-            return 0.0
-        score += resource_score
-        weight_sum += weight
-    if weight_sum > 0:
-        score /= weight_sum
-    return score * MAX_NODE_SCORE * weights.weight
-
-
 def binpacking_scores(
-    table: NodeTable,
-    rows: RowArray,
-    weights: BinpackWeights,
-    requests: list[tuple[str, float, int]],
+    nodes: ScoredNodes, weights: BinpackWeights, requests: Sequence[tuple[str, float, int]]
 ) -> FloatArray:
-    """``binpacking_score`` per node, the same float operations in the same order: a node
-    where a weighted resource overflows scores 0.0, the others the weighted mean."""
-    score = np.zeros(len(rows), dtype=np.float64)
-    overflowed = np.zeros(len(rows), dtype=bool)
+    """The binpack score of each node for a pod with ``requests`` (``weighted_requests``)."""
+    return _binpacking(nodes, weights, requests)[0]
+
+
+def _binpacking(
+    nodes: ScoredNodes, weights: BinpackWeights, requests: Sequence[tuple[str, float, int]]
+) -> tuple[FloatArray, list[BoolArray]]:
+    """The scores, and per request the nodes where it overflows.
+
+    Per resource, ``(request + used) * weight / allocatable``, or 0 where the resource is
+    unweighted or the node has none of it; every weight is counted in the divisor all the
+    same. A node where a weighted resource would overflow its allocatable scores 0.0.
+    """
+    score = np.zeros(nodes.count, dtype=np.float64)
+    overflowed = np.zeros(nodes.count, dtype=bool)
+    overflows: list[BoolArray] = []
     weight_sum = 0
     for name, request, weight in requests:
-        col = table.column(name)
-        allocatable = col.allocatable[rows]
-        used_finally = request + col.used[rows]
-        unscored = allocatable == 0 if weight != 0 else np.ones(len(rows), dtype=bool)
+        amounts = nodes.amounts(name)
+        allocatable = amounts.allocatable
+        used_finally = request + amounts.used
+        unscored = allocatable == 0 if weight != 0 else np.ones(nodes.count, dtype=bool)
         over = ~unscored & (used_finally > allocatable)
+        overflows.append(over)
         overflowed |= over
         safe = np.where(unscored, 1.0, allocatable)
         score += np.where(unscored | over, 0.0, used_finally * weight / safe)
@@ -173,7 +140,7 @@ def binpacking_scores(
         score /= weight_sum
     result: FloatArray = score * MAX_NODE_SCORE * weights.weight
     result[overflowed] = 0.0
-    return result
+    return result, overflows
 
 
 def _fits(value: int) -> bool:
@@ -182,8 +149,8 @@ def _fits(value: int) -> bool:
 
 @register_plugin
 class BinpackPlugin(Plugin):
-    """Registered as a batch hook computed over the session's ``NodeTable``; the scalar
-    ``binpacking_score`` serves at V(4) (to log per node) and for nodes outside the table."""
+    """Registered as a batch hook computed over the session's ``NodeTable``; the per-node
+    path serves at V(4) (to log per node) and for nodes outside the table."""
 
     name = "binpack"
 
@@ -220,22 +187,57 @@ class BinpackPlugin(Plugin):
             cached = self._last = (task, weighted_requests(task, self.weights))
         return cached[1]
 
-    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
-        """Volcano's per-node ``NodeOrderFn``."""
-        score = binpacking_score(task, node, self.weights, self._requests(task))
+    def per_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """Volcano's per-node ``NodeOrderFn`` for each of ``nodes``, read from the nodes
+        themselves; at V(4) each node's score is logged, after the resource that first
+        overflows it if one does."""
+        requests = self._requests(task)
+        scores, overflows = _binpacking(GivenNodes(nodes), self.weights, requests)
+        totals: list[float] = scores.tolist()
         if self._verbose:
-            log.log(
-                v(4),
-                "Binpack score for Task %s/%s on node %s is: %s",
-                task.namespace,
-                task.name,
-                node.name,
-                score,
-            )
-        return score
+            for i, node in enumerate(nodes):
+                self._log(task, node, requests, [over[i] for over in overflows], totals[i])
+        return totals
+
+    def _log(
+        self,
+        task: TaskInfo,
+        node: NodeInfo,
+        requests: list[tuple[str, float, int]],
+        overflows: list[np.bool_],
+        score: float,
+    ) -> None:
+        for (name, request, _), over in zip(requests, overflows, strict=True):
+            if over:
+                log.log(
+                    v(4),
+                    "task %s/%s cannot binpack node %s: resource: %s is not enough, need %f, "
+                    "used %f, allocatable %f",
+                    task.namespace,
+                    task.name,
+                    node.name,
+                    name,
+                    request,
+                    node.used.get(name),
+                    node.allocatable.get(name),
+                )
+                break
+        log.log(
+            v(4),
+            "Binpack score for Task %s/%s on node %s is: %s",
+            task.namespace,
+            task.name,
+            node.name,
+            score,
+        )
+
+    def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
+        """Volcano's per-node ``NodeOrderFn`` for one node."""
+        return self.per_node_scores(task, [node])[0]
 
     def scalar_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
-        return {node.name: self.node_score(task, node) for node in nodes}
+        """The batch hook's answer on the per-node path (a node listed twice counts once)."""
+        return dict(zip(map(_NAME, nodes), self.per_node_scores(task, nodes), strict=True))
 
     def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> Mapping[str, float]:
         if not self._verbose and self._table is not None:
@@ -257,4 +259,6 @@ class BinpackPlugin(Plugin):
         weight_sum = sum(weight for _, _, weight in requests)
         if not (_fits(self.weights.weight) and _fits(weight_sum)):
             return None
-        return NodeScoreArray(names, binpacking_scores(table, rows, self.weights, requests))
+        return NodeScoreArray(
+            names, binpacking_scores(TableRows(table, rows), self.weights, requests)
+        )

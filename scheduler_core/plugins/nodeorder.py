@@ -7,9 +7,11 @@ candidate nodes (nodes with fewer untolerated ``PreferNoSchedule`` taints score 
 
 Both are registered as one batch hook computed with numpy over the session's
 ``NodeTable`` (5,000 nodes in Python cost ~30 ms a pod, over the extender's latency budget).
-The scalar functions stay the reference: the vectorised ones reproduce them to the float,
-integer truncations and skip rules included, and the hook falls back to them at V(4) (to
-log per node) and for nodes the table does not hold.
+Each formula is written once, on arrays (one element per node); the batch hook runs it on
+the table's rows and sums the weighted scores as float64 arrays. The per-node path runs the
+same formulas on arrays read from the nodes it is given and sums each node's scores as
+Python numbers: it serves at V(4) (to log per node), for nodes the table does not hold, and
+when a score times its weight might not be exact in int64.
 
 Requests are read from the model, not from pod specs: a node's requested amount is the sum
 of its tasks' requests (``used + pipelined``), and kube-scheduler's non-zero defaults for a
@@ -27,12 +29,12 @@ Not built (no data in the model): image locality.
 from __future__ import annotations
 
 import logging
-import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
@@ -42,14 +44,12 @@ from scheduler_core.framework.node_scores import NodeScoreArray
 from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.predicates import term_matches
 from scheduler_core.plugins.util.node_table import (
     EXACT_LIMIT,
     BoolArray,
     FloatArray,
     IntArray,
     NodeTable,
-    RowArray,
     follow_nodes,
     intolerable_prefer_no_schedule,
 )
@@ -58,6 +58,7 @@ from scheduler_core.plugins.util.pod_affinity_score import (
     scores_others,
     topology_scores,
 )
+from scheduler_core.plugins.util.scored_nodes import GivenNodes, ScoredNodes, TableRows
 from scheduler_core.plugins.util.spread_score import soft_constraints, spread_scores
 
 log = logging.getLogger("scheduler_core.plugins.nodeorder")
@@ -83,47 +84,9 @@ BALANCED_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
 
 PreferredTerm = tuple[int, tuple[NodeSelectorRequirement, ...]]
 
-# --- kube-scheduler resource scorers (integer arithmetic, as in Go) -----------------------
-
-
-def least_requested_score(requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_NODE_SCORE // capacity
-
-
-def most_requested_score(requested: int, capacity: int) -> int:
-    if capacity == 0:
-        return 0
-    requested = min(requested, capacity)
-    return requested * MAX_NODE_SCORE // capacity
-
-
-def mean_resource_score(pairs: Iterable[tuple[int, int]], scorer: Callable[[int, int], int]) -> int:
-    """Integer mean of ``scorer(requested, allocatable)`` over the resources the node has
-    (allocatable 0 is skipped); cpu and memory weigh the same, as in Volcano's setup."""
-    total = 0
-    counted = 0
-    for requested, allocatable in pairs:
-        if allocatable == 0:
-            continue
-        total += scorer(requested, allocatable)
-        counted += 1
-    return total // counted if counted else 0
-
-
-def balanced_score(fractions: list[float]) -> int:
-    """``(1 - std of the utilisation fractions) * 100``, fractions capped at 1."""
-    capped = [min(f, 1.0) for f in fractions]
-    std = 0.0
-    if len(capped) == 2:
-        std = abs((capped[0] - capped[1]) / 2)
-    elif len(capped) > 2:
-        mean = sum(capped) / len(capped)
-        # (f - mean) * (f - mean), as kube-scheduler writes it: a product rounds once, the
-        # same way numpy's does, where ``** 2`` goes through libm's pow.
-        std = math.sqrt(sum((f - mean) * (f - mean) for f in capped) / len(capped))
-    return int((1 - std) * MAX_NODE_SCORE)
+#: Whole-number scores and amounts: int64 while every value is below ``EXACT_LIMIT``,
+#: Python ints (exact at any size) in an object array beyond it.
+WholeArray = npt.NDArray[np.int64] | npt.NDArray[np.object_]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,40 +119,142 @@ class PodRequests:
         )
 
 
-def _requested_on(node: NodeInfo, name: str) -> float:
-    """What the node's pods request of ``name``, pipelined ones included (kube-scheduler's
-    view once the pipelined pods are bound)."""
-    return node.used.get(name) + node.pipelined.get(name)
+# --- kube-scheduler's scores, each written once, on arrays --------------------------------
+#
+# Every formula takes one element per scored node. The batch hook passes a session table's
+# rows; the per-node path passes the nodes themselves (``GivenNodes``), so logging a node's
+# score or scoring a node outside the table runs this same code on a short array.
+# Whole-number arithmetic is on int64 while every amount is below ``EXACT_LIMIT`` and on
+# Python ints in object arrays beyond it: numpy applies the same operators to both, so one
+# text serves both, and an amount too large for int64 is still scored to the unit.
 
 
-def _cpu_memory_pairs(pod: PodRequests, node: NodeInfo) -> list[tuple[int, int]]:
-    used, pipelined, allocatable = node.used, node.pipelined, node.allocatable
-    return [
-        (int(used.milli_cpu + pipelined.milli_cpu + pod.cpu), int(allocatable.milli_cpu)),
-        (int(used.memory + pipelined.memory + pod.memory), int(allocatable.memory)),
-    ]
+def whole(amounts: FloatArray) -> WholeArray:
+    """``amounts`` truncated toward zero, as Go's ``int64(float)`` and Python's ``int``
+    do: int64 when every value is below ``EXACT_LIMIT`` (so ``* 100`` cannot overflow),
+    else exact Python ints."""
+    if len(amounts) == 0 or float(np.abs(amounts).max()) < EXACT_LIMIT:
+        return amounts.astype(np.int64)
+    return np.array([int(a) for a in amounts.tolist()], dtype=object)
 
 
-def least_requested(pod: PodRequests, node: NodeInfo) -> int:
-    return mean_resource_score(_cpu_memory_pairs(pod, node), least_requested_score)
+def whole_values(values: Sequence[int]) -> WholeArray:
+    """Python ints as an array, int64 when every value is below ``EXACT_LIMIT``."""
+    if all(abs(value) < EXACT_LIMIT for value in values):
+        return np.array(values, dtype=np.int64)
+    return np.array(values, dtype=object)
 
 
-def most_requested(pod: PodRequests, node: NodeInfo) -> int:
-    return mean_resource_score(_cpu_memory_pairs(pod, node), most_requested_score)
+def least_requested_scores(requested: WholeArray, capacity: WholeArray) -> WholeArray:
+    """kube-scheduler's ``leastRequestedScore``: ``(capacity - requested) * 100 //
+    capacity``; 0 where the capacity is 0 or the request exceeds it."""
+    safe = np.where(capacity == 0, 1, capacity)
+    scores: WholeArray = (capacity - requested) * MAX_NODE_SCORE // safe
+    scores[(capacity == 0) | (requested > capacity)] = 0
+    return scores
 
 
-def balanced_resource(pod: PodRequests, node: NodeInfo) -> int:
-    """Balanced allocation on actual requests; a pod requesting none of the balanced
-    resources gets 0 (kube-scheduler skips best-effort pods)."""
+def most_requested_scores(requested: WholeArray, capacity: WholeArray) -> WholeArray:
+    """kube-scheduler's ``mostRequestedScore``: ``min(requested, capacity) * 100 //
+    capacity`` (an overcommitted node scores as a full one); 0 where the capacity is 0."""
+    safe = np.where(capacity == 0, 1, capacity)
+    scores: WholeArray = np.minimum(requested, capacity) * MAX_NODE_SCORE // safe
+    scores[capacity == 0] = 0
+    return scores
+
+
+def mean_resource_scores(
+    pairs: Sequence[tuple[WholeArray, WholeArray]],
+    scorer: Callable[[WholeArray, WholeArray], WholeArray],
+) -> WholeArray:
+    """Integer mean of ``scorer(requested, capacity)`` per node over the resources the node
+    has: a resource with capacity 0 neither scores nor counts (cpu and memory weigh the
+    same, as in Volcano's setup); a node with none scores 0. ``pairs`` is not empty."""
+    total: WholeArray = np.zeros(len(pairs[0][0]), dtype=np.int64)
+    counted = np.zeros(len(pairs[0][0]), dtype=np.int64)
+    for requested, capacity in pairs:
+        total = total + scorer(requested, capacity)  # 0 where capacity is 0
+        counted += capacity != 0
+    scores: WholeArray = np.where(counted > 0, total // np.maximum(counted, 1), 0)
+    return scores
+
+
+def cpu_memory_requests(
+    pod: PodRequests, nodes: ScoredNodes
+) -> list[tuple[WholeArray, WholeArray]]:
+    """(requested, capacity) per node for cpu and memory: the node's tasks (pipelined ones
+    included) plus this pod, truncated to whole units as kube-scheduler's int64 amounts."""
+    pairs = []
+    for name, request in (("cpu", pod.cpu), ("memory", pod.memory)):
+        amounts = nodes.amounts(name)
+        requested = (amounts.used + amounts.pipelined) + request
+        pairs.append((whole(requested), whole(amounts.allocatable)))
+    return pairs
+
+
+def balanced_scores(fractions: Sequence[FloatArray], present: Sequence[BoolArray]) -> IntArray:
+    """kube-scheduler's balanced allocation per node: ``(1 - std) * 100`` of the
+    utilisation fractions (each capped at 1) of the resources the node has (``present``).
+
+    Two resources: half their difference; more: the population standard deviation; fewer:
+    std 0. Floats are added in the resources' order, each square written as a product (a
+    product rounds once, where ``** 2`` goes through libm's pow), as kube-scheduler writes
+    it. ``fractions`` is not empty.
+    """
+    count = len(fractions[0])
+    capped = [np.minimum(f, 1.0) for f in fractions]
+    # None for a resource every node has (cpu and memory, usually): nothing to mask
+    masks = [None if has.all() else has for has in present]
+    counted = np.full(count, sum(has is None for has in masks), dtype=np.int64)
+    for has in masks:
+        if has is not None:
+            counted += has
+
+    def where_present(i: int, other: FloatArray | float) -> FloatArray:
+        has = masks[i]
+        return capped[i] if has is None else np.where(has, capped[i], other)
+
+    # two resources: whichever two the node has, the first and the last in order
+    first = capped[-1]
+    for i in reversed(range(len(capped) - 1)):
+        first = where_present(i, first)
+    last = capped[0]
+    for i in range(1, len(capped)):
+        last = where_present(i, last)
+    std: FloatArray = np.where(counted == 2, np.abs((first - last) / 2), 0.0)
+    if len(capped) > 2 and bool((counted > 2).any()):
+        # 0.0 in place of a resource the node lacks changes no rounding of the sums
+        total: FloatArray = np.zeros(count, dtype=np.float64)
+        for i in range(len(capped)):
+            total = total + where_present(i, 0.0)
+        divisor = np.maximum(counted, 1)
+        mean = total / divisor
+        squares: FloatArray = np.zeros(count, dtype=np.float64)
+        for c, has in zip(capped, masks, strict=True):
+            square = (c - mean) * (c - mean)
+            squares = squares + (square if has is None else np.where(has, square, 0.0))
+        std = np.where(counted > 2, np.sqrt(squares / divisor), std)
+    scores: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    return scores
+
+
+def balanced_resource_scores(pod: PodRequests, nodes: ScoredNodes) -> IntArray:
+    """Balanced allocation on actual requests (``used + pipelined`` plus the pod's) over
+    allocatable; a resource a node has none of is skipped on that node, and a pod
+    requesting none of the balanced resources scores 0 (kube-scheduler skips best-effort
+    pods)."""
     if pod.best_effort:
-        return 0
-    fractions: list[float] = []
+        return np.zeros(nodes.count, dtype=np.int64)
+    fractions: list[FloatArray] = []
+    present: list[BoolArray] = []
     for name, request in pod.balanced:
-        allocatable = node.allocatable.get(name)
-        if allocatable == 0:
-            continue
-        fractions.append((_requested_on(node, name) + request) / allocatable)
-    return balanced_score(fractions)
+        amounts = nodes.amounts(name)
+        allocatable = amounts.allocatable
+        has = allocatable != 0
+        requested = (amounts.used + amounts.pipelined) + request
+        fractions.append(requested / np.where(has, allocatable, 1.0))
+        present.append(has)
+    return balanced_scores(fractions, present)
 
 
 # --- node affinity (preferred terms) ------------------------------------------------------
@@ -200,132 +265,28 @@ def preferred_terms(task: TaskInfo) -> tuple[PreferredTerm, ...]:
     return task.preferred_affinity
 
 
-def node_affinity_score(terms: Iterable[PreferredTerm], labels: Mapping[str, str]) -> int:
-    """Sum of the weights of matching preferred terms; zero-weight or empty terms never
-    count. Not normalised across nodes: Volcano adds the raw sum."""
-    score = 0
-    for weight, requirements in terms:
-        if weight != 0 and term_matches(requirements, labels):
-            score += weight
-    return score
-
-
-# --- taint toleration (batch) -------------------------------------------------------------
-
-
-def normalize_reverse(raw: Mapping[str, int]) -> dict[str, int]:
-    """kube-scheduler's ``DefaultNormalizeScore(MaxNodeScore, reverse=true)``."""
-    top = max(raw.values(), default=0)
-    if top == 0:
-        return {name: MAX_NODE_SCORE for name in raw}
-    return {name: MAX_NODE_SCORE - MAX_NODE_SCORE * score // top for name, score in raw.items()}
-
-
-# --- the vectorised scorers: the scalar ones above, integer truncations included ----------
-
-
-def least_requested_scores(requested: IntArray, capacity: IntArray) -> IntArray:
-    safe = np.where(capacity == 0, 1, capacity)
-    scores: IntArray = (capacity - requested) * MAX_NODE_SCORE // safe
-    scores[(capacity == 0) | (requested > capacity)] = 0
-    return scores
-
-
-def most_requested_scores(requested: IntArray, capacity: IntArray) -> IntArray:
-    safe = np.where(capacity == 0, 1, capacity)
-    scores: IntArray = np.minimum(requested, capacity) * MAX_NODE_SCORE // safe
-    scores[capacity == 0] = 0
-    return scores
-
-
-def _cpu_memory_arrays(
-    table: NodeTable, rows: RowArray, pod: PodRequests
-) -> list[tuple[IntArray, IntArray]] | None:
-    """(requested, capacity) per node for cpu and memory, truncated to int as
-    ``_cpu_memory_pairs`` does; ``None`` when the amounts are too large to be exact."""
-    pairs = []
-    for name, request in (("cpu", pod.cpu), ("memory", pod.memory)):
-        col = table.column(name)
-        if not col.exact or abs(request) >= EXACT_LIMIT:
-            return None
-        requested = ((col.used[rows] + col.pipelined[rows]) + request).astype(np.int64)
-        pairs.append((requested, col.allocatable[rows].astype(np.int64)))
-    return pairs
-
-
-def mean_resource_scores(
-    pairs: list[tuple[IntArray, IntArray]], scorer: Callable[[IntArray, IntArray], IntArray]
-) -> IntArray:
-    """``mean_resource_score`` per node: resources with capacity 0 neither score nor count."""
-    total = np.zeros(len(pairs[0][0]), dtype=np.int64)
-    counted = np.zeros(len(pairs[0][0]), dtype=np.int64)
-    for requested, capacity in pairs:
-        total += scorer(requested, capacity)  # 0 where capacity is 0
-        counted += capacity != 0
-    return np.where(counted > 0, total // np.maximum(counted, 1), 0)
-
-
-def balanced_resource_scores(table: NodeTable, rows: RowArray, pod: PodRequests) -> IntArray:
-    """``balanced_resource`` per node: the nodes differ in how many of the pod's balanced
-    resources they have (allocatable 0 is skipped), so each count gets its own formula."""
-    if pod.best_effort:
-        return np.zeros(len(rows), dtype=np.int64)
-    capped: list[FloatArray] = []
-    present: list[BoolArray] = []
-    for name, request in pod.balanced:
-        col = table.column(name)
-        allocatable = col.allocatable[rows]
-        has = allocatable != 0
-        fraction = ((col.used[rows] + col.pipelined[rows]) + request) / np.where(
-            has, allocatable, 1.0
-        )
-        capped.append(np.minimum(fraction, 1.0))
-        present.append(has)
-    counted = np.zeros(len(rows), dtype=np.int64)
-    for has in present:
-        counted += has
-    std = np.zeros(len(rows), dtype=np.float64)
-    # two resources: whichever two the node has, first and last in the pod's order
-    first = np.where(present[0], capped[0], capped[1])
-    last = np.where(present[2], capped[2], capped[1]) if len(capped) > 2 else capped[1]
-    std = np.where(counted == 2, np.abs((first - last) / 2), std)
-    if len(capped) > 2:
-        total = 0.0 + capped[0]
-        for c in capped[1:]:
-            total = total + c
-        mean = total / len(capped)
-        squares = np.zeros(len(rows), dtype=np.float64)
-        for c in capped:
-            squares = squares + (c - mean) * (c - mean)
-        every = counted == len(capped)
-        std = np.where(every, np.sqrt(np.where(every, squares, 0.0) / len(capped)), std)
-    scores: IntArray = ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
-    return scores
-
-
-def node_affinity_scores(
-    table: NodeTable, rows: RowArray, terms: Iterable[PreferredTerm]
-) -> IntArray:
-    """``node_affinity_score`` per node: each counted term's weight where all its
-    requirements hold."""
-    scores = np.zeros(len(rows), dtype=np.int64)
+def node_affinity_scores(terms: Sequence[PreferredTerm], nodes: ScoredNodes) -> WholeArray:
+    """Per node, the sum of the weights of the preferred terms it matches; zero-weight or
+    empty terms never count. Not normalised across nodes: Volcano adds the raw sum."""
+    exact = _fits(sum(abs(weight) for weight, _ in terms))
+    scores: WholeArray = np.zeros(nodes.count, dtype=np.int64 if exact else object)
     for weight, requirements in terms:
         if weight == 0 or not requirements:
             continue
-        matched = table.requirement_mask(requirements[0])
-        for req in requirements[1:]:
-            matched = matched & table.requirement_mask(req)
-        scores += weight * matched[rows]
+        scores += np.multiply(nodes.term_mask(requirements), weight, dtype=scores.dtype)
     return scores
 
 
-def taint_toleration_scores(table: NodeTable, rows: RowArray, task: TaskInfo) -> IntArray:
-    """``normalize_reverse`` of the untolerated ``PreferNoSchedule`` counts over ``rows``."""
-    raw = table.prefer_no_schedule_counts(task)[rows]
-    top = int(raw.max()) if len(raw) else 0
+# --- taint toleration (across nodes) ------------------------------------------------------
+
+
+def normalize_reverse_scores(raw: WholeArray) -> WholeArray:
+    """kube-scheduler's ``DefaultNormalizeScore(MaxNodeScore, reverse=true)``: the highest
+    raw score gets 0, a raw 0 gets 100 (everything 100 when nothing scores)."""
+    top = raw.max() if len(raw) else 0
     if top == 0:
-        return np.full(len(rows), MAX_NODE_SCORE, dtype=np.int64)
-    scores: IntArray = MAX_NODE_SCORE - MAX_NODE_SCORE * raw // top
+        return np.full(len(raw), MAX_NODE_SCORE, dtype=np.int64)
+    scores: WholeArray = MAX_NODE_SCORE - MAX_NODE_SCORE * raw // top
     return scores
 
 
@@ -465,41 +426,69 @@ class NodeOrderPlugin(Plugin):
             cached = self._last = (task, PodRequests.of(task), preferred_terms(task))
         return cached[1], cached[2]
 
-    # --- scalar path (Volcano parity, V(4) logging, nodes outside the table) -------------
+    def _weighted(
+        self, pod: PodRequests, terms: tuple[PreferredTerm, ...], nodes: ScoredNodes
+    ) -> list[tuple[WholeArray, int]]:
+        """Volcano's per-node scores (every score but taint toleration) on ``nodes``, each
+        beside its weight, in Volcano's order; the zero-weighted ones are not computed."""
+        weighted: list[tuple[WholeArray, int]] = []
+        if self.least_requested_weight != 0 or self.most_requested_weight != 0:
+            pairs = cpu_memory_requests(pod, nodes)
+            if self.least_requested_weight != 0:
+                least = mean_resource_scores(pairs, least_requested_scores)
+                weighted.append((least, self.least_requested_weight))
+            if self.most_requested_weight != 0:
+                most = mean_resource_scores(pairs, most_requested_scores)
+                weighted.append((most, self.most_requested_weight))
+        if self.balanced_resource_weight != 0:
+            balanced = balanced_resource_scores(pod, nodes)
+            weighted.append((balanced, self.balanced_resource_weight))
+        if self.node_affinity_weight != 0 and terms:
+            weighted.append((node_affinity_scores(terms, nodes), self.node_affinity_weight))
+        return weighted
+
+    # --- per-node path (V(4) logging, nodes outside the table, amounts beyond int64) -----
+
+    def per_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> list[float]:
+        """Volcano's per-node ``NodeOrderFn`` for each of ``nodes`` (every score but taint
+        toleration), read from the nodes themselves and summed as Python numbers, score
+        times weight, so that no amount or weight is too large; logged at V(4)."""
+        pod, terms = self._pod(task)
+        weighted = [(s.tolist(), w) for s, w in self._weighted(pod, terms, GivenNodes(nodes))]
+        totals = []
+        for i, node in enumerate(nodes):
+            score = 0.0
+            for scores, weight in weighted:
+                score += scores[i] * weight
+            if self._verbose:
+                log.log(
+                    v(4),
+                    "Total Score for task %s/%s on node %s is: %f",
+                    task.namespace,
+                    task.name,
+                    node.name,
+                    score,
+                )
+            totals.append(score)
+        return totals
 
     def node_score(self, task: TaskInfo, node: NodeInfo) -> float:
-        """Volcano's per-node ``NodeOrderFn``: every score but taint toleration."""
-        pod, terms = self._pod(task)
-        score = 0.0
-        if self.least_requested_weight != 0:
-            score += least_requested(pod, node) * self.least_requested_weight
-        if self.most_requested_weight != 0:
-            score += most_requested(pod, node) * self.most_requested_weight
-        if self.balanced_resource_weight != 0:
-            score += balanced_resource(pod, node) * self.balanced_resource_weight
-        if self.node_affinity_weight != 0 and terms:
-            score += node_affinity_score(terms, node.labels) * self.node_affinity_weight
-        if self._verbose:
-            log.log(
-                v(4),
-                "Total Score for task %s/%s on node %s is: %f",
-                task.namespace,
-                task.name,
-                node.name,
-                score,
-            )
-        return score
+        """Volcano's per-node ``NodeOrderFn`` for one node."""
+        return self.per_node_scores(task, [node])[0]
 
     def taint_toleration_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
         """Volcano's ``BatchNodeOrderFn``: taint toleration, normalised over ``nodes``."""
         if self.taint_toleration_weight == 0:
             return {}
         raw = {node.name: intolerable_prefer_no_schedule(task, node) for node in nodes}
+        normalized = normalize_reverse_scores(whole_values(list(raw.values()))).tolist()
         weight = self.taint_toleration_weight
-        return {name: float(s * weight) for name, s in normalize_reverse(raw).items()}
+        return {name: float(s * weight) for name, s in zip(raw, normalized, strict=True)}
 
     def scalar_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float]:
-        scores = {node.name: self.node_score(task, node) for node in nodes}
+        """The batch hook's answer on the per-node path (a node listed twice counts once)."""
+        totals = self.per_node_scores(task, nodes)
+        scores = {node.name: total for node, total in zip(nodes, totals, strict=True)}
         for name, score in self.taint_toleration_score(task, nodes).items():
             scores[name] += score
         extra = self._pod_level_scores(task, nodes)
@@ -520,8 +509,9 @@ class NodeOrderPlugin(Plugin):
     def vector_node_scores(
         self, table: NodeTable, task: TaskInfo, nodes: list[NodeInfo]
     ) -> NodeScoreArray | None:
-        """``scalar_node_scores`` computed on arrays, to the same float; ``None`` when a
-        node is not in the table or an amount is too large to be exact in int64."""
+        """``scalar_node_scores`` summed on float64 arrays, to the same float; ``None``
+        when a node is not in the table, or a score times its weight might not be exact in
+        int64 (a weight or an amount too large: the per-node path scores those exactly)."""
         found = table.rows(nodes)
         if found is None:
             return None
@@ -538,25 +528,19 @@ class NodeOrderPlugin(Plugin):
             term_total * self.node_affinity_weight
         ):
             return None
+        if self.balanced_resource_weight != 0 and not all(
+            table.column(name).exact for name, _ in pod.balanced
+        ):
+            return None
+        weighted = self._weighted(pod, terms, TableRows(table, rows))
+        if any(scores.dtype != np.int64 for scores, _ in weighted):
+            return None  # an amount beyond EXACT_LIMIT
         score = np.zeros(len(rows), dtype=np.float64)
-        if self.least_requested_weight != 0 or self.most_requested_weight != 0:
-            pairs = _cpu_memory_arrays(table, rows, pod)
-            if pairs is None:
-                return None
-            if self.least_requested_weight != 0:
-                least = mean_resource_scores(pairs, least_requested_scores)
-                score += least * self.least_requested_weight
-            if self.most_requested_weight != 0:
-                most = mean_resource_scores(pairs, most_requested_scores)
-                score += most * self.most_requested_weight
-        if self.balanced_resource_weight != 0:
-            if not all(table.column(name).exact for name, _ in pod.balanced):
-                return None
-            score += balanced_resource_scores(table, rows, pod) * self.balanced_resource_weight
-        if self.node_affinity_weight != 0 and terms:
-            score += node_affinity_scores(table, rows, terms) * self.node_affinity_weight
+        for scores, weight in weighted:
+            score += scores * weight
         if self.taint_toleration_weight != 0:
-            score += taint_toleration_scores(table, rows, task) * self.taint_toleration_weight
+            raw = table.prefer_no_schedule_counts(task)[rows]
+            score += normalize_reverse_scores(raw) * self.taint_toleration_weight
         extra = self._pod_level_scores(task, nodes)
         if extra is not None:
             score += np.fromiter((extra[n] for n in names), np.float64, len(names))

@@ -6,8 +6,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from app.telemetry.metrics import QueueMetrics
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
+from scheduler_core.extender.prioritize import HostScores
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,15 @@ class Res:
 
 
 Pod = dict[str, Any]
+
+
+def scripted_scores(*pairs: tuple[str, Any]) -> HostScores:
+    """An answer naming these nodes in this order with these scores exactly as given: not
+    clipped to 0..10 and of any type, as a buggy backend could leave it, so that the
+    route's own checks are what a test sees."""
+    answer = HostScores.neutral([name for name, _ in pairs])
+    answer.scores = np.array([score for _, score in pairs])
+    return answer
 
 
 def pod_name(pod: Any) -> str:
@@ -40,7 +52,7 @@ class FakeBackend:
     ready: tuple[bool, str] = (True, "")
     managed: bool = True
     filter_fn: Callable[[Pod, list[str]], FilterResult] | None = None
-    prioritize_fn: Callable[[Pod, list[str]], list[tuple[str, int]]] | None = None
+    prioritize_fn: Callable[[Pod, list[str]], HostScores] | None = None
     preempt_fn: Callable[[Pod, dict[str, list[str]]], dict[str, NodeVictims]] | None = None
     queues: list[QueueMetrics] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=lambda: {"queues": {"default": {"weight": 1}}})
@@ -69,11 +81,11 @@ class FakeBackend:
             return self.filter_fn(pod, node_names)
         return FilterResult(passed=list(node_names))
 
-    def prioritize(self, pod: Pod, node_names: list[str]) -> list[tuple[str, int]]:
+    def prioritize(self, pod: Pod, node_names: list[str]) -> HostScores:
         self._enter("prioritize", pod, list(node_names))
         if self.prioritize_fn is not None:
             return self.prioritize_fn(pod, node_names)
-        return [(n, 0) for n in node_names]
+        return HostScores.neutral(node_names)
 
     def preempt(self, pod: Pod, candidates: dict[str, list[str]]) -> dict[str, NodeVictims]:
         self._enter("preempt", pod, {k: list(v) for k, v in candidates.items()})

@@ -46,4 +46,4 @@ def test_filter_answers_an_error_naming_the_sync_until_synced_then_decides() -> 
 def test_preempt_names_no_victims_and_prioritize_scores_alike_until_synced() -> None:
     engine, _ = backend()
     assert engine.preempt(managed("p"), {"n1": []}) == {}
-    assert engine.prioritize(managed("p"), ["n1"]) == [("n1", 0)]
+    assert list(engine.prioritize(managed("p"), ["n1"])) == [("n1", 0)]

@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 
 from app.serving.server import ServerSettings
+from scheduler_core.extender.prioritize import HostScores
 
 from .captured import NODE_CACHE, body
 from .conftest import Live, LiveFactory
-from .fake_backend import FakeBackend
+from .fake_backend import FakeBackend, scripted_scores
 
 VERBS = ["/filter", "/prioritize", "/preempt"]
 FILTER_REQ = b'{"Pod": {"metadata": {"name": "p", "namespace": "ns"}}, "NodeNames": ["a", "b"]}'
@@ -134,8 +135,8 @@ def test_by_default_a_backend_failure_fails_closed(live: LiveFactory) -> None:
 
 
 def test_malformed_backend_answer_counts_as_a_backend_failure(live: LiveFactory) -> None:
-    def garbage(pod: object, names: list[str]) -> list[tuple[str, int]]:
-        return [("a", "high")]  # type: ignore[list-item]
+    def garbage(pod: object, names: list[str]) -> HostScores:
+        return scripted_scores(("a", "high"))
 
     svc = live(ServerSettings(on_error="pass"), FakeBackend(prioritize_fn=garbage))
     p = svc.client.post("/prioritize", content=FILTER_REQ)

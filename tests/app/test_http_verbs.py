@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from app.serving.server import ServerSettings
@@ -12,7 +13,7 @@ from tests.builders import filter_result
 
 from .captured import FULL, NODE_CACHE, body, doc, requests
 from .conftest import Live, LiveFactory
-from .fake_backend import FakeBackend
+from .fake_backend import FakeBackend, scripted_scores
 
 FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
 JSON = {"Content-Type": "application/json"}
@@ -128,7 +129,11 @@ def test_filter_backend_reported_error_is_forwarded(live: LiveFactory) -> None:
 
 @pytest.mark.parametrize("run", [NODE_CACHE, FULL])
 def test_prioritize_both_modes(live: LiveFactory, run: str) -> None:
-    svc = live(backend=FakeBackend(prioritize_fn=lambda pod, names: [("node-b", 7), ("node-a", 3)]))
+    svc = live(
+        backend=FakeBackend(
+            prioritize_fn=lambda pod, names: scripted_scores(("node-b", 7), ("node-a", 3))
+        )
+    )
     for name in requests(run, "prioritize"):
         answer = post(svc, "/prioritize", body(run, name))
         assert answer == [{"Host": "node-a", "Score": 3}, {"Host": "node-b", "Score": 7}]
@@ -138,7 +143,7 @@ def test_prioritize_both_modes(live: LiveFactory, run: str) -> None:
 def test_prioritize_clamps_scores_and_fills_missing_nodes(live: LiveFactory) -> None:
     svc = live(
         backend=FakeBackend(
-            prioritize_fn=lambda pod, names: [("a", 99), ("b", -4), ("stranger", 5)]
+            prioritize_fn=lambda pod, names: scripted_scores(("a", 99), ("b", -4), ("stranger", 5))
         )
     )
     answer = post(svc, "/prioritize", b'{"Pod": {}, "NodeNames": ["a", "b", "c"]}')
@@ -147,6 +152,25 @@ def test_prioritize_clamps_scores_and_fills_missing_nodes(live: LiveFactory) -> 
         {"Host": "b", "Score": 0},
         {"Host": "c", "Score": 0},
     ]
+
+
+@pytest.mark.parametrize(
+    ("scores", "sent"),
+    [
+        ([3, 10, 0], [3, 10, 0]),  # the engine's usual answer, encoded from the array
+        ([99, -4, 5], [10, 0, 5]),  # the request's names, but values out of range
+        ([7.9, 2.0, 1.5], [7, 2, 1]),  # not ints
+    ],
+)
+def test_prioritize_sends_only_scores_within_range_for_the_requested_names(
+    live: LiveFactory, scores: list[float], sent: list[int]
+) -> None:
+    pairs = list(zip(["a", "b", "c"], scores, strict=True))
+    svc = live(backend=FakeBackend(prioritize_fn=lambda pod, names: scripted_scores(*pairs)))
+    answer = svc.client.post("/prioritize", content=b'{"Pod": {}, "NodeNames": ["a", "b", "c"]}')
+    expected = [{"Host": host, "Score": score} for host, score in zip("abc", sent, strict=True)]
+    assert answer.json() == expected
+    assert answer.content == orjson.dumps(expected)  # the bytes the dict path writes
 
 
 @pytest.mark.parametrize("run", [NODE_CACHE, FULL])

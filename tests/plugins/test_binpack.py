@@ -101,3 +101,17 @@ def test_binpack_prefers_the_fuller_node_in_a_real_tier() -> None:
     ssn = session(cluster(pod("p", cpu="1", memory="2Gi")), tiers("predicates, binpack"))
     got = ssn.node_scores(task_of(ssn, "ns/p"), list(ssn.nodes.values()))
     assert max(got, key=lambda name: got[name]) == "n1"
+
+
+def test_a_node_the_pod_fills_exactly_is_full_not_overflowing() -> None:
+    # n1: cpu (3+1)/4, memory (6+2)/8: 1.0 each -> 100; only beyond allocatable scores 0
+    objs = [
+        node("n1", "4", "8Gi"),
+        node("n2", "4", "8Gi"),
+        pod("busy", node_name="n1", cpu="3", memory="6Gi"),
+        pod("busy2", node_name="n2", cpu="3", memory="6500Mi"),
+        pod("p", cpu="1", memory="2Gi"),
+    ]
+    ssn = session(objs, conf())
+    got = ssn.node_scores(task_of(ssn, "ns/p"), list(ssn.nodes.values()))
+    assert got == {"n1": 100.0, "n2": 0.0}

@@ -1,18 +1,23 @@
-"""The numpy node scoring of nodeorder and binpack against their scalar reference.
+"""The numpy node scoring of nodeorder and binpack against an oracle written here.
 
-The vectorised hooks must give exactly the float the scalar code gives, on every node: the
-property tests draw nodes (cpu, memory, GPU and another extended resource, used and
-pipelined amounts, labels, taints), pods (zero and best-effort requests, GPUs, preferred
-node-affinity terms with every operator, tolerations) and plugin arguments, and compare the
-two paths with ``==``. The other tests pin what keeps the arrays honest: the session's own
-node changes reach them, nodes outside the table and amounts too large for int64 go to the
-scalar path, and V(4) still logs per node.
+Each formula is written once in the plugins, on arrays; the batch hooks run it on the
+session table's rows, the per-node path on arrays read from the nodes it is given. So the
+two paths agreeing proves little by itself: both are compared, to the float, with an
+oracle in this module that computes kube-scheduler's and Volcano's formulas node by node
+in plain Python (integer arithmetic on Python ints, floats in the order the Go code adds
+them). The property tests draw nodes (cpu, memory, GPU and another extended resource, used
+and pipelined amounts, labels, taints), pods (zero and best-effort requests, GPUs,
+preferred node-affinity terms with every operator, tolerations) and plugin arguments; one
+of them draws amounts and weights far beyond int64, which only the per-node path takes.
+The other tests pin what keeps the arrays honest: the session's own node changes reach
+them, nodes outside the table and amounts too large for int64 go to the per-node path,
+and V(4) still logs per node.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -38,7 +43,8 @@ from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
 from scheduler_core.plugins.binpack import BinpackPlugin
 from scheduler_core.plugins.nodeorder import NodeOrderPlugin
-from scheduler_core.plugins.util.node_table import NodeTable
+from scheduler_core.plugins.predicates import term_matches
+from scheduler_core.plugins.util.node_table import NodeTable, intolerable_prefer_no_schedule
 from tests.builders import node, pod, session, task_of, tiers
 
 GPU = "nvidia.com/gpu"
@@ -96,15 +102,26 @@ taints = st.lists(
 ).map(tuple)
 
 
+#: Amounts and weights the ``big`` draws reach: far beyond int64 (and float64's 2**53).
+BIG = 2**80
+
+
 @st.composite
-def nodes(draw: st.DrawFn) -> list[NodeInfo]:
+def nodes(draw: st.DrawFn, big: bool = False) -> list[NodeInfo]:
     out = []
     for i in range(draw(st.integers(1, 8))):
-        allocatable = draw(resource(64_000, 2**38, 8_000, 4_000))
+        if big:
+            allocatable = draw(resource(BIG, BIG, BIG, BIG))
+        else:
+            allocatable = draw(resource(64_000, 2**38, 8_000, 4_000))
         info = NodeInfo.new(f"n{i}", allocatable, labels=draw(labels), taints=draw(taints))
         # used and pipelined up to beyond allocatable: overflow paths are scored too
-        info.used = draw(resource(80_000, 2**38 + 2**36, 10_000, 5_000))
-        info.pipelined = draw(resource(20_000, 2**36, 3_000, 2_000))
+        if big:
+            info.used = draw(resource(BIG, BIG, BIG, BIG))
+            info.pipelined = draw(resource(BIG // 4, BIG // 4, BIG // 4, BIG // 4))
+        else:
+            info.used = draw(resource(80_000, 2**38 + 2**36, 10_000, 5_000))
+            info.pipelined = draw(resource(20_000, 2**36, 3_000, 2_000))
         out.append(info)
     return out
 
@@ -115,13 +132,15 @@ requirements = st.builds(
     operator=st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Bogus")),
     values=st.lists(st.sampled_from((*LABEL_VALUES, "0", "5", "zz")), max_size=3).map(tuple),
 )
-preferred = st.lists(
-    st.tuples(
-        st.one_of(st.integers(-5, 0), st.integers(1, 100)),
-        st.lists(requirements, max_size=3).map(tuple),
-    ),
-    max_size=4,
-).map(tuple)
+term_weight = st.one_of(st.integers(-5, 0), st.integers(1, 100))
+big_weight = st.integers(2**50, BIG) | st.integers(-BIG, -(2**50))
+
+
+def preferred(weight: st.SearchStrategy[int]) -> st.SearchStrategy[tuple[Any, ...]]:
+    terms = st.tuples(weight, st.lists(requirements, max_size=3).map(tuple))
+    return st.lists(terms, max_size=4).map(tuple)
+
+
 tolerations = st.lists(
     st.builds(
         Toleration,
@@ -135,8 +154,13 @@ tolerations = st.lists(
 
 
 @st.composite
-def pods(draw: st.DrawFn) -> TaskInfo:
-    request = draw(resource(8_000, 2**34, 4_000, 2_000))
+def pods(draw: st.DrawFn, big: bool = False) -> TaskInfo:
+    if big:
+        request = draw(resource(BIG, BIG, BIG, BIG))
+        affinity = draw(preferred(term_weight | big_weight))
+    else:
+        request = draw(resource(8_000, 2**34, 4_000, 2_000))
+        affinity = draw(preferred(term_weight))
     request.add_scalar("pods", 1)  # as every converted task
     return TaskInfo(
         uid="ns-p",
@@ -145,16 +169,14 @@ def pods(draw: st.DrawFn) -> TaskInfo:
         job="ns/p",
         resreq=request,
         init_resreq=request.clone(),
-        preferred_affinity=draw(preferred),
+        preferred_affinity=affinity,
         tolerations=draw(tolerations),
     )
 
 
-weight = st.integers(-3, 20)
-
-
 @st.composite
-def configurations(draw: st.DrawFn) -> str:
+def configurations(draw: st.DrawFn, big: bool = False) -> str:
+    weight = st.integers(-3, 20) | big_weight if big else st.integers(-3, 20)
     nodeorder = {
         "leastrequested.weight": draw(weight),
         "mostrequested.weight": draw(weight),
@@ -163,15 +185,16 @@ def configurations(draw: st.DrawFn) -> str:
         "tainttoleration.weight": draw(weight),
     }
     extra = draw(st.lists(st.sampled_from((GPU, FOO, "pods")), unique=True))
+    resource_weight = st.integers(-2, 5) | big_weight if big else st.integers(-2, 5)
     binpack: dict[str, Any] = {
-        "binpack.weight": draw(st.integers(-2, 20)),
-        "binpack.cpu": draw(st.integers(-2, 5)),
-        "binpack.memory": draw(st.integers(-2, 5)),
+        "binpack.weight": draw(st.integers(-2, 20) | big_weight if big else st.integers(-2, 20)),
+        "binpack.cpu": draw(resource_weight),
+        "binpack.memory": draw(resource_weight),
         "binpack.resources": ", ".join(extra),
     }
     for name in extra:
         if draw(st.booleans()):
-            binpack[f"binpack.resources.{name}"] = draw(st.integers(-2, 5))
+            binpack[f"binpack.resources.{name}"] = draw(resource_weight)
     conf = {
         "actions": "",
         "tiers": [
@@ -201,17 +224,148 @@ def plugins(ssn: Session) -> tuple[NodeOrderPlugin, BinpackPlugin | None]:
     return nodeorder, binpack
 
 
+# --- the oracle: kube-scheduler's and Volcano's formulas, node by node, in plain Python ------
+
+
+def oracle_least(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * 100 // capacity
+
+
+def oracle_most(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    return min(requested, capacity) * 100 // capacity
+
+
+def oracle_mean(pairs: list[tuple[int, int]], scorer: Callable[[int, int], int]) -> int:
+    """Resources with capacity 0 neither score nor count."""
+    scores = [scorer(requested, capacity) for requested, capacity in pairs if capacity != 0]
+    return sum(scores) // len(scores) if scores else 0
+
+
+def oracle_balanced(fractions: list[float]) -> int:
+    capped = [min(f, 1.0) for f in fractions]
+    std = 0.0
+    if len(capped) == 2:
+        std = abs((capped[0] - capped[1]) / 2)
+    elif len(capped) > 2:
+        mean = sum(capped) / len(capped)
+        std = math.sqrt(sum((f - mean) * (f - mean) for f in capped) / len(capped))
+    return int((1 - std) * 100)
+
+
+def oracle_node_order_fn(plugin: NodeOrderPlugin, task: TaskInfo, n: NodeInfo) -> float:
+    """Volcano's per-node ``NodeOrderFn`` of nodeorder: every score but taint toleration."""
+    req = task.resreq
+    cpu = req.milli_cpu or 100.0  # kube-scheduler's defaults for a pod requesting none
+    memory = req.memory or 200.0 * 1024 * 1024
+    requested = {name: n.used.get(name) + n.pipelined.get(name) for name in ("cpu", "memory")}
+    pairs = [
+        (int(requested["cpu"] + cpu), int(n.allocatable.milli_cpu)),
+        (int(requested["memory"] + memory), int(n.allocatable.memory)),
+    ]
+    balanced = [name for name in ("cpu", "memory", GPU) if name != GPU or req.get(GPU) != 0]
+    if any(req.get(name) for name in balanced):
+        fractions = [
+            (n.used.get(name) + n.pipelined.get(name) + req.get(name)) / n.allocatable.get(name)
+            for name in balanced
+            if n.allocatable.get(name) != 0
+        ]
+        balance = oracle_balanced(fractions)
+    else:
+        balance = 0  # best-effort pods are not balanced
+    affinity = sum(
+        weight
+        for weight, requirements in task.preferred_affinity
+        if weight != 0 and term_matches(requirements, n.labels)
+    )
+    score = 0.0
+    for value, weight in (
+        (oracle_mean(pairs, oracle_least), plugin.least_requested_weight),
+        (oracle_mean(pairs, oracle_most), plugin.most_requested_weight),
+        (balance, plugin.balanced_resource_weight),
+        (affinity, plugin.node_affinity_weight),
+    ):
+        if weight != 0:
+            score += value * weight
+    return score
+
+
+def oracle_taint_toleration(
+    plugin: NodeOrderPlugin, task: TaskInfo, candidates: list[NodeInfo]
+) -> dict[str, float]:
+    """kube-scheduler's reverse normalisation of the untolerated PreferNoSchedule taints."""
+    if plugin.taint_toleration_weight == 0:
+        return {}
+    raw = {n.name: intolerable_prefer_no_schedule(task, n) for n in candidates}
+    top = max(raw.values(), default=0)
+    weight = plugin.taint_toleration_weight
+    return {
+        name: float((100 if top == 0 else 100 - 100 * count // top) * weight)
+        for name, count in raw.items()
+    }
+
+
+def oracle_nodeorder(
+    plugin: NodeOrderPlugin, task: TaskInfo, candidates: list[NodeInfo]
+) -> dict[str, float]:
+    """nodeorder's batch answer: the per-node scores, then taint toleration, then the
+    pod-level scores (inter-pod affinity, spread: other modules' business, taken as given)."""
+    scores = {n.name: oracle_node_order_fn(plugin, task, n) for n in candidates}
+    for name, score in oracle_taint_toleration(plugin, task, candidates).items():
+        scores[name] += score
+    extra = plugin._pod_level_scores(task, candidates)
+    if extra is not None:
+        for name, score in extra.items():
+            scores[name] += score
+    return scores
+
+
+def oracle_binpack_fn(plugin: BinpackPlugin, task: TaskInfo, n: NodeInfo) -> float:
+    """Volcano's binpack: the weighted mean utilisation after placing the pod, over the
+    resources it requests that have a weight; 0 if a weighted one would overflow."""
+    weights = plugin.weights
+    score = 0.0
+    weight_sum = 0
+    for name in task.resreq.resource_names():
+        request = task.resreq.get(name)
+        weight = weights.resources.get(name)
+        if request == 0 or weight is None:
+            continue
+        allocatable = n.allocatable.get(name)
+        if allocatable != 0 and weight != 0:
+            used_finally = request + n.used.get(name)
+            if used_finally > allocatable:
+                return 0.0
+            score += used_finally * weight / allocatable
+        weight_sum += weight
+    if weight_sum > 0:
+        score /= weight_sum
+    return score * 100 * weights.weight
+
+
+def oracle_binpack(
+    plugin: BinpackPlugin, task: TaskInfo, candidates: list[NodeInfo]
+) -> dict[str, float]:
+    return {n.name: oracle_binpack_fn(plugin, task, n) for n in candidates}
+
+
 def assert_same_as_scalar(ssn: Session, task: TaskInfo, candidates: list[NodeInfo]) -> None:
-    """Both plugins' batch hooks take the vector path and agree with the scalar one."""
+    """Both plugins' batch hooks take the vector path, agree with the per-node path and
+    give the oracle's floats."""
     nodeorder, binpack = plugins(ssn)
     table = NodeTable.of(ssn)
     vector = nodeorder.vector_node_scores(table, task, candidates)
     assert vector is not None  # the vector path was taken, not the fallback
+    assert vector == oracle_nodeorder(nodeorder, task, candidates)
     assert vector == nodeorder.scalar_node_scores(task, candidates)
     assert nodeorder.batch_node_score(task, candidates) == vector
     if binpack is not None:
         packed = binpack.vector_node_scores(table, task, candidates)
         assert packed is not None
+        assert packed == oracle_binpack(binpack, task, candidates)
         assert packed == binpack.scalar_node_scores(task, candidates)
         assert binpack.batch_node_score(task, candidates) == packed
 
@@ -247,17 +401,47 @@ def test_batch_scores_equal_scalar_scores(
     subset = data.draw(st.lists(st.sampled_from(node_list), max_size=10))
     assert_same_as_scalar(ssn, task, subset)
 
-    # and the extender's 0..10 answer is the one of the scalar scores added in Volcano's
+    # and the extender's 0..10 answer is the one of the oracle's scores added in Volcano's
     # order (per-node hooks plugin by plugin, then the batch one)
     nodeorder, binpack = plugins(ssn)
     reference = {n.name: 0.0 for n in node_list}
     for n in node_list:
-        reference[n.name] += nodeorder.node_score(task, n)
+        reference[n.name] += oracle_node_order_fn(nodeorder, task, n)
+        assert nodeorder.node_score(task, n) == oracle_node_order_fn(nodeorder, task, n)
         if binpack is not None:
-            reference[n.name] += binpack.node_score(task, n)
-    for name, score in nodeorder.taint_toleration_score(task, node_list).items():
+            reference[n.name] += oracle_binpack_fn(binpack, task, n)
+            assert binpack.node_score(task, n) == oracle_binpack_fn(binpack, task, n)
+    for name, score in oracle_taint_toleration(nodeorder, task, node_list).items():
         reference[name] += score
     assert extender_scores(ssn, task, node_list) == reference_scale(reference)
+
+
+@SETTINGS
+@given(
+    node_list=nodes(big=True), task=pods(big=True), conf=configurations(big=True), data=st.data()
+)
+def test_amounts_and_weights_beyond_int64_are_scored_exactly(
+    node_list: list[NodeInfo], task: TaskInfo, conf: str, data: st.DataObject
+) -> None:
+    # The per-node path scores them, on Python ints where int64 would overflow; the vector
+    # path declines what it cannot compute exactly and gives the oracle's floats otherwise.
+    ssn = open_on(node_list, conf)
+    candidates = data.draw(st.lists(st.sampled_from(node_list), max_size=10)) + node_list
+    nodeorder, binpack = plugins(ssn)
+    table = NodeTable.of(ssn)
+    for n in node_list:
+        assert nodeorder.node_score(task, n) == oracle_node_order_fn(nodeorder, task, n)
+    expected = oracle_nodeorder(nodeorder, task, candidates)
+    assert nodeorder.scalar_node_scores(task, candidates) == expected
+    assert nodeorder.vector_node_scores(table, task, candidates) in (None, expected)
+    total = dict(expected)
+    if binpack is not None:
+        packed = oracle_binpack(binpack, task, candidates)
+        assert binpack.scalar_node_scores(task, candidates) == packed
+        assert binpack.vector_node_scores(table, task, candidates) in (None, packed)
+        for name, score in packed.items():
+            total[name] += score
+    assert ssn.node_scores(task, candidates) == total
 
 
 @SETTINGS

@@ -5,19 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler_core.api.node import NodeInfo
+from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.extender.prioritize import extender_scores
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER, NODE_ORDER
 from scheduler_core.plugins.nodeorder import (
-    balanced_score,
-    least_requested_score,
-    most_requested_score,
-    node_affinity_score,
-    normalize_reverse,
+    PodRequests,
+    balanced_scores,
+    cpu_memory_requests,
+    least_requested_scores,
+    most_requested_scores,
+    node_affinity_scores,
+    normalize_reverse_scores,
 )
+from scheduler_core.plugins.util.scored_nodes import GivenNodes
 from tests.builders import node, pod, session, task_of, tiers
 
 
@@ -132,8 +137,27 @@ def test_taint_toleration_counts_prefer_no_schedule_taints(
     ],
 )
 def test_resource_scorers(requested: int, capacity: int, least: int, most: int) -> None:
-    assert least_requested_score(requested, capacity) == least
-    assert most_requested_score(requested, capacity) == most
+    req, cap = np.array([requested]), np.array([capacity])
+    assert least_requested_scores(req, cap).tolist() == [least]
+    assert most_requested_scores(req, cap).tolist() == [most]
+
+
+def test_requested_amounts_are_truncated_to_whole_units() -> None:
+    # kube-scheduler's amounts are int64: 0.5 + 1.0 requested of 3 is 1 of 3, least 66 (a
+    # rounded 2 would give 33); past int64 the amounts stay exact Python ints
+    small = NodeInfo.new("small", Resource(3.0, 3.0))
+    small.used = Resource(0.5, 2.5)
+    big = NodeInfo.new("big", Resource(2.0**70, 2.0**70 + 2.0**20))
+    big.used = Resource(2.0**69 + 2.0**18, 0.0)  # + 1.0 (the pod) is below float's step here
+    pod = PodRequests(cpu=1.0, memory=1.0, balanced=(), best_effort=True)
+    (cpu, cpu_capacity), (memory, memory_capacity) = cpu_memory_requests(pod, GivenNodes([small]))
+    assert (cpu.tolist(), cpu_capacity.tolist()) == ([1], [3])
+    assert (memory.tolist(), memory_capacity.tolist()) == ([3], [3])
+    assert least_requested_scores(cpu, cpu_capacity).tolist() == [66]
+    (cpu, cpu_capacity), (memory, memory_capacity) = cpu_memory_requests(pod, GivenNodes([big]))
+    assert (cpu.tolist(), cpu_capacity.tolist()) == ([2**69 + 2**18], [2**70])
+    assert (memory.tolist(), memory_capacity.tolist()) == ([1], [2**70 + 2**20])
+    assert most_requested_scores(cpu, cpu_capacity).tolist() == [(2**69 + 2**18) * 100 // 2**70]
 
 
 @pytest.mark.parametrize(
@@ -141,21 +165,22 @@ def test_resource_scorers(requested: int, capacity: int, least: int, most: int) 
     [([0.5, 0.5], 100), ([0.75, 0.5], 87), ([1.5, 0.0], 50), ([0.2, 0.4, 0.6], 83), ([0.3], 100)],
 )
 def test_balanced_score(fractions: list[float], score: int) -> None:
-    assert balanced_score(fractions) == score
+    every = [np.array([True])] * len(fractions)
+    assert balanced_scores([np.array([f]) for f in fractions], every).tolist() == [score]
 
 
 def test_node_affinity_sums_matching_preferred_weights() -> None:
     zone_a = (NodeSelectorRequirement("zone", "In", ("a",)),)
     has_gpu = (NodeSelectorRequirement("gpu", "Exists"),)
     terms = [(10, zone_a), (5, has_gpu), (0, has_gpu), (7, ())]
-    assert node_affinity_score(terms, {"zone": "a", "gpu": "1"}) == 15
-    assert node_affinity_score(terms, {"zone": "b", "gpu": "1"}) == 5
-    assert node_affinity_score(terms, {}) == 0
+    labels: list[dict[str, str]] = [{"zone": "a", "gpu": "1"}, {"zone": "b", "gpu": "1"}, {}]
+    nodes = [NodeInfo.new(f"n{i}", Resource(), labels=x) for i, x in enumerate(labels)]
+    assert node_affinity_scores(terms, GivenNodes(nodes)).tolist() == [15, 5, 0]
 
 
 def test_normalize_reverse() -> None:
-    assert normalize_reverse({"x": 0, "y": 3, "z": 1}) == {"x": 100, "y": 0, "z": 67}
-    assert normalize_reverse({"x": 0, "y": 0}) == {"x": 100, "y": 100}
+    assert normalize_reverse_scores(np.array([0, 3, 1])).tolist() == [100, 0, 67]
+    assert normalize_reverse_scores(np.array([0, 0])).tolist() == [100, 100]
 
 
 # --- extender scale -------------------------------------------------------------------------
