@@ -13,7 +13,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.status import Code, Status
-from scheduler_core.plugins.predicates.volumes import selector_matches
+from scheduler_core.plugins.predicates.volumes import selector_matches, verdict
 
 DYNAMIC_RESOURCES = "DynamicResources"
 
@@ -50,11 +50,11 @@ def allocated_claims_error(
         if claim is None or claim.node_selector is None:
             continue
         if not selector_matches(claim.node_selector, node):
-            return Status(
+            return verdict(
                 Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                [ERR_REASON_CLAIM_NOT_AVAILABLE],
+                ERR_REASON_CLAIM_NOT_AVAILABLE,
                 DYNAMIC_RESOURCES,
-                task=task.key,
-                node=node.name,
+                task,
+                node,
             )
     return None

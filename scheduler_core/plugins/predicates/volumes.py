@@ -98,6 +98,11 @@ _HOLDING = (
 )
 
 
+def verdict(code: Code, reason: str, plugin: str, task: TaskInfo, node: NodeInfo) -> Status:
+    """A volume or device filter's verdict on ``task`` at ``node``, with its one reason."""
+    return Status(code, [reason], plugin, task=task.key, node=node.name)
+
+
 def claim_key(task: TaskInfo, volume: PodVolume) -> str:
     return f"{task.namespace}/{volume.claim}"
 
@@ -237,29 +242,25 @@ class PodStorage:
         volume or is being deleted: ``UnschedulableAndUnresolvable``, no eviction changes
         a volume's place."""
         if self.unusable:
-            return Status(
-                Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                [self.unusable],
-                VOLUME_BINDING,
-                task=task.key,
-                node=node.name,
+            return verdict(
+                Code.UNSCHEDULABLE_AND_UNRESOLVABLE, self.unusable, VOLUME_BINDING, task, node
             )
         for pv in self.placed:
             if pv.node_affinity is not None and not selector_matches(pv.node_affinity, node):
-                return Status(
+                return verdict(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                    [ERR_REASON_NODE_CONFLICT],
+                    ERR_REASON_NODE_CONFLICT,
                     VOLUME_BINDING,
-                    task=task.key,
-                    node=node.name,
+                    task,
+                    node,
                 )
             if _zone_conflict(pv, node):
-                return Status(
+                return verdict(
                     Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
-                    [ERR_REASON_ZONE_CONFLICT],
+                    ERR_REASON_ZONE_CONFLICT,
                     VOLUME_ZONE,
-                    task=task.key,
-                    node=node.name,
+                    task,
+                    node,
                 )
         return None
 
@@ -289,12 +290,8 @@ class PodStorage:
             existing = sum(1 for d, _ in attached if d == driver)
             adding = sum(1 for v in new if v[0] == driver and v not in attached)
             if adding and existing + adding > limit:
-                return Status(
-                    Code.UNSCHEDULABLE,
-                    [ERR_REASON_MAX_VOLUME_COUNT],
-                    NODE_VOLUME_LIMITS,
-                    task=task.key,
-                    node=node.name,
+                return verdict(
+                    Code.UNSCHEDULABLE, ERR_REASON_MAX_VOLUME_COUNT, NODE_VOLUME_LIMITS, task, node
                 )
         return None
 
@@ -340,12 +337,8 @@ def rwop_conflict_error(
             holder = node if where == node.name else nodes.get(where)
             other = holder.tasks.get(uid) if holder is not None else None
             if other is not None and other.status & _HOLDING:
-                return Status(
-                    Code.UNSCHEDULABLE,
-                    [ERR_REASON_RWOP_CONFLICT],
-                    VOLUME_RESTRICTIONS,
-                    task=task.key,
-                    node=node.name,
+                return verdict(
+                    Code.UNSCHEDULABLE, ERR_REASON_RWOP_CONFLICT, VOLUME_RESTRICTIONS, task, node
                 )
     return None
 

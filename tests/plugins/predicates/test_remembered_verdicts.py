@@ -54,10 +54,9 @@ def port_pod(name: str, **kw: Any) -> Obj:
     return with_volumes(pod(name, host_ports=[host_port(80)], **kw), token(name))
 
 
-def test_alike_waiting_pods_are_judged_once_a_node_each_verdict_naming_its_own_pod(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    ssn = session(
+def held_port_cluster() -> Session:
+    """n1 with port 80 held by a placed pod, and two alike waiting pods that want it."""
+    return session(
         [
             zoned("n1"),
             pod("holder", node_name="n1", host_ports=[host_port(80)]),
@@ -66,6 +65,12 @@ def test_alike_waiting_pods_are_judged_once_a_node_each_verdict_naming_its_own_p
         ],
         predicates_conf(),
     )
+
+
+def test_alike_waiting_pods_are_judged_once_a_node_each_verdict_naming_its_own_pod(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ssn = held_port_cluster()
     judged = counting(monkeypatch, ssn)
     n1 = ssn.nodes["n1"]
     first = ssn.predicate(task_of(ssn, "ns/a"), n1)
@@ -126,15 +131,7 @@ def test_a_storage_change_makes_alike_pods_judged_again() -> None:
 
 
 def test_a_node_copy_is_judged_as_it_is_not_as_the_sessions_node_was() -> None:
-    ssn = session(
-        [
-            zoned("n1"),
-            pod("holder", node_name="n1", host_ports=[host_port(80)]),
-            port_pod("a"),
-            port_pod("b"),
-        ],
-        predicates_conf(),
-    )
+    ssn = held_port_cluster()
     assert ssn.predicate(task_of(ssn, "ns/a"), ssn.nodes["n1"]) is not None
     copy = ssn.nodes["n1"].clone()
     copy.remove_task(task_of(ssn, "ns/holder"))
