@@ -444,18 +444,22 @@ class Session:
                         scores[name] += score
         return scores
 
-    def node_score_array(self, task: TaskInfo, nodes: list[NodeInfo]) -> FloatArray | None:
+    def node_score_array(
+        self, task: TaskInfo, nodes: list[NodeInfo], names: list[str] | None = None
+    ) -> FloatArray | None:
         """``node_scores`` as one array in the order of ``nodes``: the same additions in the
         same order, so the same floats, without a per-node dict when a batch hook answers
         with an array for exactly these nodes (the usual case, thousands of nodes a call).
 
         ``None`` when two nodes share a name: the dict path adds a scalar hook's score once
         per listed node but a batch hook's once per name, which one array per node cannot
-        express; the caller then reads ``node_scores``.
+        express; the caller then reads ``node_scores``. ``names``: the nodes' names, when the
+        caller already knows them and that none repeats.
         """
-        names = [node.name for node in nodes]
-        if len(set(names)) != len(names):
-            return None
+        if names is None:
+            names = [node.name for node in nodes]
+            if len(set(names)) != len(names):
+                return None
         total = np.zeros(len(nodes), dtype=np.float64)
         for fns in self._tiered(NODE_ORDER):
             for fn in fns:
