@@ -29,6 +29,7 @@ from scheduler_core.actions.util.reclaim_rules import (
     reclaimed_dimensions,
 )
 from scheduler_core.actions.util.victims import (
+    eviction_order,
     fits_without,
     reclaimee_filter,
     select_victims_on_node,
@@ -276,7 +277,7 @@ class ReclaimAction(Action):
                 log.log(v(3), "No validated victims on Node <%s>: %s", node.name, err)
                 continue
             if guard.narrows:
-                victims = guard.narrow(task, _eviction_order(ssn, victims, task), tentative)
+                victims = guard.narrow(task, eviction_order(ssn, victims, task), tentative)
                 err = validate_victims(task, node, victims)
                 if err is not None:
                     log.log(v(3), "No victims on Node <%s> within the rules: %s", node.name, err)
@@ -358,7 +359,7 @@ class ReclaimAction(Action):
         """Whether the plugins and the rules let all of ``victims`` go at once."""
         guard = self._guard
         assert guard is not None
-        order = _eviction_order(ssn, victims, task)
+        order = eviction_order(ssn, victims, task)
         voted = ssn.reclaimable(task, order)
         return len(voted) == len(victims) and len(guard.narrow(task, voted, tentative)) == len(
             victims
@@ -388,7 +389,7 @@ class ReclaimAction(Action):
             voted = ssn.reclaimable(task, reclaimees)
             if not voted or validate_victims(task, node, voted) is not None:
                 return None
-            approved = guard.narrow(task, _eviction_order(ssn, voted, task), tentative)
+            approved = guard.narrow(task, eviction_order(ssn, voted, task), tentative)
             if not approved or validate_victims(task, node, approved) is not None:
                 log.log(v(4), "No allowed victims on Node <%s> free enough", node.name)
                 return None
@@ -463,15 +464,6 @@ def _search_on_copy(
     if err is None and not chosen:
         err = "no victims chosen"
     return chosen, err
-
-
-def _eviction_order(ssn: Session, victims: list[TaskInfo], preemptor: TaskInfo) -> list[TaskInfo]:
-    """``victims`` in the order reclaim evicts them: lowest value first."""
-    queue = ssn.build_victims_priority_queue(sort_by_importance(victims), preemptor)
-    ordered: list[TaskInfo] = []
-    while not queue.empty():
-        ordered.append(queue.pop())
-    return ordered
 
 
 def _count_by_queue(ssn: Session, stmt: Statement) -> dict[str, int]:
