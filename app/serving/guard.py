@@ -19,10 +19,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import uvicorn
+import uvloop
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from app.telemetry.metrics import ListenerCounts
@@ -190,8 +192,25 @@ def _worth_a_line(n: int) -> bool:
     return n == 1 or n % 1000 == 0
 
 
+class HandshakeBoundedLoop(uvloop.Loop):
+    """uvloop's event loop, whose servers bound a TLS handshake by ``handshake_timeout``.
+
+    asyncio gives a handshake 60 seconds by default, and the guard sees a connection only
+    once its handshake is done: a client that opens TLS connections and never finishes the
+    handshake held each one for a minute, counted by no listener's cap and cut by no read
+    deadline. With this loop the handshake must end within the listeners' read timeout."""
+
+    handshake_timeout = 60.0
+
+    async def create_server(self, *args: Any, **kwargs: Any) -> asyncio.Server:
+        if kwargs.get("ssl") is not None:
+            kwargs.setdefault("ssl_handshake_timeout", self.handshake_timeout)
+        return cast(asyncio.Server, await super().create_server(*args, **kwargs))
+
+
 class LimitedConfig(uvicorn.Config):
-    """uvicorn's configuration carrying the listener's limits to its protocol."""
+    """uvicorn's configuration carrying the listener's limits to its protocol, and the read
+    timeout to the TLS handshake (``HandshakeBoundedLoop``)."""
 
     def __init__(self, *args: Any, limits: ListenerLimits, name: str = "listener", **kw: Any):
         kw.setdefault("http", GuardedHttpToolsProtocol)
@@ -203,6 +222,18 @@ class LimitedConfig(uvicorn.Config):
         #: Connections closed at the cap, and for sending no whole request in time.
         self.refused = 0
         self.timed_out = 0
+
+    def get_loop_factory(self) -> Callable[[], asyncio.AbstractEventLoop] | None:
+        if self.loop != "uvloop":
+            return super().get_loop_factory()
+        timeout = self.limits.read_timeout
+
+        def bounded() -> asyncio.AbstractEventLoop:
+            loop = HandshakeBoundedLoop()
+            loop.handshake_timeout = timeout
+            return loop
+
+        return bounded
 
     def counts(self) -> ListenerCounts:
         """What ``/metrics`` shows of this listener (``ListenerCollector``)."""

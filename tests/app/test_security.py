@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import httpx
 import pytest
 import trustme
 
+from app.serving.guard import ListenerLimits
 from app.serving.security import TokenFile, tls_options
 from app.serving.server import ServerSettings, create_app
 
@@ -176,3 +179,26 @@ def test_token_file_keeps_last_token_when_file_vanishes_and_empty_denies(tmp_pat
 def test_missing_token_file_fails_app_creation(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         create_app(FakeBackend(), ServerSettings(token_file=str(tmp_path / "absent")))
+
+
+def test_a_tls_handshake_never_finished_is_cut_at_the_read_timeout(
+    server_files: dict[str, str], ca: trustme.CA
+) -> None:
+    """The guard sees a connection only once its handshake is done, so the handshake has a
+    deadline of its own: the listeners' read timeout, not asyncio's 60 seconds."""
+    app = create_app(FakeBackend())
+    opts = tls_options(server_files["cert"], server_files["key"], None)
+    with serve(app, limits=ListenerLimits(read_timeout=0.5), **opts) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+            started = time.monotonic()
+            silent.settimeout(10)
+            try:
+                while silent.recv(4096):
+                    pass
+            except ConnectionResetError:
+                pass
+            assert time.monotonic() - started < 5  # closed long before 60 s
+        # A client that does its handshake is served as before.
+        with httpx.Client(base_url=url, verify=client_context(ca), timeout=10) as c:
+            assert c.get("/healthz").status_code == 200
