@@ -281,19 +281,59 @@ class LeaseElection:
         return True
 
 
+def _checked(
+    timings: ElectionTimings | None, lease_name: str, lease_namespace: str, what: str
+) -> ElectionTimings:
+    """The timings to use (validated), once the lease is named; raises ValueError."""
+    chosen = timings or ElectionTimings()
+    validate_timings(chosen)
+    if not lease_name or not lease_namespace:
+        raise ValueError(f"{what} needs a lease name and a lease namespace")
+    return chosen
+
+
 class _Transitions:
-    """The start / stop callbacks and the gauge shared by both kinds of leadership."""
+    """What both kinds of leadership share: the lease they read, their timings, the start /
+    stop callbacks, the thread that polls, and the gauge. ``leadership_valid_for`` is each
+    kind's own."""
 
     def __init__(
         self,
         identity: str,
         on_start: Callable[[], None] | None,
         on_stop: Callable[[], None] | None,
+        *,
+        lease_name: str,
+        lease_namespace: str,
+        timings: ElectionTimings | None,
+        registry: CollectorRegistry | None,
     ) -> None:
         self.identity = identity
         self._on_start = on_start
         self._on_stop = on_stop
         self._leading = False
+        self.lease_name = lease_name
+        self.lease_namespace = lease_namespace
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.gauge = _leader_gauge(registry)
+        self.gauge.set_function(lambda: 1.0 if self.is_leader() else 0.0)
+
+    def leadership_valid_for(self) -> float:
+        raise NotImplementedError
+
+    def is_leader(self) -> bool:
+        return self.leadership_valid_for() > 0.0
+
+    def _start_thread(self, run: Callable[[], None], name: str) -> None:
+        if self._thread is not None:
+            raise RuntimeError(f"{name} already started")
+        self._thread = threading.Thread(target=run, name=f"{name}-{self.lease_name}", daemon=True)
+        self._thread.start()
+
+    def _join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
 
     def _became(self, leading: bool, what: str) -> None:
         if leading == self._leading:
@@ -335,13 +375,16 @@ class LeaderElector(_Transitions):
         wall: Callable[[], datetime] = _wall_now,
     ) -> None:
         """``coordination_api`` replaces the ``CoordinationV1Api`` built on ``api_client``."""
-        self.timings = timings or ElectionTimings()
-        validate_timings(self.timings)
-        if not lease_name or not lease_namespace:
-            raise ValueError("leader election needs a lease name and a lease namespace")
-        super().__init__(identity or new_identity(), on_start, on_stop)
-        self.lease_name = lease_name
-        self.lease_namespace = lease_namespace
+        self.timings = _checked(timings, lease_name, lease_namespace, "leader election")
+        super().__init__(
+            identity or new_identity(),
+            on_start,
+            on_stop,
+            lease_name=lease_name,
+            lease_namespace=lease_namespace,
+            timings=self.timings,
+            registry=registry,
+        )
         coordination = coordination_api or k8s_client.CoordinationV1Api(api_client)
         self.election = LeaseElection(
             coordination,
@@ -352,18 +395,11 @@ class LeaderElector(_Transitions):
             monotonic=monotonic,
             wall=wall,
         )
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.gauge = _leader_gauge(registry)
-        self.gauge.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
     def leadership_valid_for(self) -> float:
         if self._stopping.is_set() or not self._leading:
             return 0.0
         return self.election.leadership_valid_for()
-
-    def is_leader(self) -> bool:
-        return self.leadership_valid_for() > 0.0
 
     def step(self) -> None:
         """One round of the election: acquire or renew, then tell the callbacks of a change."""
@@ -383,12 +419,7 @@ class LeaderElector(_Transitions):
         self._became(valid, f"lease {self.lease_namespace}/{self.lease_name}")
 
     def start(self) -> LeaderElector:
-        if self._thread is not None:
-            raise RuntimeError("leader elector already started")
-        self._thread = threading.Thread(
-            target=self._run, name=f"leader-election-{self.lease_name}", daemon=True
-        )
-        self._thread.start()
+        self._start_thread(self._run, "leader-election")
         log.info(
             "leader election on lease %s/%s as %s",
             self.lease_namespace,
@@ -408,8 +439,7 @@ class LeaderElector(_Transitions):
         """Leave the election: stop counting ourselves leader (the writers stop), then give
         the lease back so the next replica takes over at its next retry, not a lease later."""
         self.resign()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._join(timeout)
         self.election.forget()  # a step that was under way when we resigned
         self._became(False, "stopping")
         self.election.release()  # gives back only a lease that names us
@@ -447,14 +477,17 @@ class SchedulerLeaseFollower(_Transitions):
         coordination_api: Any = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.timings = timings or ElectionTimings()
-        validate_timings(self.timings)
-        if not lease_name or not lease_namespace:
-            raise ValueError("sidecar leadership needs the scheduler's lease name and namespace")
+        self.timings = _checked(timings, lease_name, lease_namespace, "sidecar leadership")
         self.hostname = hostname or socket.gethostname()
-        super().__init__(identity or new_identity(self.hostname), on_start, on_stop)
-        self.lease_name = lease_name
-        self.lease_namespace = lease_namespace
+        super().__init__(
+            identity or new_identity(self.hostname),
+            on_start,
+            on_stop,
+            lease_name=lease_name,
+            lease_namespace=lease_namespace,
+            timings=self.timings,
+            registry=registry,
+        )
         self._coordination = coordination_api or k8s_client.CoordinationV1Api(api_client)
         self._monotonic = monotonic
         self._record: tuple[Any, ...] | None = None
@@ -463,10 +496,6 @@ class SchedulerLeaseFollower(_Transitions):
         self._duration = self.timings.lease_duration
         self._ours = False
         self.holder = ""
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.gauge = _leader_gauge(registry)
-        self.gauge.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
     @property
     def poll_period(self) -> float:
@@ -485,9 +514,6 @@ class SchedulerLeaseFollower(_Transitions):
             return 0.0
         elapsed = self._monotonic() - self._renew_floor
         return max(0.0, self._duration - elapsed - self.safety_margin)
-
-    def is_leader(self) -> bool:
-        return self.leadership_valid_for() > 0.0
 
     def step(self) -> None:
         """One poll of the scheduler's Lease, then tell the callbacks of a change."""
@@ -534,12 +560,7 @@ class SchedulerLeaseFollower(_Transitions):
             self._duration = float(spec.lease_duration_seconds)
 
     def start(self) -> SchedulerLeaseFollower:
-        if self._thread is not None:
-            raise RuntimeError("scheduler lease follower already started")
-        self._thread = threading.Thread(
-            target=self._run, name=f"scheduler-lease-{self.lease_name}", daemon=True
-        )
-        self._thread.start()
+        self._start_thread(self._run, "scheduler-lease")
         log.info(
             "leading while kube-scheduler holds lease %s/%s as host %s",
             self.lease_namespace,
@@ -555,8 +576,7 @@ class SchedulerLeaseFollower(_Transitions):
 
     def stop(self, timeout: float = 5.0) -> None:
         self.resign()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._join(timeout)
 
     def _run(self) -> None:
         while not self._stopping.is_set():
