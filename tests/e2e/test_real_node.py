@@ -559,9 +559,13 @@ class LeaseSample:
 def _watch_leases(
     cluster: Cluster, names: list[str], until: Any, timeout: float
 ) -> dict[str, list[LeaseSample]]:
+    """Sample each Lease every 0.1 s until ``until()`` holds. ``until`` is asked *before* the
+    round of samples, so the round that ends the loop is read after the condition held: a
+    handover that ``until`` saw is always in the samples, however the two reads interleave."""
     samples: dict[str, list[LeaseSample]] = {n: [] for n in names}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        done = until()
         for name in names:
             with contextlib.suppress(client.ApiException):
                 spec = cluster.coordination.read_namespaced_lease(name, NAMESPACE).spec
@@ -573,7 +577,7 @@ def _watch_leases(
                         spec.acquire_time,
                     )
                 )
-        if until():
+        if done:
             break
         time.sleep(0.1)
     return samples
