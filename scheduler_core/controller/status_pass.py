@@ -111,11 +111,18 @@ def derive(
     memos: SessionMemos | None = None,
 ) -> StatusPass:
     """The pass over ``snapshot`` (its job map and usage sums are changed in place: give it
-    one of its own; the job objects are replaced, never changed). ``known`` is the phase of
-    each PodGroup (``namespace/name``) as last written, where the snapshot may not show it
-    yet."""
+    one of its own, as ``sharing_tasks`` makes; the job objects are replaced, never changed,
+    and the tasks are shared with the cache, so the session is opened with shared tasks).
+    ``known`` is the phase of each PodGroup (``namespace/name``) as last written, where the
+    snapshot may not show it yet."""
     managed = frozenset(managed)
     namespaces = frozenset(namespaces)
+    if not any(not job.synthesized for job in snapshot.jobs.values()) and all(
+        queue.implicit for queue in snapshot.queues.values()
+    ):
+        # Nothing to write: no PodGroup and no Queue object. Plain pods' groups of one are
+        # never written, so their session would be opened for nothing.
+        return StatusPass([], [])
     before: dict[str, str] = {}
     for job in list(snapshot.jobs.values()):
         phase = known.get(job_key(job), job.phase.value) if not job.synthesized else job.phase
@@ -125,9 +132,15 @@ def derive(
             own = job.copy_sharing_tasks()
             own.phase = engine_phase
             snapshot.put_job(own)
-    ssn = open_session(snapshot, conf, clone=False, memos=memos)
+    ssn = open_session(snapshot, conf, clone=False, shared_tasks=True, memos=memos)
     try:
-        Enqueue(also=fits_alongside).execute(ssn)
+        if any(
+            not job.synthesized and job.phase == PodGroupPhase.PENDING for job in ssn.jobs.values()
+        ):
+            # Enqueue moves only Pending jobs, and only a PodGroup's phase is written: with
+            # none Pending its outcome is read by no one (it changes no allocation), so the
+            # pass skips it rather than ordering every plain pod's group of one.
+            Enqueue(also=fits_alongside).execute(ssn)
         allocated: dict[str, Resource] = {}
         for job in ssn.jobs.values():
             allocated.setdefault(job.queue, Resource.empty()).add(job.allocated)

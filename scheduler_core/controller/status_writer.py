@@ -25,9 +25,12 @@ from urllib.parse import quote
 from prometheus_client import CollectorRegistry, Gauge
 from prometheus_client import Counter as Counter_
 
+from scheduler_core.api.job import JobInfo
 from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.memo import SessionMemos
+from scheduler_core.framework.session import Session
 
 from .events import NORMAL, WARNING, ObjectRef, TokenBucket
 from .periodic import Periodic
@@ -35,6 +38,7 @@ from .podgroup_status import PHASES, UNSCHEDULABLE, PodGroupFacts, next_status
 from .queue_status import resource_list, status_patch
 from .rest import ApiError
 from .runtime import Controller
+from .snapshot import sharing_tasks
 from .status_pass import GroupStatus, HoldReason, QueueStatus, derive
 
 log = logging.getLogger(__name__)
@@ -188,21 +192,28 @@ class StatusWriter:
     # ------------------------------------------------------------------ observing
 
     def _observe(self) -> tuple[list[GroupStatus], list[QueueStatus]]:
+        # Only the copy is made under the state's lock: its own jobs and nodes around the
+        # cache's task objects, which the cache replaces and never changes. The pass itself
+        # (a session and the enqueue action over every pending job) runs outside the lock,
+        # so the verbs never wait for it.
         with self._locked():
-            snapshot = self._snapshot()
-            # The pass replaces jobs and usage sums in its snapshot: its own maps, the
-            # cluster's job objects untouched.
-            snapshot = snapshot.around(dict(snapshot.jobs), dict(snapshot.nodes))
-            result = derive(
-                snapshot,
-                self._conf(),
-                self._phase,
-                self._hold_reason,
-                managed=self._managed,
-                namespaces=self._namespaces,
-                memos=self.memos,
-            )
+            snapshot = sharing_tasks(self._snapshot())
+        result = derive(
+            snapshot,
+            self._conf(),
+            self._phase,
+            self._held,
+            managed=self._managed,
+            namespaces=self._namespaces,
+            memos=self.memos,
+        )
         return result.groups, result.queues
+
+    def _held(self, ssn: Session, job: JobInfo, task: TaskInfo) -> tuple[str, str] | None:
+        """The engine's hold reason, asked under the state's lock: it reads the verbs' own
+        queue accounting, which the verbs change under that lock."""
+        with self._locked():
+            return self._hold_reason(ssn, job, task)
 
     # ------------------------------------------------------------------ PodGroups
 

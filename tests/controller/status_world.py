@@ -94,6 +94,8 @@ class StatusWorld:
     #: the write budget's answers, in order (True: a write may go); None: no limit
     tokens: list[bool] | None = None
     writer: StatusWriter = field(init=False)
+    #: how deep the state's lock is held now (the writer takes it for its copy only)
+    lock_depth: int = 0
 
     def __post_init__(self) -> None:
         controller = cast(Controller, _Controller(FakeRest(self)))
@@ -118,7 +120,11 @@ class StatusWorld:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        yield
+        self.lock_depth += 1
+        try:
+            yield
+        finally:
+            self.lock_depth -= 1
 
     def version_now(self) -> int:
         return self.version

@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler_core.actions.enqueue import Enqueue
+from scheduler_core.controller import status_pass
 from scheduler_core.controller.queue_status import COUNTERS
+from scheduler_core.framework.session import Session
 from tests.builders import Obj, node, pod, podgroup, queue, with_min_resources
 from tests.controller.status_world import StatusWorld
 
@@ -66,6 +70,66 @@ def test_counters_count_a_podgroup_whose_write_was_refused_in_the_phase_it_still
     world.cycle()
     assert sorted([world.phase("a"), world.phase("b")]) == ["Inqueue", "Pending"]
     counters_match_phases(world)
+
+
+# --- what the pass costs the verbs ------------------------------------------------------
+
+
+def _count_enqueues(monkeypatch: pytest.MonkeyPatch, world: StatusWorld) -> list[int]:
+    """Each run of the enqueue action, as the state's lock depth it ran at."""
+    seen: list[int] = []
+    execute = Enqueue.execute
+
+    def counted(self: Enqueue, ssn: Session) -> None:
+        seen.append(world.lock_depth)
+        execute(self, ssn)
+
+    monkeypatch.setattr(Enqueue, "execute", counted)
+    return seen
+
+
+def test_the_pass_enqueues_outside_the_state_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The verbs take the same lock: a pass holding it while it orders every pending job kept
+    # each filter waiting for it, once a second while pods were bound.
+    world = StatusWorld([node("n0", cpu="8"), queue("q", capability={"cpu": "4"})])
+    world.objects += [group("a", 1, 1), member("a-0", "a")]
+    seen = _count_enqueues(monkeypatch, world)
+    world.cycle()
+    assert seen == [0]
+    assert world.phase("a") == "Inqueue"
+
+
+def test_plain_pods_alone_open_no_pass_session(monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[object] = []
+    open_session = getattr(status_pass, "open_session")  # noqa: B009 (the pass's own name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args[0])
+        return open_session(*args, **kwargs)
+
+    monkeypatch.setattr(status_pass, "open_session", counted)
+    world = StatusWorld([node("n0", cpu="8")])
+    world.objects += [pod(f"plain-{i}", cpu="1", memory=None) for i in range(5)]
+    world.cycle()
+    assert opened == []
+    # A Queue object is something to write: then the pass runs.
+    world.objects.append(queue("q"))
+    world.changed()
+    world.cycle()
+    assert len(opened) == 1
+
+
+def test_enqueue_runs_only_while_a_podgroup_is_pending(monkeypatch: pytest.MonkeyPatch) -> None:
+    world = StatusWorld([node("n0", cpu="8"), queue("q", capability={"cpu": "4"})])
+    world.objects += [group("a", 1, None), member("a-0", "a", node_name="n0")]
+    world.objects += [pod(f"plain-{i}", cpu="1", memory=None) for i in range(3)]
+    seen = _count_enqueues(monkeypatch, world)
+    world.cycle()
+    assert (world.phase("a"), seen) == ("Running", [])
+    world.objects += [group("b", 1, 1), member("b-0", "b")]
+    world.changed()
+    world.cycle()
+    assert (world.phase("b"), seen) == ("Inqueue", [0])
 
 
 # --- random event orders ----------------------------------------------------------------
