@@ -21,6 +21,7 @@ import orjson
 from bench import (
     Budget,
     Measurement,
+    cycle_bench,
     engine_bench,
     format_number,
     http_bench,
@@ -56,6 +57,9 @@ BUDGETS: dict[str, Budget] = {
     "noop-http-rps": Budget(n=4000, seconds=15, warmup=20),
     "filter-http-rps": Budget(n=400, seconds=30, warmup=8),
     "verb-rss-growth": Budget(n=10_000, seconds=120, warmup=0),
+    # Every pod of the row's cluster once, after 20 warm-up pods.
+    "cycle-200": Budget(n=980, seconds=60, warmup=20),
+    "cycle-1000": Budget(n=4_980, seconds=240, warmup=20),
 }
 # The fit variant's rows measure as their plain rows do, with the same budget.
 BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}
@@ -64,6 +68,7 @@ SYNC_TRIALS = 20
 
 GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("engine", engine_bench.BENCHES),
+    ("cycle", cycle_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
     ("http", http_bench.BENCHES),
     ("sync", sync_bench.BENCHES),
@@ -162,6 +167,11 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
         results += engine_bench.run(fixture, set(engine), budgets)
         results += insight_bench.run(fixture, set(insight), budgets)
         del fixture
+        gc.collect()
+    cycle = [n for n in cycle_bench.BENCHES if n in selected]
+    if cycle:
+        log(f"running {', '.join(cycle)} (their own clusters, at bench-e2e's scales)")
+        results += cycle_bench.run(set(cycle), budgets)
         gc.collect()
     http = [n for n in http_bench.BENCHES if n in selected]
     if http:
