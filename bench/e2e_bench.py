@@ -10,8 +10,14 @@ seen with ``spec.nodeName`` set (local receipt time); the round's rate is
 scheduler and the extender are stopped by their PIDs and the pods deleted (grace 0) before
 the next round.
 
-The configurations run alternately (plain, noop, watch, ours, plain, ...) so that drift in the
-machine's load spreads over all of them; only ratios taken within one run mean anything.
+The configurations run alternately (plain, noop, noop-filter, watch, ours, ours-exact,
+plain, ...) so that drift in the machine's load spreads over all of them; only ratios taken
+within one run mean anything. ``noop`` answers filter, prioritize and preempt, as the
+extender was deployed until scoring moved into kube-scheduler; ``noop-filter`` answers filter
+and preempt only, one HTTP call per pod, the yardstick of ``ours`` as deployed now;
+``ours-exact`` adds prioritize (exact Volcano scoring). ``--baseline EXE`` runs another
+checkout's extender as ``base`` / ``base-exact`` in the same rotation: a change is compared
+with the commit before it on the same machine in one run.
 ``watch`` is the no-op extender keeping our cache of the cluster (our informers, our
 ``ClusterState``) while deciding nothing: what watching alone costs kube-scheduler on this
 machine (the API server sends every bind to one more watcher, and the extender's process
@@ -43,7 +49,51 @@ from tests.e2e.controlplane import ControlPlane, Extender, Process, find_binarie
 from tests.e2e.controlplane import wait_for as wait_until
 from tests.e2e.kube import QUEUE_SCHEDULER, Kube
 
-CONFIGS = ("plain", "noop", "watch", "ours")
+
+@dataclass(frozen=True)
+class Config:
+    """One way kube-scheduler is run in a round: which extender, and which of its verbs the
+    scheduler's configuration names."""
+
+    name: str
+    #: ``None`` (kube-scheduler alone), ``noop``, ``watch`` (the no-op keeping our cache),
+    #: ``ours`` or ``baseline`` (ours from another checkout, ``--baseline``).
+    extender: str | None
+    prioritize: bool = True
+    what: str = ""
+
+
+#: Every configuration a round can run, in the order a round runs them.
+ALL_CONFIGS: dict[str, Config] = {
+    c.name: c
+    for c in (
+        Config("plain", None, what="kube-scheduler v1.36 alone"),
+        Config("noop", "noop", what="the stdlib no-op extender, filter + prioritize + preempt"),
+        Config(
+            "noop-filter",
+            "noop",
+            prioritize=False,
+            what="the no-op answering filter and preempt only (one call per pod)",
+        ),
+        Config("watch", "watch", what="the no-op keeping our cache of the cluster"),
+        Config(
+            "ours",
+            "ours",
+            prioritize=False,
+            what="ours as deployed: filter and preempt; kube-scheduler scores natively",
+        ),
+        Config(
+            "ours-exact",
+            "ours",
+            what="ours with prioritize too (exact Volcano scoring, scoring: extender)",
+        ),
+        Config("base", "baseline", prioritize=False, what="--baseline, configured as ours"),
+        Config("base-exact", "baseline", what="--baseline, configured as ours-exact"),
+    )
+}
+#: What a run measures unless ``--configs`` says otherwise (the baselines join with
+#: ``--baseline``).
+DEFAULT_CONFIGS = ("plain", "noop", "noop-filter", "watch", "ours", "ours-exact")
 #: What our extender is started with: decisions on the latest event (the issue's target
 #: behaviour) and the chart's default verbosity, so logging costs what it costs in production.
 OURS_ARGS = ("--refresh-interval", "0", "-v", "2")
@@ -65,7 +115,12 @@ class Scale:
         )
 
 
-SCALES = {"small": Scale("small", 200, 1000), "large": Scale("large", 1000, 5000)}
+SCALES = {
+    "small": Scale("small", 200, 1000),
+    "large": Scale("large", 1000, 5000),
+    # kube-scheduler's own scalability envelope; run it with --configs plain,noop-filter,ours.
+    "huge": Scale("huge", 5000, 10000),
+}
 
 
 @dataclass
@@ -79,6 +134,8 @@ class Round:
     failed_scheduling: int = 0
     failed_sample: str = ""
     extender_counts: dict[str, float] = field(default_factory=dict)
+    #: The serving process's peak resident memory (``VmHWM``, MiB), for ours and the baseline.
+    peak_rss_mib: float | None = None
 
     @property
     def complete(self) -> bool:
@@ -266,12 +323,16 @@ def extender_counts(metrics_text: str) -> dict[str, float]:
 
 
 class Bench:
-    def __init__(self, cp: ControlPlane, log: Callable[[str], None]) -> None:
+    def __init__(
+        self, cp: ControlPlane, log: Callable[[str], None], baseline: str | None = None
+    ) -> None:
         self.cp = cp
         self.log = log
         self.api = cp.api_client()
         self.core = client.CoreV1Api(self.api)
         self.kube = Kube(self.api)
+        #: ``queue-extender`` of another checkout, for the ``base`` configurations.
+        self.baseline = baseline
 
     def warm_up(self, scale: Scale) -> None:
         """A burst of creations and deletions, so the API server's watch cache has grown before
@@ -281,17 +342,17 @@ class Bench:
         delete_pods(self.core, namespace)
 
     @contextlib.contextmanager
-    def extender(self, config: str) -> Iterator[tuple[str | None, Extender | None]]:
+    def extender(self, config: Config) -> Iterator[tuple[str | None, Extender | None]]:
         """The extender of ``config`` (URL and, for ours, the handle), stopped afterwards."""
-        if config == "plain":
+        if config.extender is None:
             yield None, None
             return
-        if config in ("noop", "watch"):
+        if config.extender in ("noop", "watch"):
             port = free_port()
             argv = [sys.executable, "-m", "bench.noop_extender", "--port", str(port)]
-            if config == "watch":
+            if config.extender == "watch":
                 argv += ["--kubeconfig", str(self.cp.kubeconfig)]
-            process = self.cp.spawn(f"{config}-extender", argv, env=subprocess_env())
+            process = self.cp.spawn(f"{config.name}-extender", argv, env=subprocess_env())
             url = f"http://127.0.0.1:{port}"
             try:
                 Extender(process, url).wait_ready(120)
@@ -299,16 +360,26 @@ class Bench:
             finally:
                 process.stop()
             return
-        ours = self.cp.start_extender("queue-extender", args=OURS_ARGS)
+        if config.extender == "baseline":
+            if self.baseline is None:
+                raise ValueError(f"{config.name} needs --baseline")
+            port = free_port()
+            argv = [self.baseline, "serve", "--kubeconfig", str(self.cp.kubeconfig)]
+            argv += ["--port", str(port), *OURS_ARGS]
+            ours = Extender(
+                self.cp.spawn(f"{config.name}-extender", argv), f"http://127.0.0.1:{port}"
+            )
+        else:
+            ours = self.cp.start_extender(f"{config.name}-extender", args=OURS_ARGS)
         try:
             ours.wait_ready(120)
             yield ours.url + "/", ours
         finally:
             ours.process.stop()
 
-    def round(self, scale: Scale, config: str, index: int, timeout: float) -> Round:
-        result = Round(config, index, scale.pods)
-        namespace = self.kube.namespace(f"bench-{config}")
+    def round(self, scale: Scale, config: Config, index: int, timeout: float) -> Round:
+        result = Round(config.name, index, scale.pods)
+        namespace = self.kube.namespace(f"bench-{config.name}")
         with self.extender(config) as (url, ours):
             create_pods(self.core, namespace, scale.pods, scale.pod_cpu)
             listed: Any = self.core.list_namespaced_pod(namespace, limit=1)
@@ -318,7 +389,10 @@ class Bench:
             scheduler: Process | None = None
             try:
                 scheduler = self.cp.start_scheduler(
-                    f"kube-scheduler-{config}", (QUEUE_SCHEDULER,), url
+                    f"kube-scheduler-{config.name}",
+                    (QUEUE_SCHEDULER,),
+                    url,
+                    extender=None if config.prioritize else {"prioritizeVerb": ""},
                 )
                 watch.done.wait(timeout)
             finally:
@@ -327,12 +401,24 @@ class Bench:
                 watch.stop()
             result.binds = sorted(watch.bound.values())
             if watch.error:
-                self.log(f"{config} round {index}: the bind watch failed: {watch.error}")
+                self.log(f"{config.name} round {index}: the bind watch failed: {watch.error}")
             if ours is not None:
                 result.extender_counts = extender_counts(ours.metrics())
+                result.peak_rss_mib = peak_rss_mib(ours.process.pid)
         result.failed_scheduling, result.failed_sample = failed_scheduling(self.core, namespace)
         delete_pods(self.core, namespace)
         return result
+
+
+def peak_rss_mib(pid: int) -> float | None:
+    """The process's peak resident memory so far (``VmHWM``), in MiB; None if unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 # --- the report -------------------------------------------------------------------------------
@@ -342,10 +428,18 @@ def fmt(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def summary(rounds: Sequence[Round]) -> dict[str, dict[str, float | None]]:
-    """min and median pods/s per configuration, over the rounds that had a rate."""
+def run_configs(rounds: Sequence[Round]) -> list[str]:
+    """The configurations of ``rounds``, in the order they ran."""
+    return list(dict.fromkeys(r.config for r in rounds))
+
+
+def summary(
+    rounds: Sequence[Round], configs: Sequence[str] | None = None
+) -> dict[str, dict[str, float | None]]:
+    """min and median pods/s per configuration (``configs``, default those that ran), over
+    the rounds that had a rate."""
     out: dict[str, dict[str, float | None]] = {}
-    for config in CONFIGS:
+    for config in configs if configs is not None else run_configs(rounds):
         rates = [r.rate for r in rounds if r.config == config and r.rate is not None]
         out[config] = {
             "min": min(rates) if rates else None,
@@ -358,32 +452,58 @@ def ratio(top: float | None, bottom: float | None) -> float | None:
     return top / bottom if top is not None and bottom else None
 
 
+#: The ratios the report gives (top, bottom), when both configurations ran; the first three
+#: carry the targets: ours/plain >= 0.6, ours/noop-filter >= 0.9, ours-exact/noop >= 0.9.
+RATIOS: tuple[tuple[str, str], ...] = (
+    ("ours", "plain"),
+    ("ours", "noop-filter"),
+    ("ours-exact", "noop"),
+    ("noop", "plain"),
+    ("noop-filter", "plain"),
+    ("watch", "noop"),
+    ("ours-exact", "watch"),
+    ("ours", "base"),
+    ("ours-exact", "base-exact"),
+)
+
+
 def render(scale: Scale, rounds: Sequence[Round]) -> str:
     lines = [f"{scale.describe()}:", ""]
-    header = f"{'config':<7} {'pods/s per round':<26} {'min':>6} {'median':>7}"
+    configs = run_configs(rounds)
+    width = max([len("config"), *(len(c) for c in configs)])
+    header = f"{'config':<{width}} {'pods/s per round':<26} {'min':>6} {'median':>7}"
     lines += [header, "-" * len(header)]
-    stats = summary(rounds)
-    for config in CONFIGS:
+    stats = summary(rounds, configs)
+    for config in configs:
         rates = ", ".join(fmt(r.rate) for r in rounds if r.config == config)
         s = stats[config]
-        lines.append(f"{config:<7} {rates:<26} {fmt(s['min']):>6} {fmt(s['median']):>7}")
-    medians = {c: stats[c]["median"] for c in CONFIGS}
-    lines.append("")
-    lines.append(
-        "ratios of medians: "
-        f"ours/plain {fmt(ratio(medians['ours'], medians['plain']), 2)}, "
-        f"noop/plain {fmt(ratio(medians['noop'], medians['plain']), 2)}, "
-        f"watch/noop {fmt(ratio(medians['watch'], medians['noop']), 2)}, "
-        f"ours/noop {fmt(ratio(medians['ours'], medians['noop']), 2)}, "
-        f"ours/watch {fmt(ratio(medians['ours'], medians['watch']), 2)}"
-    )
-    totals: dict[str, float] = {}
-    for r in rounds:
-        for key, value in r.extender_counts.items():
-            totals[key] = totals.get(key, 0.0) + value
-    if any(r.config == "ours" for r in rounds):
-        answers = ", ".join(f"{k}={v:g}" for k, v in sorted(totals.items()))
-        lines.append(f"ours answered, over all rounds: {answers}")
+        lines.append(f"{config:<{width}} {rates:<26} {fmt(s['min']):>6} {fmt(s['median']):>7}")
+    medians = {c: stats[c]["median"] for c in configs}
+    shown = [
+        f"{top}/{bottom} {fmt(ratio(medians[top], medians[bottom]), 2)}"
+        for top, bottom in RATIOS
+        if top in medians and bottom in medians
+    ]
+    if shown:
+        lines += ["", "ratios of medians: " + ", ".join(shown)]
+    peaks = {
+        config: max(r.peak_rss_mib for r in rounds if r.config == config and r.peak_rss_mib)
+        for config in configs
+        if any(r.config == config and r.peak_rss_mib for r in rounds)
+    }
+    if peaks:
+        lines.append(
+            "serve's peak RSS: " + ", ".join(f"{c} {v:,.0f} MiB" for c, v in peaks.items())
+        )
+    for config in configs:
+        totals: dict[str, float] = {}
+        for r in rounds:
+            if r.config == config:
+                for key, value in r.extender_counts.items():
+                    totals[key] = totals.get(key, 0.0) + value
+        if totals:
+            answers = ", ".join(f"{k}={v:g}" for k, v in sorted(totals.items()))
+            lines.append(f"{config} answered, over all rounds: {answers}")
     notes = [f"  {r.config} round {r.index}: {r.notes()}" for r in rounds if r.notes()]
     if notes:
         lines += ["", "notes:", *notes]
@@ -397,15 +517,15 @@ def log(message: str) -> None:
     print(f"[bench-e2e {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def run_scale(bench: Bench, scale: Scale, rounds: int) -> list[Round]:
+def run_scale(bench: Bench, scale: Scale, rounds: int, configs: Sequence[str]) -> list[Round]:
     log(f"{scale.name}: adding {scale.nodes} nodes, warming up with {scale.pods} pods")
     add_nodes(bench.kube, scale)
     bench.warm_up(scale)
     timeout = 120 + scale.pods / 10
     results = []
     for index in range(1, rounds + 1):
-        for config in CONFIGS:
-            result = bench.round(scale, config, index, timeout)
+        for config in configs:
+            result = bench.round(scale, ALL_CONFIGS[config], index, timeout)
             log(
                 f"{scale.name} {config} round {index}: {fmt(result.rate)} pods/s, "
                 f"{len(result.binds)}/{scale.pods} bound {result.notes()}".rstrip()
@@ -426,7 +546,29 @@ def main(argv: list[str] | None = None) -> int:
         "--scales", default="small,large", help=f"comma-separated, of {', '.join(SCALES)}"
     )
     parser.add_argument("--workdir", help="keep the control plane's files and logs here")
+    parser.add_argument(
+        "--configs",
+        help=f"comma-separated, of {', '.join(ALL_CONFIGS)} (default: {','.join(DEFAULT_CONFIGS)}"
+        ", plus base and base-exact with --baseline)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="EXE",
+        help="another checkout's queue-extender (e.g. the commit before a change, in its own "
+        "venv): run as base / base-exact, alternating with ours in the same run",
+    )
     args = parser.parse_args(argv)
+    chosen = [c.strip() for c in (args.configs or "").split(",") if c.strip()]
+    if not chosen:
+        chosen = list(DEFAULT_CONFIGS)
+        if args.baseline:
+            chosen += ["base", "base-exact"]
+    wrong = [c for c in chosen if c not in ALL_CONFIGS]
+    if wrong:
+        parser.error(f"unknown configuration {', '.join(wrong)}; known: {', '.join(ALL_CONFIGS)}")
+    if any(ALL_CONFIGS[c].extender == "baseline" for c in chosen) and not args.baseline:
+        parser.error("base and base-exact need --baseline EXE")
+    configs = [c for c in ALL_CONFIGS if c in chosen]
     names = ["small"] if args.quick else [s.strip() for s in args.scales.split(",") if s.strip()]
     unknown = [n for n in names if n not in SCALES]
     if unknown or not names:
@@ -443,9 +585,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             log(f"starting etcd and kube-apiserver under {workdir}")
             cp.start()
-            bench = Bench(cp, log)
+            bench = Bench(cp, log, args.baseline)
             for name in names:
-                reports.append(render(SCALES[name], run_scale(bench, SCALES[name], rounds)))
+                reports.append(
+                    render(SCALES[name], run_scale(bench, SCALES[name], rounds, configs))
+                )
         except BaseException:
             print(cp.log_tails(40), file=sys.stderr)
             raise
@@ -456,11 +600,10 @@ def main(argv: list[str] | None = None) -> int:
         f"load average (1 min) {facts['loadavg_1m']} at start, {load_average()} at end; "
         f"{time.strftime('%Y-%m-%d')}"
     )
-    print(
-        "kube-scheduler v1.36 alone (plain), with the stdlib no-op extender (noop), with the\n"
-        "no-op keeping our cache of the cluster (watch), with ours"
-    )
-    print(f"(queue-extender serve {' '.join(OURS_ARGS)}); {rounds} round(s) each, alternating.")
+    serve = " ".join(OURS_ARGS)
+    print(f"{rounds} round(s) each, alternating; ours runs `queue-extender serve {serve}`:")
+    for name in configs:
+        print(f"  {name}: {ALL_CONFIGS[name].what}")
     for report in reports:
         print()
         print(report)

@@ -3,9 +3,20 @@ control plane and minutes; nothing here runs it or asserts a rate it measured)."
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from bench.e2e_bench import SCALES, Round, extender_counts, main, render, summary
+from bench.e2e_bench import (
+    ALL_CONFIGS,
+    SCALES,
+    Round,
+    extender_counts,
+    main,
+    peak_rss_mib,
+    render,
+    summary,
+)
 
 METRICS = """\
 # HELP queue_extender_decisions_total Answers by verb and outcome.
@@ -36,7 +47,7 @@ def test_summary_takes_min_and_median_per_configuration() -> None:
         bound_round("plain", 3, [0.0, 0.5]),  # 2 pods/s
         bound_round("noop", 1, [0.0, 1.0]),
     ]
-    stats = summary(rounds)
+    stats = summary(rounds, ["plain", "noop", "ours"])
     assert stats["plain"] == {"min": 1.0, "median": 2.0}
     assert stats["noop"] == {"min": 1.0, "median": 1.0}
     assert stats["ours"] == {"min": None, "median": None}
@@ -52,8 +63,8 @@ def test_report_shows_every_round_and_the_ratios() -> None:
     rounds[3].extender_counts = extender_counts(METRICS)
     text = render(SCALES["small"], rounds)
     assert "200 nodes × 1000 pods" in text
-    assert "ours/plain 0.40, noop/plain 0.50, watch/noop 0.80, ours/noop 0.80" in text
-    assert "ours/watch 1.00" in text
+    assert "ours/plain 0.40, noop/plain 0.50, watch/noop 0.80" in text
+    assert "ours/noop-filter" not in text  # only ratios of configurations that ran
     assert "only 3/4 bound" in text
     assert "errors/filter=1" in text
     assert "filter/failed=2" in text
@@ -75,8 +86,39 @@ def test_clean_rounds_carry_no_notes() -> None:
     assert clean.notes() == ""
 
 
-def test_an_unknown_scale_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_target_ratios_are_reported_with_every_configuration() -> None:
+    rates = {"plain": 0.01, "noop": 0.04, "noop-filter": 0.02, "ours": 0.025, "ours-exact": 0.05}
+    rounds = [bound_round(config, 1, [0.0, gap]) for config, gap in rates.items()]
+    rounds[3].peak_rss_mib = 180.0
+    text = render(SCALES["small"], rounds)
+    # 100, 25, 50, 40 and 20 pods/s.
+    assert "ours/plain 0.40, ours/noop-filter 0.80, ours-exact/noop 0.80" in text
+    assert "serve's peak RSS: ours 180 MiB" in text
+
+
+def test_ours_as_deployed_leaves_scoring_to_kube_scheduler() -> None:
+    assert not ALL_CONFIGS["ours"].prioritize and not ALL_CONFIGS["noop-filter"].prioritize
+    assert ALL_CONFIGS["ours-exact"].prioritize and ALL_CONFIGS["noop"].prioritize
+
+
+def test_peak_rss_is_read_from_the_process_status() -> None:
+    peak = peak_rss_mib(os.getpid())
+    assert peak is not None and peak > 1
+    assert peak_rss_mib(2**22 + 12345) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scales", "enormous"], "unknown scale enormous"),
+        (["--configs", "plain,fast"], "unknown configuration fast"),
+        (["--configs", "ours,base"], "base and base-exact need --baseline EXE"),
+    ],
+)
+def test_bad_flags_are_refused(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as refused:
-        main(["--scales", "huge"])
+        main(argv)
     assert refused.value.code == 2
-    assert "unknown scale huge" in capsys.readouterr().err
+    assert message in capsys.readouterr().err
