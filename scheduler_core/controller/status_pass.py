@@ -100,6 +100,14 @@ def job_key(job: JobInfo) -> str:
     return f"{job.namespace}/{job.name}"
 
 
+def nothing_to_write(snapshot: ClusterSnapshot) -> bool:
+    """No PodGroup and no Queue object: plain pods' groups of one are never written, so a
+    pass over them (a copy of every job, a session) would be made for nothing."""
+    return all(job.synthesized for job in snapshot.jobs.values()) and all(
+        queue.implicit for queue in snapshot.queues.values()
+    )
+
+
 def derive(
     snapshot: ClusterSnapshot,
     conf: SchedulerConfiguration,
@@ -117,11 +125,7 @@ def derive(
     snapshot may not show it yet."""
     managed = frozenset(managed)
     namespaces = frozenset(namespaces)
-    if not any(not job.synthesized for job in snapshot.jobs.values()) and all(
-        queue.implicit for queue in snapshot.queues.values()
-    ):
-        # Nothing to write: no PodGroup and no Queue object. Plain pods' groups of one are
-        # never written, so their session would be opened for nothing.
+    if nothing_to_write(snapshot):
         return StatusPass([], [])
     before: dict[str, str] = {}
     for job in list(snapshot.jobs.values()):

@@ -39,7 +39,7 @@ from .queue_status import resource_list, status_patch
 from .rest import ApiError
 from .runtime import Controller
 from .snapshot import sharing_tasks
-from .status_pass import GroupStatus, HoldReason, QueueStatus, derive
+from .status_pass import GroupStatus, HoldReason, QueueStatus, derive, nothing_to_write
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,10 @@ class StatusWriter:
         # (a session and the enqueue action over every pending job) runs outside the lock,
         # so the verbs never wait for it.
         with self._locked():
-            snapshot = sharing_tasks(self._snapshot())
+            shared = self._snapshot()
+            if nothing_to_write(shared):
+                return [], []
+            snapshot = sharing_tasks(shared)
         result = derive(
             snapshot,
             self._conf(),
