@@ -53,7 +53,7 @@ from scheduler_core.logutil import v
 from .decision import CycleDecision, PlannedEviction, decide, live_configuration
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .eviction import EvictionResult, evict
-from .periodic import Periodic
+from .periodic import BACKGROUND_SHARE, Periodic
 from .rest import RestClient
 
 #: The event reason on a waiting pod the loop does not evict for because it cannot judge it.
@@ -247,6 +247,7 @@ class ReclaimLoop:
             self.run_once,
             what="reclaim cycle",
             on_error=self.metrics.skipped.labels("error").inc,
+            max_share=BACKGROUND_SHARE,
         )
 
     def live(self, conf: SchedulerConfiguration) -> SchedulerConfiguration:

@@ -33,7 +33,7 @@ from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 
 from .events import NORMAL, WARNING, ObjectRef, TokenBucket
-from .periodic import Periodic
+from .periodic import BACKGROUND_SHARE, Periodic
 from .podgroup_status import PHASES, UNSCHEDULABLE, PodGroupFacts, next_status
 from .queue_status import resource_list, status_patch
 from .rest import ApiError
@@ -96,7 +96,11 @@ class StatusWriter:
         self.interval = interval
         self._bucket = TokenBucket(qps, burst)
         self._worker = Periodic(
-            "status-writer", interval, self._leader_cycle, what="status write-back cycle"
+            "status-writer",
+            interval,
+            self._leader_cycle,
+            what="status write-back cycle",
+            max_share=BACKGROUND_SHARE,
         )
         self._seen_version = -1
         self._dirty = True  # something was left unwritten last cycle
