@@ -68,12 +68,18 @@ typecheck: $(STAMP)
 layering: $(STAMP)
 	$(BIN)/lint-imports
 
+# The two tiers of the suite. The unit tier runs on every core (pytest-xdist, a test file a
+# worker at a time); the end-to-end tier runs serially, on one control plane (and one real
+# node) shared by the whole session, with the page tests (one browser, installed with apt).
+SERIAL_TESTS := tests/e2e tests/browser
+PYTEST_WORKERS ?= auto
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(addprefix --ignore=,$(SERIAL_TESTS))
 
-# Only the end-to-end suite (real kube-apiserver, etcd, kube-scheduler; tests/e2e).
+# The end-to-end tier (real kube-apiserver, etcd, kube-scheduler, and with
+# REQUIRE_REAL_NODE=1 the real node; tests/e2e) and the page tests (tests/browser).
 e2e: $(STAMP)
-	$(BIN)/pytest -m e2e tests/e2e
+	$(BIN)/pytest $(SERIAL_TESTS)
 
 # The real node's Debian packages (root, Debian 12), installed only when CI asks for the
 # real-node suite (REQUIRE_REAL_NODE=1) and a part is missing; otherwise those tests skip.
@@ -95,7 +101,7 @@ real-node-deps:
 real-node: $(STAMP) real-node-deps
 	$(BIN)/pytest -m e2e tests/e2e/test_real_node.py
 
-test: lint typecheck layering real-node-deps unit
+test: lint typecheck layering real-node-deps unit e2e
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(ARGS)
