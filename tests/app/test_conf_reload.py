@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.backend.build import Built, configuration_user, configuration_warnings
 from app.backend.conf_reload import ConfigurationWatcher
 from app.backend.engine import EngineBackend
 from app.cli.main import build_parser
@@ -62,23 +63,23 @@ class ConfigMapVolume:
         old.rmdir()
 
 
-def backend(volume: ConfigMapVolume, *flags: str) -> EngineBackend:
+def backend(volume: ConfigMapVolume, *flags: str) -> Built[EngineBackend]:
     """The demo cluster with its configuration from ``volume``; the watcher's thread polls
     only once an hour, so each test drives ``check`` itself."""
     args = ["serve", "--demo", "--conf", volume.path, "--conf-reload-interval", "3600", *flags]
     return backend_from_args(build_parser().parse_args(args))
 
 
-def watcher(engine: EngineBackend) -> ConfigurationWatcher:
-    assert engine.conf_watcher is not None
-    return engine.conf_watcher
+def watcher(engine: Built[EngineBackend]) -> ConfigurationWatcher:
+    (found,) = [part for part in engine.parts if isinstance(part, ConfigurationWatcher)]
+    return found
 
 
-def deserved_cpu(engine: EngineBackend) -> dict[str, float]:
-    return {q.name: float(q.deserved.get("cpu", 0.0)) for q in engine.queues()}
+def deserved_cpu(engine: Built[EngineBackend]) -> dict[str, float]:
+    return {q.name: float(q.deserved.get("cpu", 0.0)) for q in engine.backend.queues()}
 
 
-def reloads(engine: EngineBackend, result: str) -> float:
+def reloads(engine: Built[EngineBackend], result: str) -> float:
     assert engine.registry is not None
     value = engine.registry.get_sample_value(
         "queue_extender_config_reload_total", {"result": result}
@@ -92,22 +93,22 @@ def test_a_swapped_in_configuration_takes_effect_at_the_next_session(tmp_path: P
     proportion = deserved_cpu(engine)
     volume.update(CAPACITY_CONF)
     assert watcher(engine).check() == "ok"
-    session = engine.accounting.session()
+    session = engine.backend.accounting.session()
     assert "capacity" in session.plugins and "proportion" not in session.plugins
-    assert engine.conf.tiers == session.conf.tiers
+    assert engine.backend.conf.tiers == session.conf.tiers
     assert deserved_cpu(engine) != proportion
     assert reloads(engine, "ok") == 1 and reloads(engine, "error") == 0
-    assert engine.config_warnings() == []
+    assert engine.warnings() == []
 
 
 def test_an_unchanged_file_is_not_reloaded(tmp_path: Path) -> None:
     volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
     engine = backend(volume)
-    session = engine.accounting.session()
+    session = engine.backend.accounting.session()
     assert watcher(engine).check() is None
     volume.update(DEFAULT_CONF)  # a new directory, the same content
     assert watcher(engine).check() is None
-    assert engine.accounting.session() is session
+    assert engine.backend.accounting.session() is session
     assert reloads(engine, "ok") == 0 and reloads(engine, "error") == 0
 
 
@@ -120,12 +121,12 @@ def test_a_file_that_does_not_load_keeps_the_old_configuration_and_says_so(
 ) -> None:
     volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
     engine = backend(volume)
-    before, deserved = engine.conf, deserved_cpu(engine)
+    before, deserved = engine.backend.conf, deserved_cpu(engine)
     volume.update(text)
     assert watcher(engine).check() == "error"
-    assert engine.conf is before and deserved_cpu(engine) == deserved
-    assert "proportion" in engine.accounting.session().plugins
-    (warning,) = engine.config_warnings()
+    assert engine.backend.conf is before and deserved_cpu(engine) == deserved
+    assert "proportion" in engine.backend.accounting.session().plugins
+    (warning,) = engine.warnings()
     assert "reload failed" in warning and volume.path in warning and error in warning
     assert any(volume.path in r.getMessage() and error in r.getMessage() for r in caplog.records)
     assert reloads(engine, "error") == 1
@@ -133,8 +134,8 @@ def test_a_file_that_does_not_load_keeps_the_old_configuration_and_says_so(
     assert reloads(engine, "error") == 1
     volume.update(CAPACITY_CONF)  # the next good file clears it
     assert watcher(engine).check() == "ok"
-    assert engine.config_warnings() == []
-    assert "capacity" in engine.accounting.session().plugins
+    assert engine.warnings() == []
+    assert "capacity" in engine.backend.accounting.session().plugins
 
 
 def test_going_back_to_the_serving_file_clears_the_failure_without_a_reload(
@@ -146,21 +147,21 @@ def test_going_back_to_the_serving_file_clears_the_failure_without_a_reload(
     assert watcher(engine).check() == "error"
     volume.update(DEFAULT_CONF)
     assert watcher(engine).check() is None
-    assert engine.config_warnings() == []
+    assert engine.warnings() == []
     assert reloads(engine, "ok") == 0
 
 
 def test_a_vanished_file_is_reported_and_its_return_clears_it(tmp_path: Path) -> None:
     volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
     engine = backend(volume)
-    before = engine.conf
+    before = engine.backend.conf
     hidden = tmp_path / "hidden"
     os.replace(tmp_path / "..data", hidden)
     assert watcher(engine).check() == "error"
-    assert "cannot read" in engine.config_warnings()[0] and engine.conf is before
+    assert "cannot read" in engine.warnings()[0] and engine.backend.conf is before
     os.replace(hidden, tmp_path / "..data")  # the same file, the same inode, back again
     assert watcher(engine).check() is None
-    assert engine.config_warnings() == [] and engine.conf is before
+    assert engine.warnings() == [] and engine.backend.conf is before
 
 
 def test_strict_conf_refuses_a_reloaded_configuration_with_a_warning(tmp_path: Path) -> None:
@@ -169,9 +170,9 @@ def test_strict_conf_refuses_a_reloaded_configuration_with_a_warning(tmp_path: P
     lenient = backend(volume)
     volume.update(MISSPELT_PLUGIN_CONF)
     assert watcher(strict).check() == "error"
-    assert "--strict-conf" in strict.config_warnings()[0]
+    assert "--strict-conf" in strict.warnings()[0]
     assert watcher(lenient).check() == "ok"
-    (warning,) = lenient.config_warnings()
+    (warning,) = lenient.warnings()
     assert "'proportionn'" in warning and "reload failed" not in warning
 
 
@@ -184,21 +185,22 @@ class RefusingReclaimLoop:
 
 def test_a_configuration_the_reclaim_loop_refuses_is_not_swapped_in(tmp_path: Path) -> None:
     volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
-    engine = backend(volume)
-    engine.reclaim_loop = RefusingReclaimLoop()  # type: ignore[assignment]
+    engine = backend(volume, "--conf-reload-interval", "0").backend
+    use = configuration_user(engine, RefusingReclaimLoop())  # type: ignore[arg-type]
+    follower = ConfigurationWatcher(volume.path, use, interval=3600)
     before = engine.conf
     volume.update(CAPACITY_CONF)
-    assert watcher(engine).check() == "error"
+    assert follower.check() == "error"
     assert engine.conf is before and "proportion" in engine.accounting.session().plugins
-    (warning,) = engine.config_warnings()
+    (warning,) = configuration_warnings(engine, follower)()
     assert volume.path in warning and "reclaim.minRuntime" in warning
 
 
 def test_no_watcher_without_a_file_or_with_a_zero_interval(tmp_path: Path) -> None:
     volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
-    assert backend_from_args(build_parser().parse_args(["serve", "--demo"])).conf_watcher is None
+    assert backend_from_args(build_parser().parse_args(["serve", "--demo"])).parts == ()
     off = ["serve", "--demo", "--conf", volume.path, "--conf-reload-interval", "0"]
-    assert backend_from_args(build_parser().parse_args(off)).conf_watcher is None
+    assert backend_from_args(build_parser().parse_args(off)).parts == ()
 
 
 def test_a_negative_reload_interval_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
@@ -249,4 +251,4 @@ def test_a_running_server_follows_its_rewritten_configuration(tmp_path: Path) ->
 
 def _prioritize_offline(volume: ConfigMapVolume) -> dict[str, int]:
     engine = backend(volume)
-    return dict(engine.prioritize(DEMO["Pod"], DEMO["NodeNames"]))
+    return dict(engine.backend.prioritize(DEMO["Pod"], DEMO["NodeNames"]))

@@ -30,7 +30,7 @@ def _pod(name: str, namespace: str = "production") -> dict[str, Any]:
 
 
 def _demo() -> EngineBackend:
-    return backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    return backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
 
 
 def test_debug_queues_lists_two_assumed_pods_sorted_by_pod() -> None:

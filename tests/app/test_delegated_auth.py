@@ -16,6 +16,7 @@ import pytest
 from fastapi import FastAPI
 from kubernetes import client as k8s_client
 
+from app.backend.build import Built
 from app.cli.serve import build_servers, run_serve
 from app.serving.delegated_auth import (
     KubernetesReviews,
@@ -363,9 +364,9 @@ def test_delegated_auth_without_an_api_server_or_with_a_token_is_refused(
 ) -> None:
     built: list[argparse.Namespace] = []
 
-    def factory(a: argparse.Namespace) -> FakeBackend:
+    def factory(a: argparse.Namespace) -> Built[FakeBackend]:
         built.append(a)
-        return FakeBackend()
+        return Built(FakeBackend())
 
     assert run_serve(parse(*argv), factory) == 2
     assert built == []  # refused before any informer starts
@@ -375,17 +376,17 @@ def test_delegated_auth_without_an_api_server_or_with_a_token_is_refused(
 def test_delegated_auth_reviews_through_the_backends_api_client() -> None:
     configuration = k8s_client.Configuration()
     configuration.host = "http://127.0.0.1:9"
-    backend = FakeBackend()
     with k8s_client.ApiClient(configuration) as api_client:
-        backend.api_client = api_client  # type: ignore[attr-defined]
+        record = Built(FakeBackend(), api_client=api_client)
         args = parse(
             "--kubeconfig", "unused", "--delegated-auth", "--delegated-auth-cache-ttl", "3"
         )
-        _, _, built = build_servers(args, lambda _a: backend)
-        assert isinstance(built.delegated_auth, KubernetesReviews)
-        assert built.auth_cache_ttl == 3.0
+        server, _, _ = build_servers(args, lambda _a: record)
+        settings = server.config.app.state.settings
+        assert isinstance(settings.delegated_auth, KubernetesReviews)
+        assert settings.auth_cache_ttl == 3.0
         with pytest.raises(ValueError, match="no API server client"):
-            build_servers(args, lambda _a: FakeBackend())
+            build_servers(args, lambda _a: Built(FakeBackend()))
 
 
 def test_rejected_tokens_are_cached_apart_and_never_evict_an_accepted_one(

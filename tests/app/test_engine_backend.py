@@ -25,8 +25,12 @@ def pod_in(
     return pod("p", namespace=namespace, scheduler=scheduler, annotations=annotations)
 
 
-def backend(*flags: str, source: tuple[str, ...] = ("--demo",)) -> Any:
+def built(*flags: str, source: tuple[str, ...] = ("--demo",)) -> Any:
     return backend_from_args(build_parser().parse_args(["serve", *source, *flags]))
+
+
+def backend(*flags: str, source: tuple[str, ...] = ("--demo",)) -> Any:
+    return backend_from_args(build_parser().parse_args(["serve", *source, *flags])).backend
 
 
 def test_pods_of_the_configured_scheduler_names_are_managed() -> None:
@@ -128,9 +132,9 @@ MISSPELT_CONF = "actions: allocate\ntiers:\n- plugins:\n  - name: gang\n  - name
 def test_a_misspelt_plugin_is_kept_as_a_configuration_warning(tmp_path: Path) -> None:
     conf = tmp_path / "volcano.conf"
     conf.write_text(MISSPELT_CONF)
-    (warning,) = backend("--conf", str(conf)).config_warnings()
+    (warning,) = built("--conf", str(conf)).warnings()
     assert str(conf) in warning and "'proportionn'" in warning
-    assert backend().config_warnings() == []
+    assert built().warnings() == []
 
 
 def test_strict_conf_refuses_a_configuration_warning(tmp_path: Path) -> None:
@@ -138,7 +142,7 @@ def test_strict_conf_refuses_a_configuration_warning(tmp_path: Path) -> None:
     conf.write_text(MISSPELT_CONF)
     with pytest.raises(ValueError, match=r"--strict-conf: 1 configuration warning.*'proportionn'"):
         backend("--conf", str(conf), "--strict-conf")
-    assert backend("--strict-conf").config_warnings() == []
+    assert built("--strict-conf").warnings() == []
 
 
 def test_debug_state_lists_several_assumed_pods_in_pod_order() -> None:

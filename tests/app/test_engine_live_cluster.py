@@ -69,11 +69,11 @@ def api() -> Iterator[FakeApiServer]:
 def backend(api: FakeApiServer, tmp_path: Path) -> Iterator[EngineBackend]:
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url)
     args = build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig)])
-    engine = backend_from_args(args)
+    built = backend_from_args(args)
     try:
-        yield engine
+        yield built.backend
     finally:
-        engine.close()
+        built.close()
 
 
 def metric(client: httpx.Client, line_prefix: str) -> float | None:
@@ -86,7 +86,8 @@ def metric(client: httpx.Client, line_prefix: str) -> float | None:
 def test_answers_follow_the_cluster_as_events_stream_in(
     api: FakeApiServer, backend: EngineBackend
 ) -> None:
-    settings = ServerSettings(extra_registries=(backend.registry,) if backend.registry else ())
+    assert backend.informers is not None
+    settings = ServerSettings(extra_registries=(backend.informers.registry,))
     with serve(create_app(backend, settings)) as url, httpx.Client(base_url=url) as client:
         eventually(lambda: client.get("/readyz").status_code == 200, "initial sync")
         allocated = 'volcano_queue_allocated_milli_cpu{queue_name="a"}'
@@ -118,12 +119,10 @@ def test_answers_follow_the_cluster_as_events_stream_in(
 def test_not_ready_until_the_volcano_crds_exist(api: FakeApiServer, tmp_path: Path) -> None:
     api.set_crd_installed("scheduling.volcano.sh", "podgroups", False)
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url)
-    engine = backend_from_args(
-        build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig)])
-    )
+    built = backend_from_args(build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig)]))
     try:
         with (
-            serve(create_app(engine, ServerSettings())) as url,
+            serve(create_app(built.backend, ServerSettings())) as url,
             httpx.Client(base_url=url) as client,
         ):
             eventually(lambda: "podgroups" in client.get("/readyz").text, "the missing CRD reason")
@@ -131,7 +130,7 @@ def test_not_ready_until_the_volcano_crds_exist(api: FakeApiServer, tmp_path: Pa
             api.set_crd_installed("scheduling.volcano.sh", "podgroups", True)
             eventually(lambda: client.get("/readyz").status_code == 200, "ready once installed")
     finally:
-        engine.close()
+        built.close()
 
 
 def test_close_stops_every_thread_the_live_backend_started(
@@ -139,10 +138,8 @@ def test_close_stops_every_thread_the_live_backend_started(
 ) -> None:
     before = {t.ident for t in threading.enumerate()}
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url)
-    engine = backend_from_args(
-        build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig)])
-    )
-    eventually(lambda: engine.readiness()[0], "initial sync")
+    built = backend_from_args(build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig)]))
+    eventually(lambda: built.backend.readiness()[0], "initial sync")
     started = [
         t  # the stand-in server's own request handlers are not the backend's
         for t in threading.enumerate()
@@ -152,7 +149,7 @@ def test_close_stops_every_thread_the_live_backend_started(
     assert any(n.startswith("leader-election") for n in names), names
     assert {"parked-pod-requeuer", "status-writer", "event-recorder"} <= names, names
 
-    engine.close()
+    built.close()
 
     still = [t.name for t in started if t.is_alive()]
     assert still == [], f"threads left running after close(): {still}"

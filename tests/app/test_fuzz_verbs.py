@@ -101,7 +101,7 @@ def bodies(verb: str) -> st.SearchStrategy[bytes]:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    backend = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    backend = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
     with serve(create_app(backend)) as base:
         yield base
 

@@ -37,7 +37,7 @@ NEW_POD = {
 
 @pytest.fixture
 def demo() -> Iterator[tuple[EngineBackend, httpx.Client]]:
-    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
     with serve(create_app(engine)) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield engine, client
 

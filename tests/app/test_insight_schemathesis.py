@@ -13,7 +13,7 @@ from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.serving.server import create_app
 
-_engine = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+_engine = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(_engine)).include(
     path_regex=r"^/api/v1/"
 )

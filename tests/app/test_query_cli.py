@@ -62,7 +62,7 @@ def server() -> Iterator[str]:
     from app.cli.main import build_parser as serve_parser
     from app.cli.serve import backend_from_args
 
-    engine = backend_from_args(serve_parser().parse_args(["serve", "--demo"]))
+    engine = backend_from_args(serve_parser().parse_args(["serve", "--demo"])).backend
     with serve(create_app(engine, ServerSettings())) as url:
         yield url
 

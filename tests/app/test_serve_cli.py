@@ -16,16 +16,9 @@ import pytest
 import uvicorn
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.cli.serve import (
-    add_serve_parser,
-    backend_from_args,
-    banner,
-    build_server,
-    build_servers,
-    listener_limits,
-    run_serve,
-    settings_from_args,
-)
+from app.backend.build import Built
+from app.cli.serve import backend_from_args, banner, build_servers, run_serve
+from app.cli.serve_flags import add_serve_parser, listener_limits, settings_from_args
 from app.serving.listeners import serve_all
 
 from .fake_backend import FakeBackend
@@ -174,17 +167,17 @@ def running(server: uvicorn.Server) -> Iterator[None]:
         thread.join(10)
 
 
-def test_build_server_serves_the_backend_from_the_factory() -> None:
+def test_build_servers_serves_the_backend_from_the_factory() -> None:
     port = free_port()
     args = parse("--port", str(port), "--url-prefix", "/x")
     seen: list[argparse.Namespace] = []
 
-    def factory(a: argparse.Namespace) -> FakeBackend:
+    def factory(a: argparse.Namespace) -> Built[FakeBackend]:
         seen.append(a)
-        return FakeBackend()
+        return Built(FakeBackend())
 
-    server, settings = build_server(args, factory)
-    assert seen == [args] and settings.url_prefix == "/x"
+    server, _, _ = build_servers(args, factory)
+    assert seen == [args] and server.config.app.state.settings.url_prefix == "/x"
     assert server.config.workers == 1 and server.config.access_log is False
     with running(server):
         r = httpx.post(f"http://127.0.0.1:{port}/x/filter", content=b'{"Pod":{},"NodeNames":["n"]}')
@@ -200,7 +193,7 @@ def test_configuration_warnings_show_on_readyz_and_as_a_gauge(tmp_path: Path) ->
     conf = tmp_path / "volcano.conf"
     conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: proportionn\n")
     port = free_port()
-    server, _ = build_server(
+    server, _, _ = build_servers(
         parse("--demo", "--port", str(port), "--conf", str(conf)), backend_from_args
     )
     url = f"http://127.0.0.1:{port}"
@@ -214,7 +207,7 @@ def test_configuration_warnings_show_on_readyz_and_as_a_gauge(tmp_path: Path) ->
 
 def test_a_clean_configuration_is_plain_ok_and_a_zero_gauge() -> None:
     port = free_port()
-    server, _ = build_server(parse("--demo", "--port", str(port)), backend_from_args)
+    server, _, _ = build_servers(parse("--demo", "--port", str(port)), backend_from_args)
     url = f"http://127.0.0.1:{port}"
     with running(server):
         assert httpx.get(url + "/readyz").text == "ok"
@@ -223,7 +216,7 @@ def test_a_clean_configuration_is_plain_ok_and_a_zero_gauge() -> None:
 
 def test_assumed_pods_show_as_a_gauge_that_falls_back_when_they_expire() -> None:
     port = free_port()
-    server, _ = build_server(
+    server, _, _ = build_servers(
         parse("--demo", "--port", str(port), "--assume-ttl", "0.5"), backend_from_args
     )
     url = f"http://127.0.0.1:{port}"
@@ -268,9 +261,9 @@ def test_run_serve_refuses_half_tls(
     args = parse("--tls-cert", str(cert))
     calls: list[argparse.Namespace] = []
 
-    def factory(a: argparse.Namespace) -> FakeBackend:
+    def factory(a: argparse.Namespace) -> Built[FakeBackend]:
         calls.append(a)
-        return FakeBackend()
+        return Built(FakeBackend())
 
     assert run_serve(args, factory) == 2
     assert calls == []  # the backend is never built for a bad configuration
@@ -299,7 +292,7 @@ def test_a_bad_metrics_bind_address_is_refused(value: str) -> None:
 
 def test_the_metrics_listener_cannot_share_the_main_address(restore_root: None) -> None:
     args = parse("--metrics-bind-address", "127.0.0.1:8888")
-    assert run_serve(args, lambda _a: FakeBackend()) == 2
+    assert run_serve(args, lambda _a: Built(FakeBackend())) == 2
 
 
 @pytest.mark.parametrize(
@@ -324,7 +317,7 @@ def test_the_banner_names_the_metrics_listener() -> None:
 def test_the_metrics_listener_serves_metrics_and_probes_but_not_the_verbs() -> None:
     port, metrics_port = free_port(), free_port()
     args = parse("--port", str(port), "--metrics-bind-address", f"127.0.0.1:{metrics_port}")
-    server, sides, _ = build_servers(args, lambda _a: FakeBackend())
+    server, sides, _ = build_servers(args, lambda _a: Built(FakeBackend()))
     (metrics,) = sides
     assert metrics is not None
     thread = threading.Thread(target=serve_all, args=(server, [metrics]), daemon=True)
@@ -360,7 +353,7 @@ def test_a_metrics_port_in_use_stops_the_main_listener_too() -> None:
         taken.listen()
         busy = taken.getsockname()[1]
         args = parse("--port", str(free_port()), "--metrics-bind-address", f"127.0.0.1:{busy}")
-        server, sides, _ = build_servers(args, lambda _a: FakeBackend())
+        server, sides, _ = build_servers(args, lambda _a: Built(FakeBackend()))
         (metrics,) = sides
         assert metrics is not None
         codes: list[int] = []

@@ -1,4 +1,5 @@
-"""A stopping serve resigns leadership when the signal arrives, and leaves through atexit."""
+"""A stopping serve resigns leadership when the signal arrives, and returns from serving so
+that what it built is closed."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 import uvicorn
 
-from app.cli.serve import ResigningServer, leave_through_atexit_on_sigterm
+from app.cli.serve import ResigningServer, return_from_serving_on_sigterm
 
 
 def config() -> uvicorn.Config:
@@ -42,6 +43,6 @@ def restore_sigterm() -> Iterator[None]:
 def test_sigterm_re_raised_after_the_shutdown_returns_instead_of_killing(
     restore_sigterm: None,
 ) -> None:
-    leave_through_atexit_on_sigterm()
+    return_from_serving_on_sigterm()
     signal.raise_signal(signal.SIGTERM)  # what uvicorn does once it has shut down
-    # Still here: the process returns from serving and runs its atexit handlers.
+    # Still here: the process returns from serving and closes what it built.

@@ -11,10 +11,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.cli.flag_types import host_port
 from app.cli.main import build_parser
 from app.cli.serve import backend_from_args, build_servers
 from app.serving.listeners import serve_all
-from app.serving.status_listener import parse_address
 
 from .test_serve_cli import free_port
 
@@ -63,12 +63,21 @@ def test_both_listeners_serve_and_the_status_one_has_no_verbs(tmp_path: Path) ->
     assert not thread.is_alive()
 
 
-@pytest.mark.parametrize("value", ["8080", "host:", ":80", "host:99999", "host:x"])
+@pytest.mark.parametrize("value", ["8080", "host:", "host:99999", "host:x", "host:0"])
 def test_bad_status_addresses_are_refused(value: str) -> None:
-    with pytest.raises(argparse.ArgumentTypeError, match="HOST:PORT"):
-        parse_address(value)
+    with pytest.raises(argparse.ArgumentTypeError):
+        host_port(value)
 
 
 def test_ipv6_and_names_are_accepted() -> None:
-    assert parse_address("[::1]:9000") == ("::1", 9000)
-    assert parse_address("0.0.0.0:8080") == ("0.0.0.0", 8080)
+    assert host_port("[::1]:9000") == ("::1", 9000)
+    assert host_port("0.0.0.0:8080") == ("0.0.0.0", 8080)
+
+
+@pytest.mark.parametrize("flag", ["--status-address", "--metrics-bind-address"])
+def test_an_empty_host_is_every_interface_for_every_listener(flag: str) -> None:
+    """One reading of HOST:PORT for both side listeners: ``:PORT`` binds every interface, as
+    Go's net.Listen and controller-runtime read it, never a refusal on one flag and a bind
+    on the other."""
+    args = build_parser().parse_args(["serve", "--demo", flag, ":9100"])
+    assert vars(args)[flag[2:].replace("-", "_")] == ("0.0.0.0", 9100)

@@ -52,14 +52,14 @@ def behind_proxy(app: Asgi, prefix: str) -> Asgi:
 
 @pytest.fixture
 def demo() -> Iterator[tuple[EngineBackend, httpx.Client]]:
-    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
     with serve(create_app(engine)) as url, httpx.Client(base_url=url, timeout=30) as client:
         yield engine, client
 
 
 @pytest.fixture
 def proxied() -> Iterator[str]:
-    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
     with serve(behind_proxy(create_app(engine), PROXY)) as url:
         yield url + PROXY + "/"
 

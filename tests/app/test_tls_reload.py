@@ -15,6 +15,7 @@ import pytest
 import trustme
 import uvicorn
 
+from app.backend.build import Built
 from app.cli.serve import build_servers
 from app.serving.tls_reload import ReloadingServerContext
 
@@ -81,7 +82,7 @@ def running_server(tls_dir: Path) -> Iterator[tuple[uvicorn.Server, int]]:
         "--client-ca",
         str(tls_dir / "ca.crt"),
     )
-    server, _, _ = build_servers(args, lambda _a: FakeBackend())
+    server, _, _ = build_servers(args, lambda _a: Built(FakeBackend()))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -21,7 +21,7 @@ WAIT = 30.0
 
 
 def test_a_filter_call_completes_while_a_whatif_session_is_running() -> None:
-    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
     started, release = threading.Event(), threading.Event()
     prepare = engine.whatif
 
