@@ -27,13 +27,13 @@ from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from app.api import debug as routes_debug
 from app.api import explain as routes_explain_api
 from app.api import queues as routes_queues_api
 from app.api import status_routes as routes_status_page
 from app.api import whatif as routes_whatif_api
 from app.api.common import answer_validation_errors_with_400, drop_validation_422
 from app.api.port import InsightBackend, RecentEvictionsProvider
+from app.serving import debug as routes_debug
 from app.serving import ops as routes_ops
 from app.serving.body_limit import BodyLimit
 from app.serving.delegated_auth import (
