@@ -28,6 +28,7 @@ from app.cli.serve_flags import (
     listening_from_args,
     settings_from_args,
 )
+from app.http.errors import one_line
 from app.serving.delegated_auth import KubernetesReviews
 from app.serving.guard import LimitedConfig, raise_open_files_limit
 from app.serving.listeners import SideServer, serve_all, uvicorn_config
@@ -36,7 +37,6 @@ from app.serving.status_listener import build_status_server
 from app.telemetry.logs import setup_logging
 from app.telemetry.metrics import ListenerCollector
 from app.verbs.ports import ExtenderBackend
-from app.verbs.wire import one_line
 
 if TYPE_CHECKING:
     from app.backend.build import Built

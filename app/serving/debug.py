@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.http.body import Endpoint, json_response, read_body
+from app.http.errors import WireError, encode_error, one_line
 from app.telemetry.logs import DEBUG_V
-from app.verbs.common import VerbContext, json_response, read_body
+from app.verbs.common import VerbContext
 from app.verbs.ports import BadPodError
-from app.verbs.wire import WireError, encode_error, one_line, parse_pod
+from app.verbs.wire import parse_pod
 from scheduler_core.logutil import v
 
 log = logging.getLogger(__name__)
-
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 _DUMP_OPTIONS = orjson.OPT_NON_STR_KEYS
 

@@ -33,6 +33,8 @@ from app.api import status_routes as routes_status_page
 from app.api import whatif as routes_whatif_api
 from app.api.common import answer_validation_errors_with_400, drop_validation_422
 from app.api.port import InsightBackend, RecentEvictionsProvider
+from app.http.body import Endpoint
+from app.http.errors import ErrorModel
 from app.serving import debug as routes_debug
 from app.serving import ops as routes_ops
 from app.serving.body_limit import BodyLimit
@@ -50,14 +52,13 @@ from app.telemetry.metrics import (
     ServiceMetrics,
     iter_registries,
 )
-from app.verbs.common import Endpoint, OnError, VerbContext
+from app.verbs.common import OnError, VerbContext
 from app.verbs.fast_path import VerbFastPath
 from app.verbs.filter import make_filter_endpoint
 from app.verbs.ports import ExtenderBackend
 from app.verbs.preempt import make_preempt_endpoint
 from app.verbs.prioritize import make_prioritize_endpoint
-from app.verbs.wire import (
-    ErrorModel,
+from app.verbs.schema import (
     ExtenderArgs,
     ExtenderFilterResult,
     ExtenderPreemptionArgs,

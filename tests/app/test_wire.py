@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.http.errors import WireError
 from app.verbs.wire import (
     HostScoreEncoder,
-    WireError,
     encode_filter_error,
     encode_filter_result,
     encode_host_priorities,
