@@ -19,7 +19,7 @@ from app.serving.server import create_app
 from scheduler_core.insight.whatif import MAX_OBJECTS
 from tests.insight.conftest import fingerprint
 
-from .live import serve
+from ..live import serve
 
 NEW_POD = {
     "kind": "Pod",

@@ -22,9 +22,9 @@ from app.cli.serve import backend_from_args
 from app.cli.tables import fmt_resources
 from app.serving.server import create_app
 
-from .live import serve
+from ..live import serve
 
-DEMO = Path(__file__).resolve().parents[2] / "deploy" / "examples" / "demo-cluster.yaml"
+DEMO = Path(__file__).resolve().parents[3] / "deploy" / "examples" / "demo-cluster.yaml"
 
 #: The path the API server's service proxy serves a Service's port under.
 PROXY = "/api/v1/namespaces/kube-queue-extender/services/kube-queue-extender-metrics:8888/proxy"

@@ -14,7 +14,7 @@ from app.serving.server import create_app
 from scheduler_core.insight.whatif import WhatIfRequest, WhatIfResult
 from tests.insight.conftest import fingerprint
 
-from .live import serve
+from ..live import serve
 from .test_insight_api import NEW_POD
 
 WAIT = 30.0

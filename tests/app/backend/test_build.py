@@ -6,7 +6,7 @@ import pytest
 
 from app.backend.build import BuildOptions, Built, ClusterSource, build_backend
 
-from .fake_backend import FakeBackend
+from ..fake_backend import FakeBackend
 
 
 class Part:

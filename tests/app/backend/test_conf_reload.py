@@ -20,7 +20,7 @@ from app.cli.main import build_parser
 from app.cli.serve import DEMO_FILTER_BODY, backend_from_args, build_servers
 from scheduler_core.conf import DEFAULT_CONF, SchedulerConfiguration
 
-from .live import serve
+from ..live import serve
 
 CONF_NAME = "volcano-scheduler.conf"
 CAPACITY_CONF = DEFAULT_CONF.replace("proportion", "capacity")

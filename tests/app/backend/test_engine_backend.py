@@ -15,7 +15,7 @@ from app.verbs.ports import BadPodError
 from scheduler_core.insight.whatif import WhatIfRequest, prepare, run_prepared
 from tests.builders import pod
 
-from .live import serve
+from ..live import serve
 
 
 def pod_in(

@@ -13,7 +13,7 @@ import yaml
 from app.cli.main import build_parser, main
 from app.cli.simulate import run_simulate
 
-DEMO = Path(__file__).resolve().parents[2] / "deploy" / "examples" / "demo-cluster.yaml"
+DEMO = Path(__file__).resolve().parents[3] / "deploy" / "examples" / "demo-cluster.yaml"
 
 
 def simulate(*argv: str) -> tuple[int, str, str]:

@@ -17,7 +17,7 @@ import pytest
 
 from app.cli.main import build_parser, main
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def clean_env() -> dict[str, str]:

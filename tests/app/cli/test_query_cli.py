@@ -16,7 +16,7 @@ from app.cli.kubectl_plugin import main as kubectl_main
 from app.cli.main import build_parser, main
 from app.serving.server import ServerSettings, create_app
 
-from .live import serve
+from ..live import serve
 
 NEW_JOB = """
 apiVersion: scheduling.volcano.sh/v1beta1

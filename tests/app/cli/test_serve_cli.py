@@ -21,7 +21,7 @@ from app.cli.serve import backend_from_args, banner, build_servers, run_serve
 from app.cli.serve_flags import add_serve_parser, listener_limits, settings_from_args
 from app.serving.listeners import serve_all
 
-from .fake_backend import FakeBackend
+from ..fake_backend import FakeBackend
 
 
 def parse(*argv: str) -> argparse.Namespace:

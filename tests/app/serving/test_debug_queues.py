@@ -11,7 +11,7 @@ from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.serving.server import create_app
 
-from .live import serve
+from ..live import serve
 
 
 def _pod(name: str, namespace: str = "production") -> dict[str, Any]:

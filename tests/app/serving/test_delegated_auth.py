@@ -28,11 +28,11 @@ from app.serving.delegated_auth import (
     request_verb,
 )
 from app.serving.server import ServerSettings, create_app, create_metrics_app
+from tests.app.cli.test_serve_cli import parse
 
-from .conftest import LiveFactory
-from .fake_backend import FakeBackend
-from .live import serve
-from .test_serve_cli import parse
+from ..conftest import LiveFactory
+from ..fake_backend import FakeBackend
+from ..live import serve
 
 FILTER_REQ = b'{"Pod": {}, "NodeNames": ["a"]}'
 PROMETHEUS = UserInfo("system:serviceaccount:monitoring:prometheus", "uid-1", ("metrics",))

@@ -9,8 +9,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.serving.server import ServerSettings, create_app, verb_path
 from app.telemetry.metrics import QueueMetrics
 
-from .conftest import Live, LiveFactory
-from .fake_backend import FakeBackend, Res
+from ..conftest import Live, LiveFactory
+from ..fake_backend import FakeBackend, Res
 
 GI = 1024.0**3
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, settings
 
 from app.serving.server import create_app
 
-from .fake_backend import FakeBackend
+from ..fake_backend import FakeBackend
 
 schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(FakeBackend()))
 

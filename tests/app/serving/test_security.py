@@ -16,9 +16,9 @@ from app.serving.guard import ListenerLimits
 from app.serving.security import TokenFile, tls_options
 from app.serving.server import ServerSettings, create_app
 
-from .conftest import LiveFactory
-from .fake_backend import FakeBackend
-from .live import serve
+from ..conftest import LiveFactory
+from ..fake_backend import FakeBackend
+from ..live import serve
 
 FILTER_REQ = b'{"Pod": {}, "NodeNames": ["a"]}'
 

@@ -18,9 +18,9 @@ import uvicorn
 from app.backend.build import Built
 from app.cli.serve import build_servers
 from app.serving.tls_reload import ReloadingServerContext
+from tests.app.cli.test_serve_cli import free_port, parse
 
-from .fake_backend import FakeBackend
-from .test_serve_cli import free_port, parse
+from ..fake_backend import FakeBackend
 
 
 def write_cert(ca: trustme.CA, name: str, directory: Path) -> None:

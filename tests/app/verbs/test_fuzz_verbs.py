@@ -19,7 +19,7 @@ from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.serving.server import create_app
 
-from .live import serve
+from ..live import serve
 
 VERBS = ("filter", "prioritize", "preempt", "debug/explain")
 HUGE = 2**80

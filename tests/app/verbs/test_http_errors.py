@@ -10,9 +10,9 @@ import pytest
 from app.serving.server import ServerSettings
 from scheduler_core.extender.prioritize import HostScores
 
-from .captured import NODE_CACHE, body
-from .conftest import Live, LiveFactory
-from .fake_backend import FakeBackend, scripted_scores
+from ..captured import NODE_CACHE, body
+from ..conftest import Live, LiveFactory
+from ..fake_backend import FakeBackend, scripted_scores
 
 VERBS = ["/filter", "/prioritize", "/preempt"]
 FILTER_REQ = b'{"Pod": {"metadata": {"name": "p", "namespace": "ns"}}, "NodeNames": ["a", "b"]}'

@@ -11,9 +11,9 @@ from app.serving.server import ServerSettings
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
 from tests.builders import filter_result
 
-from .captured import FULL, NODE_CACHE, body, doc, requests
-from .conftest import Live, LiveFactory
-from .fake_backend import FakeBackend, scripted_scores
+from ..captured import FULL, NODE_CACHE, body, doc, requests
+from ..conftest import Live, LiveFactory
+from ..fake_backend import FakeBackend, scripted_scores
 
 FILTER_KEYS = ["Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"]
 JSON = {"Content-Type": "application/json"}

@@ -24,7 +24,7 @@ from scheduler_core.extender.decisions import FilterResult, NodeVictims
 from scheduler_core.framework.status import Code, Status
 from tests.builders import filter_result
 
-from .captured import FULL, NODE_CACHE, body, doc, requests
+from ..captured import FULL, NODE_CACHE, body, doc, requests
 
 
 def test_go_fields_matches_keys_like_go_decoder() -> None:
