@@ -98,7 +98,7 @@ def banner(args: argparse.Namespace) -> str:
         metrics_url += "/metrics"
     # The status page is served by the main listener, and by --status-address when given.
     status_url = url + "/"
-    status_address: tuple[str, int] | None = getattr(args, "status_address", None)
+    status_address: tuple[str, int] | None = args.status_address
     if status_address is not None:
         host, port = status_address
         status_url = base_url(argparse.Namespace(**{**vars(args), "host": host, "port": port}))

@@ -298,18 +298,18 @@ def settings_from_args(args: argparse.Namespace) -> ServerSettings:
         max_body_bytes=args.max_body_bytes,
         token_file=args.token_file,
         metrics_auth=args.metrics_auth,
-        auth_cache_ttl=getattr(args, "delegated_auth_cache_ttl", DEFAULT_CACHE_TTL),
-        auth_review_rate=getattr(args, "delegated_auth_review_rate", DEFAULT_REVIEW_RATE),
-        noop=bool(getattr(args, "noop", False)),
+        auth_cache_ttl=args.delegated_auth_cache_ttl,
+        auth_review_rate=args.delegated_auth_review_rate,
+        noop=bool(args.noop),
     )
 
 
 def listener_limits(args: argparse.Namespace) -> dict[str, ListenerLimits]:
     """Each listener's limits from the flags: "verbs", "metrics", "status"."""
-    timeout = float(getattr(args, "request_read_timeout", VERB_LIMITS.read_timeout))
+    timeout = float(args.request_read_timeout)
 
     def one(base: ListenerLimits, flag: str) -> ListenerLimits:
-        cap = int(getattr(args, flag, base.max_connections))
+        cap = int(vars(args)[flag])
         return dataclasses.replace(base, max_connections=cap, read_timeout=timeout)
 
     return {
@@ -354,7 +354,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
         ),
         conf_path=args.conf,
         strict_conf=bool(args.strict_conf),
-        conf_reload_interval=float(getattr(args, "conf_reload_interval", 0.0)),
+        conf_reload_interval=float(args.conf_reload_interval),
         controller=controller_options_from_args(args),
         reclaim=reclaim_options_from_args(args),
     )

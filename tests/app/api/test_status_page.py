@@ -16,11 +16,12 @@ import pytest
 import yaml
 from starlette.responses import PlainTextResponse
 
+from app.api.port import RecentEviction
 from app.backend.engine import EngineBackend
 from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.cli.tables import fmt_resources
-from app.serving.server import create_app
+from app.serving.server import ServerSettings, create_app
 
 from ..live import serve
 
@@ -168,3 +169,20 @@ def test_while_a_pod_is_assumed_the_counts_agree_with_the_lists(
     assert f"Pending jobs ({page['total']})" in html
     row = re.search(r"data-queue='production'>(.*?)</tr>", client.get("/").text, re.S)
     assert row is not None and f"{queue['jobs']} / {page['total']}" in row.group(1)
+
+
+def test_the_page_shows_the_reclaim_loops_evictions_handed_to_the_service() -> None:
+    """The loop's record reaches the page through the service's settings (the record
+    ``build_backend`` returns), not through the backend: without one the page says no loop
+    runs; with one it lists its evictions, read anew on every request."""
+    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
+    seen: list[RecentEviction] = []
+    with serve(create_app(engine)) as url:
+        assert "No reclaim loop runs" in httpx.get(url + "/").text
+    with serve(create_app(engine, ServerSettings(recent_evictions=lambda: seen))) as url:
+        assert "none yet" in httpx.get(url + "/").text
+        seen.append(
+            RecentEviction("team/victim-0", "batch", "queue batch overused", "2026-11-28T12:00:00Z")
+        )
+        page = httpx.get(url + "/").text
+        assert "team/victim-0" in page and "queue batch overused" in page
