@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -241,7 +242,7 @@ def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[En
         registry=informers.registry,
         assumptions=backend.assumption_counts,
         warnings=configuration_warnings(backend, watcher),
-        evictions=(lambda: recent_evictions(loop)) if loop is not None else None,
+        evictions=partial(recent_evictions, loop) if loop is not None else None,
         resign=controller.resign,
         api_client=informers.api_client,
         parts=tuple(parts),
