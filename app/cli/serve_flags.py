@@ -74,6 +74,90 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         description="Serve the filter/prioritize/preempt extender verbs, /metrics, "
         "/healthz, /readyz and /debug for kube-scheduler.",
     )
+    _add_listening_group(p)
+    _add_engine_group(p)
+    _add_security_group(p)
+    _add_authentication_group(p)
+    _add_logging_group(p)
+    add_controller_group(p)
+    add_reclaim_group(p)
+    return p
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    return ServerSettings(
+        url_prefix=args.url_prefix,
+        filter_verb=args.filter_verb,
+        prioritize_verb=args.prioritize_verb,
+        preempt_verb=args.preempt_verb,
+        on_error=args.on_error,
+        max_body_bytes=args.max_body_bytes,
+        token_file=args.token_file,
+        metrics_auth=args.metrics_auth,
+        auth_cache_ttl=args.delegated_auth_cache_ttl,
+        auth_review_rate=args.delegated_auth_review_rate,
+        noop=bool(args.noop),
+    )
+
+
+def listener_limits(args: argparse.Namespace) -> dict[str, ListenerLimits]:
+    """Each listener's limits from the flags: "verbs", "metrics", "status"."""
+    timeout = float(args.request_read_timeout)
+
+    def one(base: ListenerLimits, flag: str) -> ListenerLimits:
+        cap = int(vars(args)[flag])
+        return dataclasses.replace(base, max_connections=cap, read_timeout=timeout)
+
+    return {
+        "verbs": one(VERB_LIMITS, "max_connections"),
+        "metrics": one(METRICS_LIMITS, "metrics_max_connections"),
+        "status": one(STATUS_LIMITS, "status_max_connections"),
+    }
+
+
+def listening_from_args(args: argparse.Namespace) -> Listening:
+    """Where the listeners bind, and the TLS files they share."""
+    return Listening(
+        main=(args.host, args.port),
+        metrics=args.metrics_bind_address,
+        status=args.status_address,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        client_ca=args.client_ca,
+    )
+
+
+def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
+    """``serve``'s flags as the composition root's options; raises ValueError with a
+    one-line reason on inconsistent flags, before anything starts."""
+    from app.backend.build import BuildOptions, ClusterSource
+    from app.backend.engine import BackendOptions
+
+    return BuildOptions(
+        source=ClusterSource(
+            kubeconfig=args.kubeconfig,
+            in_cluster=bool(args.in_cluster),
+            cluster_file=args.cluster,
+            demo=bool(args.demo),
+            watch_stall_timeout=float(args.watch_stall_timeout),
+        ),
+        backend=BackendOptions(
+            scheduler_names=tuple(args.scheduler_names),
+            manage_annotated=args.manage_annotated,
+            assume_ttl=float(args.assume_ttl),
+            refresh_interval=float(args.refresh_interval),
+            namespaces=tuple(args.namespaces),
+        ),
+        conf_path=args.conf,
+        strict_conf=bool(args.strict_conf),
+        conf_reload_interval=float(args.conf_reload_interval),
+        controller=controller_options_from_args(args),
+        reclaim=reclaim_options_from_args(args),
+    )
+
+
+def _add_listening_group(p: argparse.ArgumentParser) -> None:
+    """The listeners: addresses, verb paths, caps and deadlines."""
     net = p.add_argument_group("listening")
     net.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     net.add_argument(
@@ -157,6 +241,9 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "subtract; off by default",
     )
 
+
+def _add_engine_group(p: argparse.ArgumentParser) -> None:
+    """The engine: configuration, cluster source and what the extender manages."""
     eng = p.add_argument_group("engine")
     eng.add_argument("--conf", metavar="FILE", help="Volcano scheduler configuration file")
     eng.add_argument(
@@ -236,6 +323,9 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "refuse), or let every node pass and score neutrally (pass: fails open)",
     )
 
+
+def _add_security_group(p: argparse.ArgumentParser) -> None:
+    """TLS, client certificates and the static bearer token."""
     sec = p.add_argument_group("security")
     sec.add_argument("--tls-cert", metavar="FILE", help="serve HTTPS with this certificate")
     sec.add_argument("--tls-key", metavar="FILE", help="private key of --tls-cert")
@@ -245,6 +335,9 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         "--metrics-auth", action="store_true", help="require the bearer token on /metrics too"
     )
 
+
+def _add_authentication_group(p: argparse.ArgumentParser) -> None:
+    """Delegated authentication through the API server."""
     auth = p.add_argument_group("authentication")
     auth.add_argument(
         "--delegated-auth",
@@ -272,6 +365,9 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         f"(default {DEFAULT_REVIEW_RATE:g})",
     )
 
+
+def _add_logging_group(p: argparse.ArgumentParser) -> None:
+    """klog verbosity and the log format."""
     logs = p.add_argument_group("logging")
     logs.add_argument(
         "-v", "--v", dest="verbosity", type=_verbosity, default=0, help="klog verbosity 0..10"
@@ -281,80 +377,4 @@ def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
         choices=("text", "json"),
         default="text",
         help="klog-style text lines or one JSON object per line (default text)",
-    )
-
-    add_controller_group(p)
-    add_reclaim_group(p)
-    return p
-
-
-def settings_from_args(args: argparse.Namespace) -> ServerSettings:
-    return ServerSettings(
-        url_prefix=args.url_prefix,
-        filter_verb=args.filter_verb,
-        prioritize_verb=args.prioritize_verb,
-        preempt_verb=args.preempt_verb,
-        on_error=args.on_error,
-        max_body_bytes=args.max_body_bytes,
-        token_file=args.token_file,
-        metrics_auth=args.metrics_auth,
-        auth_cache_ttl=args.delegated_auth_cache_ttl,
-        auth_review_rate=args.delegated_auth_review_rate,
-        noop=bool(args.noop),
-    )
-
-
-def listener_limits(args: argparse.Namespace) -> dict[str, ListenerLimits]:
-    """Each listener's limits from the flags: "verbs", "metrics", "status"."""
-    timeout = float(args.request_read_timeout)
-
-    def one(base: ListenerLimits, flag: str) -> ListenerLimits:
-        cap = int(vars(args)[flag])
-        return dataclasses.replace(base, max_connections=cap, read_timeout=timeout)
-
-    return {
-        "verbs": one(VERB_LIMITS, "max_connections"),
-        "metrics": one(METRICS_LIMITS, "metrics_max_connections"),
-        "status": one(STATUS_LIMITS, "status_max_connections"),
-    }
-
-
-def listening_from_args(args: argparse.Namespace) -> Listening:
-    """Where the listeners bind, and the TLS files they share."""
-    return Listening(
-        main=(args.host, args.port),
-        metrics=args.metrics_bind_address,
-        status=args.status_address,
-        tls_cert=args.tls_cert,
-        tls_key=args.tls_key,
-        client_ca=args.client_ca,
-    )
-
-
-def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
-    """``serve``'s flags as the composition root's options; raises ValueError with a
-    one-line reason on inconsistent flags, before anything starts."""
-    from app.backend.build import BuildOptions, ClusterSource
-    from app.backend.engine import BackendOptions
-
-    return BuildOptions(
-        source=ClusterSource(
-            kubeconfig=args.kubeconfig,
-            in_cluster=bool(args.in_cluster),
-            cluster_file=args.cluster,
-            demo=bool(args.demo),
-            watch_stall_timeout=float(args.watch_stall_timeout),
-        ),
-        backend=BackendOptions(
-            scheduler_names=tuple(args.scheduler_names),
-            manage_annotated=args.manage_annotated,
-            assume_ttl=float(args.assume_ttl),
-            refresh_interval=float(args.refresh_interval),
-            namespaces=tuple(args.namespaces),
-        ),
-        conf_path=args.conf,
-        strict_conf=bool(args.strict_conf),
-        conf_reload_interval=float(args.conf_reload_interval),
-        controller=controller_options_from_args(args),
-        reclaim=reclaim_options_from_args(args),
     )
