@@ -31,7 +31,7 @@ from app.cli.serve_flags import (
 from app.http.errors import one_line
 from app.serving.delegated_auth import KubernetesReviews
 from app.serving.guard import LimitedConfig, raise_open_files_limit
-from app.serving.listeners import SideServer, serve_all, uvicorn_config
+from app.serving.listeners import Address, SideServer, serve_all, uvicorn_config
 from app.serving.server import ServerSettings, create_app, create_metrics_app, verb_path
 from app.serving.status_listener import build_status_server
 from app.telemetry.logs import setup_logging
@@ -50,14 +50,15 @@ SWITCH_INTERVAL_SECONDS = 0.0005
 BackendFactory = Callable[[argparse.Namespace], "Built[ExtenderBackend]"]
 
 
-def base_url(args: argparse.Namespace) -> str:
-    scheme = "https" if args.tls_cert else "http"
-    host = args.host
+def base_url(address: Address, https: bool) -> str:
+    """The URL a person on this machine reaches ``address`` at (a wildcard host as loopback,
+    an IPv6 host in brackets)."""
+    host, port = address
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
     if ":" in host:
         host = f"[{host}]"
-    return f"{scheme}://{host}:{args.port}"
+    return f"{'https' if https else 'http'}://{host}:{port}"
 
 
 #: A pending pod of the bundled demo cluster (production/report-export) and its nodes: the
@@ -73,7 +74,9 @@ DEMO_FILTER_BODY = (
 
 def banner(args: argparse.Namespace) -> str:
     """What `serve` prints on start: where it listens and a request to try."""
-    url = base_url(args)
+    listening = listening_from_args(args)
+    https = bool(listening.tls_cert)
+    url = base_url(listening.main, https)
     filter_url = url + verb_path(args.url_prefix, args.filter_verb)
     body = (
         DEMO_FILTER_BODY
@@ -91,18 +94,9 @@ def banner(args: argparse.Namespace) -> str:
     if args.token_file:
         curl += ["-H", 'Authorization: Bearer "$(cat ' + args.token_file + ')"']
     command = " ".join(shlex.quote(part) for part in curl) + " -d " + shlex.quote(body)
-    metrics_url = url + "/metrics"
-    if args.metrics_bind_address is not None:
-        host, port = args.metrics_bind_address
-        metrics_url = base_url(argparse.Namespace(**{**vars(args), "host": host, "port": port}))
-        metrics_url += "/metrics"
-    # The status page is served by the main listener, and by --status-address when given.
-    status_url = url + "/"
-    status_address: tuple[str, int] | None = args.status_address
-    if status_address is not None:
-        host, port = status_address
-        status_url = base_url(argparse.Namespace(**{**vars(args), "host": host, "port": port}))
-        status_url += "/"
+    # /metrics and the status page are on the main listener, and on their own when asked.
+    metrics_url = base_url(listening.metrics or listening.main, https) + "/metrics"
+    status_url = base_url(listening.status or listening.main, https) + "/"
     return (
         f"queue-extender serving on {url} (filter {filter_url}, metrics {metrics_url})\n"
         f"status page: {status_url}\n"
