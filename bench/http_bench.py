@@ -160,7 +160,9 @@ def serve(
     """The service under test, built by the production code path around the synthetic cluster
     (its fit variant when ``fit``); with ``metrics_port`` / ``status_port``, the side
     listeners too (``bench.load``'s exhaustion run aims at them)."""
-    from app.cli.serve import add_serve_parser, build_servers
+    from app.backend.build import Built
+    from app.cli.serve import build_servers
+    from app.cli.serve_flags import add_serve_parser
     from app.serving.guard import raise_open_files_limit
     from app.serving.listeners import serve_all
     from app.telemetry.logs import setup_logging
@@ -177,7 +179,13 @@ def serve(
     args = parser.parse_args(argv)
     setup_logging(args.verbosity, args.log_format)
     raise_open_files_limit()
-    server, sides, _ = build_servers(args, lambda _args: fixture.backend)
+    backend = fixture.backend
+    built = Built(
+        backend,
+        assumptions=backend.assumption_counts,
+        warnings=lambda: list(backend.conf.warnings),
+    )
+    server, sides, _ = build_servers(args, lambda _args: built)
     print(f"bench server: cluster built in {fixture.build_seconds:.1f}s", flush=True)
     if sides:
         return serve_all(server, sides)

@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.responses import Response
 
 from app.api.wire import ApiError
-from app.verbs.wire import encode_error
+from app.http.errors import encode_error
 
 #: A Kubernetes object name or namespace (DNS-1123 subdomain, the loosest of the rules).
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"

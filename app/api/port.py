@@ -29,7 +29,8 @@ class RecentEviction:
     at: str
 
 
-#: Where the status page reads the last evictions from; ``None`` until a reclaim loop runs.
+#: Where the status page reads the last evictions from (the reclaim loop's record; a process
+#: without a loop has none, and the page says there is none to show).
 RecentEvictionsProvider = Callable[[], Sequence[RecentEviction]]
 
 
@@ -56,8 +57,4 @@ class InsightBackend(Protocol):
     def whatif(self, request: WhatIfRequest) -> Callable[[], WhatIfResult]:
         """Reads what it needs now (raising ``WhatIfError`` for a bad request) and returns
         the dry run, which touches only a private copy and may run on another thread."""
-        ...
-
-    def recent_evictions(self) -> Sequence[RecentEviction] | None:
-        """``None`` while nothing in the process evicts (no reclaim loop)."""
         ...

@@ -20,8 +20,8 @@ from starlette.responses import Response
 from app.api.common import JSON, bad_request
 from app.api.port import InsightBackend
 from app.api.wire import ApiError, WhatIfIn, WhatIfOut, dump
-from app.verbs.common import read_body
-from app.verbs.wire import WireError, encode_error, one_line
+from app.http.body import read_body
+from app.http.errors import WireError, encode_error, one_line
 from scheduler_core.insight.whatif import WhatIfError
 
 #: A what-if body is a handful of manifests, not a cluster.

@@ -3,24 +3,31 @@
 ``build_backend`` takes plain option dataclasses (the command line turns flags into them in
 ``app.cli``) and assembles the cluster source (a file, the demo cluster, or live informers),
 the controller with its leader election, the status writer, the parked-pod requeuer, the
-reclaim loop and the configuration watcher. It is the one place that starts threads; every
-piece it starts is stopped by ``EngineBackend.close()`` or at exit. Only the entry points
-import it.
+reclaim loop and the configuration watcher. It is the one place that starts threads, and it
+returns them all in one finished record, ``Built``, whose ``close()`` stops them in the
+reverse of the order they started. Only the entry points import it.
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry
 
+from app.api.port import RecentEvictionsProvider
 from app.backend.conf_reload import ConfigurationWatcher
 from app.backend.engine import DEMO_CLUSTER, BackendOptions, EngineBackend, recent_evictions
+from app.telemetry.metrics import AssumptionCounts
+from app.verbs.ports import ExtenderBackend
+from scheduler_core.api.job import JobInfo
+from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.task import TaskInfo
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.cache.yaml_source import load_cluster_file, load_cluster_text
 from scheduler_core.conf import (
@@ -75,6 +82,61 @@ class BuildOptions:
     reclaim: ReclaimOptions | None = None
 
 
+class Stoppable(Protocol):
+    """A thread (or set of threads) the composition root started."""
+
+    def stop(self) -> None: ...
+
+
+#: The backend a record holds (``EngineBackend`` from ``build_backend``; a test double in
+#: tests of the HTTP layer).
+B = TypeVar("B", bound=ExtenderBackend, covariant=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Built(Generic[B]):
+    """Everything ``serve`` runs, finished: nothing is set on it, or on its backend, after
+    ``build_backend`` returns it.
+
+    ``backend`` answers the verbs (and, an ``EngineBackend``, the people's API);
+    ``registry`` holds the informers', controller's, loop's and watcher's metrics (None when
+    nothing registered any); ``assumptions`` feeds the assumed-pods gauge; ``warnings`` are
+    what the configuration made the engine skip plus a refused reload, read at each /readyz
+    and scrape; ``evictions`` the reclaim loop's last evictions for the status page (None
+    without a loop); ``resign`` stops leading at once, the first thing a stop does (None
+    without a controller); ``api_client`` the informers' kubernetes client (None for a file
+    or the demo), through which ``--delegated-auth`` sends its reviews. ``parts`` are the
+    started threads in the order they started."""
+
+    backend: B
+    registry: CollectorRegistry | None = None
+    assumptions: Callable[[], AssumptionCounts] | None = None
+    warnings: Callable[[], Sequence[str]] = tuple
+    evictions: RecentEvictionsProvider | None = None
+    resign: Callable[[], None] | None = None
+    api_client: Any = None
+    parts: tuple[Stoppable, ...] = field(default=())
+
+    def close(self) -> None:
+        """Stop leading first (no writer writes while the others stop), then every part in
+        the reverse of the order it started: the configuration watcher, the reclaim loop, the
+        status writer, the requeuer, the controller (which gives a held lease back) and the
+        informers last."""
+        stop_all(self.parts, self.resign)
+
+
+def stop_all(parts: Sequence[Stoppable], resign: Callable[[], None] | None = None) -> None:
+    """``resign``, then ``parts`` from the last started to the first; a step that fails is
+    logged and the others still run (a stop must go on whatever one part does)."""
+    steps = [resign] if resign is not None else []
+    steps += [part.stop for part in reversed(parts)]
+    for step in steps:
+        try:
+            step()
+        except Exception:
+            log.exception("stopping %s failed", getattr(step, "__qualname__", step))
+
+
 def load_checked_configuration(options: BuildOptions) -> SchedulerConfiguration:
     """The scheduler configuration, refused (ValueError, one line) when the engine cannot
     run it, or when ``strict_conf`` is set and it carries warnings."""
@@ -91,42 +153,22 @@ def load_checked_configuration(options: BuildOptions) -> SchedulerConfiguration:
     return conf
 
 
-def build_backend(options: BuildOptions) -> EngineBackend:
-    """The backend ``serve`` runs: a static file, the demo cluster, or live informers.
-    Raises ValueError with a one-line reason on a bad file or option."""
+def build_backend(options: BuildOptions) -> Built[EngineBackend]:
+    """Everything ``serve`` runs: a static file, the demo cluster, or live informers with
+    the writers beside them. Raises ValueError with a one-line reason on a bad file or
+    option."""
     conf = load_checked_configuration(options)
-    state = ClusterState()
     if options.reclaim is not None:  # bad reclaim arguments in the configuration: fail now
         live_configuration(conf, max_evictions=options.reclaim.max_evictions)
+    if options.source.live:
+        return _build_live(options, conf)
+    return _build_static(options, conf)
+
+
+def _build_static(options: BuildOptions, conf: SchedulerConfiguration) -> Built[EngineBackend]:
+    """A cluster read once from a file or the bundled demo: no thread but the configuration
+    watcher."""
     source = options.source
-    if source.live:
-        informers = _informers(state, source.kubeconfig, source.watch_stall_timeout)
-        informers.start()
-        where = "the API server (" + (source.kubeconfig or "in-cluster") + ")"
-        controller = start_controller(
-            informers.api_client,
-            options.controller or ControllerOptions(),
-            informers.registry,
-        )
-        backend = EngineBackend(
-            state,
-            conf,
-            options.backend,
-            informers=informers,
-            source=where,
-            controller=controller,
-        )
-        start_requeuer(backend, informers)
-        start_status_writer(backend)
-        if options.reclaim is not None:
-            backend.reclaim_loop = start_reclaim_loop(
-                options.reclaim, conf, state, controller, backend
-            )
-        watch_configuration(backend, options)
-        # Registered last, so it runs first at exit: no writer writes while the others stop,
-        # and the controller's own stop (registered first, run last) gives the lease back.
-        atexit.register(backend.resign)
-        return backend
     if source.cluster_file:
         loaded = load_cluster_file(source.cluster_file)
         where = source.cluster_file
@@ -139,32 +181,116 @@ def build_backend(options: BuildOptions) -> EngineBackend:
         raise ValueError(NO_SOURCE)
     if loaded.skipped:
         log.info("%s", loaded.skipped_summary())
+    state = ClusterState()
     state.apply_objects(loaded.objects)
     backend = EngineBackend(state, conf, options.backend, source=where)
     backend.readiness()  # a file is synced at once: freeze it now
-    watch_configuration(backend, options)
-    return backend
+    registry = CollectorRegistry() if _follows_configuration(options) else None
+    watcher = watch_configuration(options, configuration_user(backend, None), registry)
+    return Built(
+        backend=backend,
+        registry=registry,
+        assumptions=backend.assumption_counts,
+        warnings=configuration_warnings(backend, watcher),
+        parts=(watcher,) if watcher is not None else (),
+    )
+
+
+def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[EngineBackend]:
+    """Live informers and, beside them, the controller, the requeuer, the status writer, the
+    reclaim loop and the configuration watcher, started in that order."""
+    source = options.source
+    state = ClusterState()
+    informers = _informers(state, source.kubeconfig, source.watch_stall_timeout)
+    parts: list[Stoppable] = []
+    try:
+        informers.start()
+        parts.append(informers)
+        controller = Controller(
+            informers.api_client,
+            options.controller or ControllerOptions(),
+            registry=informers.registry,
+        ).start()
+        parts.append(controller)
+        backend = EngineBackend(
+            state,
+            conf,
+            options.backend,
+            informers=informers,
+            source="the API server (" + (source.kubeconfig or "in-cluster") + ")",
+            controller=controller,
+        )
+        parts.append(start_requeuer(backend, informers))
+        writer = start_status_writer(backend, controller)
+        if writer is not None:
+            parts.append(writer)
+        loop = None
+        if options.reclaim is not None:
+            loop = start_reclaim_loop(options.reclaim, conf, controller, backend)
+            parts.append(loop)
+        watcher = watch_configuration(
+            options, configuration_user(backend, loop), informers.registry
+        )
+        if watcher is not None:
+            parts.append(watcher)
+    except BaseException:
+        # Nothing half-started outlives a failed build.
+        stop_all(parts)
+        raise
+    return Built(
+        backend=backend,
+        registry=informers.registry,
+        assumptions=backend.assumption_counts,
+        warnings=configuration_warnings(backend, watcher),
+        evictions=partial(recent_evictions, loop) if loop is not None else None,
+        resign=controller.resign,
+        api_client=informers.api_client,
+        parts=tuple(parts),
+    )
 
 
 def demo_cluster_text() -> str:
     return resources.files("app").joinpath("demo", DEMO_CLUSTER).read_text(encoding="utf-8")
 
 
-def start_controller(
-    api_client: Any, options: ControllerOptions, registry: CollectorRegistry | None
-) -> Controller:
-    """The started controller of a live cluster; it leaves the election at exit."""
-    controller = Controller(api_client, options, registry=registry)
-    controller.start()
-    atexit.register(controller.stop)
-    return controller
+def configuration_user(
+    backend: EngineBackend, loop: ReclaimLoop | None
+) -> Callable[[SchedulerConfiguration], None]:
+    """What a new configuration is handed to: the reclaim loop first (the one that may refuse
+    it, raising ``ValueError`` and changing nothing), then the backend; both under the
+    state's lock, so no verb sees the accounting of one configuration and the tiers of
+    another."""
+
+    def use(conf: SchedulerConfiguration) -> None:
+        with backend.state.locked():
+            if loop is not None:
+                loop.use_configuration(conf)
+            backend.use_configuration(conf)
+
+    return use
 
 
-def start_requeuer(backend: EngineBackend, informers: Any) -> None:
+def configuration_warnings(
+    backend: EngineBackend, watcher: ConfigurationWatcher | None
+) -> Callable[[], list[str]]:
+    """What the configuration made the engine skip, and a changed configuration file that
+    was refused (the previous configuration still serving); shown by /readyz and a gauge."""
+
+    def warnings() -> list[str]:
+        found = list(backend.conf.warnings)
+        failure = watcher.failure if watcher is not None else ""
+        if failure:
+            found.append(failure)
+        return found
+
+    return warnings
+
+
+def start_requeuer(backend: EngineBackend, informers: Any) -> Stoppable:
     """Parked pods go back to kube-scheduler once their queue would let them through."""
     from scheduler_core.controller.requeue import ParkedPodRequeuer
 
-    backend.requeuer = ParkedPodRequeuer(
+    return ParkedPodRequeuer(
         backend.accounting,
         informers.api_client,
         registry=informers.registry,
@@ -172,20 +298,19 @@ def start_requeuer(backend: EngineBackend, informers: Any) -> None:
     ).start()
 
 
-def start_status_writer(backend: EngineBackend) -> None:
+def start_status_writer(backend: EngineBackend, controller: Controller) -> Stoppable | None:
     """The status write-back of a live backend, unless its controller writes no status."""
     from scheduler_core.controller.status_writer import StatusWriter
     from scheduler_core.extender.holds import hold_reason
 
-    controller = backend.controller
-    if controller is None or not controller.options.write_status:
-        return
+    if not controller.options.write_status:
+        return None
     accounting = backend.accounting
     state = backend.state
 
     # Its own sessions over the live objects: rebuilding the verbs' accounting session from
     # here would move their refresh clock and hand them a view older than they would build.
-    writer = StatusWriter(
+    return StatusWriter(
         controller,
         state.shared_snapshot,
         lambda: backend.conf,
@@ -195,68 +320,83 @@ def start_status_writer(backend: EngineBackend) -> None:
         managed_schedulers=backend.options.scheduler_names,
         namespaces=backend.options.namespaces,
         interval=max(1.0, backend.options.refresh_interval),
-    )
-    writer.start()
-    atexit.register(writer.stop)
-    backend.status_writer = writer
+    ).start()
+
+
+class LoopCluster:
+    """The live cluster as the reclaim loop reads it (``ReclaimCluster``): the informers'
+    health, private snapshots copied under the state's lock, and the backend's readiness
+    and queue accounting (where a preemptor's share is reserved)."""
+
+    def __init__(self, backend: EngineBackend) -> None:
+        self._backend = backend
+        self._state = backend.state
+        self._informers = backend.informers
+
+    def ready(self) -> bool:
+        return bool(self._backend.readiness()[0])
+
+    def fresh(self) -> bool:
+        return self._informers is None or not self._informers.stale()
+
+    def heard_since(self, monotonic: float) -> bool:
+        return self._informers is None or bool(self._informers.heard_since(monotonic))
+
+    def snapshot(self) -> ClusterSnapshot:
+        return loop_snapshot(self._state)
+
+    def waiting(self) -> bool:
+        return anything_waiting(self._state)
+
+    def version(self) -> int:
+        return self._state.version
+
+    def task(self, key: str) -> TaskInfo | None:
+        with self._state.locked():
+            return self._state.task(key)
+
+    def reserve(self, task: TaskInfo, job: JobInfo) -> None:
+        self._backend.reserve(task, job)
 
 
 def start_reclaim_loop(
     options: ReclaimOptions,
     conf: SchedulerConfiguration,
-    state: ClusterState,
     controller: Controller,
     backend: EngineBackend,
 ) -> ReclaimLoop:
-    """The started loop, wired to the backend: its readiness, its queue accounting (the
-    preemptor's reservation) and the state (a private snapshot, copied under the lock)."""
-
-    informers = backend.informers
-
-    def task(key: str) -> Any:
-        with state.locked():
-            return state.task(key)
-
-    loop = ReclaimLoop(
+    """The started loop, reading the cluster through the backend (its readiness, its queue
+    accounting, the state) and acting for the controller."""
+    return ReclaimLoop(
         conf,
         options,
-        rest=controller.rest,
-        recorder=controller.recorder,
-        is_leader=controller.is_leader,
-        valid_for=controller.leadership_valid_for,
-        server_now=controller.rest.clock.now,
-        fresh=(lambda: not informers.stale()) if informers is not None else None,
-        heard_since=informers.heard_since if informers is not None else None,
-        ready=lambda: bool(backend.readiness()[0]),
-        snapshot=lambda: loop_snapshot(state),
-        waiting=lambda: anything_waiting(state),
-        version=lambda: state.version,
-        task=task,
-        reserve=backend.reserve,
+        cluster=LoopCluster(backend),
+        leader=controller,
         registry=controller.registry,
-    )
-    loop.start()
-    atexit.register(loop.stop)
-    backend.eviction_history = lambda: recent_evictions(loop)
-    return loop
+    ).start()
 
 
-def watch_configuration(backend: EngineBackend, options: BuildOptions) -> None:
-    """Follow the configuration file (the default configuration has none) unless the reload
-    interval is 0; the reload counter goes on the backend's registry, which /metrics shows
-    (one is made for a backend without informers)."""
-    if not options.conf_path or options.conf_reload_interval <= 0:
-        return
-    if backend.registry is None:
-        backend.registry = CollectorRegistry()
-    backend.conf_watcher = ConfigurationWatcher(
+def _follows_configuration(options: BuildOptions) -> bool:
+    return bool(options.conf_path) and options.conf_reload_interval > 0
+
+
+def watch_configuration(
+    options: BuildOptions,
+    use: Callable[[SchedulerConfiguration], None],
+    registry: CollectorRegistry | None,
+) -> ConfigurationWatcher | None:
+    """The started watcher of the configuration file (the default configuration has none),
+    or None when the reload interval is 0; its reload counter goes on ``registry``."""
+    if not _follows_configuration(options):
+        return None
+    assert options.conf_path is not None
+    return ConfigurationWatcher(
         options.conf_path,
-        backend.use_configuration,
+        use,
         strict=options.strict_conf,
         interval=options.conf_reload_interval,
-        registry=backend.registry,
+        registry=registry,
     ).start()
-    atexit.register(backend.conf_watcher.stop)
 
 
 def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float = 90.0) -> Any:

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from prometheus_client import CollectorRegistry
-
 from app.api import wire
-from app.api.port import RecentEviction, RecentEvictionsProvider
-from app.backend.conf_reload import ConfigurationWatcher
+from app.api.port import RecentEviction
 from app.backend.forked import run_forked
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
 from app.verbs.ports import BadPodError
@@ -87,13 +84,6 @@ class EngineBackend:
         self.informers = informers
         self.source = source
         self.controller = controller  # the leader's write-back (live clusters only)
-        self.status_writer: Any = None
-        #: The reclaim loop, when one runs: it decides by the configuration too.
-        self.reclaim_loop: ReclaimLoop | None = None
-        #: The watcher of --conf, when the configuration came from a file it follows.
-        self.conf_watcher: ConfigurationWatcher | None = None
-        #: The parked-pod requeuer of a live cluster.
-        self.requeuer: Any = None
         self.accounting = QueueAccounting(
             state,
             conf,
@@ -104,43 +94,6 @@ class EngineBackend:
             self.options.scheduler_names, self.options.manage_annotated, self.options.namespaces
         )
         self._frozen = False
-        #: The reclaim loop's record of its evictions, for the status page; set it when the
-        #: loop is started (until then the page says there is none to show).
-        self.eviction_history: RecentEvictionsProvider | None = None
-        self.registry: CollectorRegistry | None = (
-            informers.registry if informers is not None else None
-        )
-
-    def resign(self) -> None:
-        """A stop has begun (SIGTERM): stop leading at once, so the loop evicts nothing more
-        and the status writer writes nothing more; the lease is given back at exit, after
-        they have stopped."""
-        if self.controller is not None:
-            self.controller.resign()
-
-    def close(self) -> None:
-        """Stop every thread this backend started, writers first (the loop, the status writer,
-        the requeuer, then the controller, which releases a held lease) and the informers last
-        (leadership is resigned first, so no writer writes while the others stop):
-        what a process does at exit, for an embedding (tests, a second backend in one process)
-        that outlives it."""
-        self.resign()
-        for part in (
-            self.conf_watcher,
-            self.reclaim_loop,
-            self.status_writer,
-            self.requeuer,
-            self.controller,
-            self.informers,
-        ):
-            if part is not None:
-                part.stop()
-
-    @property
-    def api_client(self) -> Any:
-        """The informers' kubernetes client (None for a file or the demo): what
-        --delegated-auth sends its TokenReviews and SubjectAccessReviews through."""
-        return self.informers.api_client if self.informers is not None else None
 
     # --- port -----------------------------------------------------------------------------
 
@@ -154,24 +107,11 @@ class EngineBackend:
         self._freeze_once()
         return True, f"serving from {self.source}"
 
-    def config_warnings(self) -> list[str]:
-        """What the configuration made the engine skip, and a changed configuration file
-        that was refused (the previous configuration still serving); shown by /readyz and a
-        gauge."""
-        warnings = list(self.conf.warnings)
-        failure = self.conf_watcher.failure if self.conf_watcher is not None else ""
-        if failure:
-            warnings.append(failure)
-        return warnings
-
     def use_configuration(self, conf: SchedulerConfiguration) -> None:
-        """Decide by ``conf`` from the next verb and the next reclaim cycle on. Raises
-        ``ValueError``, changing nothing, when the reclaim loop cannot use it. Swapped under
-        the state's lock, so no verb sees the accounting of one configuration and the tiers
-        of another."""
+        """Decide by ``conf`` from the next verb on. Swapped under the state's lock, so no verb
+        sees the accounting of one configuration and the tiers of another (a reclaim loop is
+        handed the same configuration first, by whoever follows the file)."""
         with self.state.locked():
-            if self.reclaim_loop is not None:
-                self.reclaim_loop.use_configuration(conf)  # first: it is the one that refuses
             self.conf = conf
             self.accounting.use_configuration(conf)
 
@@ -364,9 +304,6 @@ class EngineBackend:
         with self.state.locked():
             prepared = prepare(self.accounting, self.conf, request)
         return partial(run_forked, partial(run_prepared, prepared))
-
-    def recent_evictions(self) -> Sequence[RecentEviction] | None:
-        return list(self.eviction_history()) if self.eviction_history is not None else None
 
     def debug_state(self) -> dict[str, Any]:
         with self.state.locked():

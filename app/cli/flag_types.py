@@ -47,3 +47,22 @@ def count(value: str) -> int:
     if n < 0:
         raise argparse.ArgumentTypeError("must be 0 (no limit) or more")
     return n
+
+
+def port(value: str) -> int:
+    n = integer(value)
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be between 1 and 65535, not {n}")
+    return n
+
+
+def host_port(value: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[IPv6]:PORT`` or ``:PORT``: the one reading of a listener's address.
+    An empty host is every interface ("0.0.0.0"), as Go's ``net.Listen`` and
+    controller-runtime's ``--metrics-bind-address`` read it."""
+    host, sep, number = value.rpartition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{value!r} is not HOST:PORT (e.g. 0.0.0.0:9090)")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host or "0.0.0.0", port(number)

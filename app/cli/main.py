@@ -7,7 +7,8 @@ import argparse
 import sys
 
 from app.cli.query import add_query_parsers
-from app.cli.serve import add_serve_parser, backend_from_args, run_serve
+from app.cli.serve import backend_from_args, run_serve
+from app.cli.serve_flags import add_serve_parser
 from app.cli.simulate import add_simulate_parser
 from app.version import version
 

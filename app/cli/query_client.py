@@ -142,14 +142,15 @@ class OfflineClient:
     def __init__(self, cluster: str, conf: str | None) -> None:
         import argparse
 
-        from app.cli.serve import add_serve_parser, backend_from_args
+        from app.cli.serve import backend_from_args
+        from app.cli.serve_flags import add_serve_parser
 
         # The same defaults as `serve --cluster FILE`: the engine answers as the service would.
         parser = argparse.ArgumentParser(prog="queue-extender")
         add_serve_parser(parser.add_subparsers())
         argv = ["serve", "--cluster", cluster, *(["--conf", conf] if conf else [])]
         try:
-            self.engine = backend_from_args(parser.parse_args(argv))
+            self.engine = backend_from_args(parser.parse_args(argv)).backend
         except ValueError as exc:
             raise QueryError(str(exc)) from None
 

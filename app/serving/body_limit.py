@@ -21,7 +21,7 @@ from collections.abc import Collection
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.verbs.wire import encode_error
+from app.http.errors import encode_error
 
 
 class BodyLimit:

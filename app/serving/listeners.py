@@ -10,12 +10,46 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
 
 from app.serving.guard import VERB_LIMITS, LimitedConfig, ListenerLimits
+from app.serving.security import tls_options
 from app.serving.tls_reload import ReloadingServerContext
+
+#: A listener's address: host (an IPv6 one without brackets; "0.0.0.0" for every interface)
+#: and port.
+Address = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Listening:
+    """Where the listeners bind and how they speak TLS: the main (verbs) listener, the
+    optional metrics and status listeners, and the certificate files all of them share
+    (none: plain HTTP; a client CA: mutual TLS)."""
+
+    main: Address = ("127.0.0.1", 8888)
+    metrics: Address | None = None
+    status: Address | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    client_ca: str | None = None
+
+    def tls(self) -> tuple[dict[str, Any], ReloadingServerContext | None]:
+        """uvicorn's TLS options and the one context every listener shares, following the
+        files as cert-manager rotates them (None for plain HTTP). Raises ValueError on a
+        half-configured set-up or a missing file."""
+        options = tls_options(self.tls_cert, self.tls_key, self.client_ca)
+        if not options or self.tls_cert is None or self.tls_key is None:
+            return options, None
+        return options, ReloadingServerContext(self.tls_cert, self.tls_key, self.client_ca)
+
+    def check(self) -> None:
+        """Raises ValueError when two listeners would share an address."""
+        if self.metrics == self.main:
+            raise ValueError("--metrics-bind-address must differ from --host:--port")
 
 
 class _Config(LimitedConfig):

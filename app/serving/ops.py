@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from prometheus_client import CollectorRegistry
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from app.http.body import Endpoint
+from app.http.errors import one_line
 from app.telemetry.metrics import METRICS_CONTENT_TYPE, render
 from app.verbs.ports import ExtenderBackend
-from app.verbs.wire import one_line
 
 log = logging.getLogger(__name__)
-
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 async def healthz(request: Request) -> Response:

@@ -27,13 +27,15 @@ from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
 
-from app.api import debug as routes_debug
 from app.api import explain as routes_explain_api
 from app.api import queues as routes_queues_api
 from app.api import status_routes as routes_status_page
 from app.api import whatif as routes_whatif_api
 from app.api.common import answer_validation_errors_with_400, drop_validation_422
-from app.api.port import InsightBackend
+from app.api.port import InsightBackend, RecentEvictionsProvider
+from app.http.body import Endpoint
+from app.http.errors import ErrorModel
+from app.serving import debug as routes_debug
 from app.serving import ops as routes_ops
 from app.serving.body_limit import BodyLimit
 from app.serving.delegated_auth import (
@@ -56,8 +58,7 @@ from app.verbs.filter import make_filter_endpoint
 from app.verbs.ports import ExtenderBackend
 from app.verbs.preempt import make_preempt_endpoint
 from app.verbs.prioritize import make_prioritize_endpoint
-from app.verbs.wire import (
-    ErrorModel,
+from app.verbs.schema import (
     ExtenderArgs,
     ExtenderFilterResult,
     ExtenderPreemptionArgs,
@@ -90,6 +91,7 @@ class ServerSettings:
     `delegated_auth`: the API server's TokenReview/SubjectAccessReview, guarding every path
     but the verbs and the probes (an alternative to `token_file`, not a second layer).
     `assumptions`, when the backend keeps assumptions, feeds the assumed-pods gauge.
+    `recent_evictions`, when a reclaim loop runs, is what the status page shows of its work.
     `noop`: serve POST /noop (reads the body, answers ``{}``), the floor benchmarks subtract;
     off unless asked for, since it is a way to make the server read bodies for nothing.
     `max_body_bytes` caps every endpoint's body (413 beyond it), not only the verbs'.
@@ -111,6 +113,7 @@ class ServerSettings:
     auth_review_rate: float = DEFAULT_REVIEW_RATE
     config_warnings: Callable[[], Sequence[str]] = tuple
     assumptions: Callable[[], AssumptionCounts] | None = None
+    recent_evictions: RecentEvictionsProvider | None = None
     noop: bool = False
 
 
@@ -208,11 +211,48 @@ def _install_openapi(app: FastAPI, defs: dict[str, Any]) -> None:
 
 
 def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None) -> FastAPI:
-    """The extender service around `backend`."""
+    """The extender service around `backend`: its metrics, the three verbs, the probes and
+    /debug, the people's API when the backend answers it, then the middleware (fast path,
+    authentication, body cap)."""
     settings = settings if settings is not None else ServerSettings()
     _check(settings)
     paths = verb_paths(settings)
     registry = settings.registry if settings.registry is not None else CollectorRegistry()
+    metrics = _service_metrics(backend, registry, settings)
+    ctx = VerbContext(
+        backend=backend,
+        metrics=metrics,
+        on_error=settings.on_error,
+        max_body_bytes=settings.max_body_bytes,
+    )
+    app = FastAPI(
+        title=TITLE,
+        version=VERSION,
+        description="Volcano-style queue fair share, preemption and reclaim for kube-scheduler, "
+        "served as a kube-scheduler HTTP extender (k8s.io/kube-scheduler/extender/v1).",
+        # Swagger UI and ReDoc load their scripts from a public CDN: blank in an air-gapped
+        # cluster. The schema stays at /openapi.json for any OpenAPI viewer.
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.backend = backend
+    app.state.metrics = metrics
+    app.state.registry = registry
+    app.state.settings = settings
+    verbs, defs = _add_verb_routes(app, ctx, paths)
+    _add_ops_routes(app, backend, ctx, registry, settings)
+    if isinstance(backend, InsightBackend):
+        defs.update(add_insight_routes(app, backend, settings.recent_evictions))
+    _install_openapi(app, defs)
+    _install_middleware(app, settings, paths, verbs)
+    return app
+
+
+def _service_metrics(
+    backend: ExtenderBackend, registry: CollectorRegistry, settings: ServerSettings
+) -> ServiceMetrics:
+    """The service's own metrics on `registry`, with the process's, the queues', the
+    configuration warnings' and the assumptions' collectors beside them."""
     # A `_created` series per counter and histogram doubles the scrape for a timestamp no
     # dashboard reads (the switch is process-wide in prometheus_client); the process and GC
     # collectors give memory, CPU, open files and collection pauses next to our own figures.
@@ -234,34 +274,24 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         registry.register(AssumptionCollector(settings.assumptions))
     queue_errors = metrics.verb("queue_metrics")
     queue_collector.on_error = lambda _exc: queue_errors.error()
-    ctx = VerbContext(
-        backend=backend,
-        metrics=metrics,
-        on_error=settings.on_error,
-        max_body_bytes=settings.max_body_bytes,
-    )
+    return metrics
 
-    app = FastAPI(
-        title=TITLE,
-        version=VERSION,
-        description="Volcano-style queue fair share, preemption and reclaim for kube-scheduler, "
-        "served as a kube-scheduler HTTP extender (k8s.io/kube-scheduler/extender/v1).",
-        # Swagger UI and ReDoc load their scripts from a public CDN: blank in an air-gapped
-        # cluster. The schema stays at /openapi.json for any OpenAPI viewer.
-        docs_url=None,
-        redoc_url=None,
-    )
-    app.state.backend = backend
-    app.state.metrics = metrics
-    app.state.registry = registry
-    app.state.settings = settings
+
+#: A verb's name -> its endpoint.
+VerbEndpoints = dict[str, Endpoint]
+
+
+def _add_verb_routes(
+    app: FastAPI, ctx: VerbContext, paths: dict[str, str]
+) -> tuple[VerbEndpoints, dict[str, Any]]:
+    """filter, prioritize and preempt on their paths; returns their endpoints (for the fast
+    path) and the schema definitions of their hand-parsed bodies."""
     refs, defs = _request_schemas()
-    verbs = {
+    verbs: VerbEndpoints = {
         "filter": make_filter_endpoint(ctx),
         "prioritize": make_prioritize_endpoint(ctx),
         "preempt": make_preempt_endpoint(ctx),
     }
-
     app.add_api_route(
         paths["filter"],
         verbs["filter"],
@@ -291,10 +321,13 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         responses=_answers(ExtenderPreemptionResult, ErrorModel),
         openapi_extra=_json_body(refs[ExtenderPreemptionArgs.__name__]),
     )
-    _add_ops_routes(app, backend, ctx, registry, settings)
-    if isinstance(backend, InsightBackend):
-        defs.update(add_insight_routes(app, backend))
-    _install_openapi(app, defs)
+    return verbs, defs
+
+
+def _install_middleware(
+    app: FastAPI, settings: ServerSettings, paths: dict[str, str], verbs: VerbEndpoints
+) -> None:
+    """The middleware, innermost first: the verbs' fast path, authentication, the body cap."""
     # Added before authentication, so it sits inside it: every verb call is still checked.
     # The no-op takes the same way, so that it stays the verbs' floor for bench/.
     fast = {paths[v]: e for v, e in verbs.items()}
@@ -307,7 +340,6 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
     app.add_middleware(
         BodyLimit, max_bytes=settings.max_body_bytes, exempt=frozenset(paths.values())
     )
-    return app
 
 
 def create_metrics_app(app: FastAPI) -> Starlette:
@@ -350,12 +382,14 @@ def _install_auth(app: FastAPI, settings: ServerSettings, verbs: frozenset[str])
         app.add_middleware(AuthenticationMiddleware, backend=backend, on_error=unauthorized)
 
 
-def add_insight_routes(app: FastAPI, backend: InsightBackend) -> dict[str, Any]:
+def add_insight_routes(
+    app: FastAPI, backend: InsightBackend, evictions: RecentEvictionsProvider | None = None
+) -> dict[str, Any]:
     """The read-only API and the status page; returns the schema definitions to publish."""
     app.include_router(routes_queues_api.make_router(backend))
     app.include_router(routes_explain_api.make_router(backend))
     app.include_router(routes_whatif_api.make_router(backend))
-    app.include_router(routes_status_page.make_router(backend))
+    app.include_router(routes_status_page.make_router(backend, evictions))
     answer_validation_errors_with_400(app)
     return routes_whatif_api.request_schema()[1]
 
@@ -374,7 +408,7 @@ def create_status_app(backend: InsightBackend, settings: ServerSettings | None =
     )
     app.state.backend = backend
     app.add_api_route("/healthz", routes_ops.healthz, methods=["GET"])
-    _install_openapi(app, add_insight_routes(app, backend))
+    _install_openapi(app, add_insight_routes(app, backend, settings.recent_evictions))
     _install_auth(app, settings, frozenset())
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     return app

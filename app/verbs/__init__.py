@@ -1,7 +1,8 @@
 """kube-scheduler's extender verbs: ``filter``, ``prioritize`` and ``preempt``.
 
 Each verb is a thin route (``filter.py``, ``prioritize.py``, ``preempt.py``) that decodes the
-wire format (``wire.py``, kube-scheduler's ``extender/v1`` types), asks the engine through the
+wire format (``wire.py``, kube-scheduler's ``extender/v1`` types; ``schema.py`` describes
+them for the OpenAPI schema only), asks the engine through the
 ``ExtenderBackend`` port (``ports.py``) and encodes the answer; ``common.py`` is what every
 verb handler shares and ``fast_path.py`` routes the verbs around the framework's middleware.
 No decision is made here: the decisions live in ``scheduler_core.extender``.

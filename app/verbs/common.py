@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Literal, TypeVar
 
-from starlette.requests import ClientDisconnect, Request
+from starlette.requests import Request
 from starlette.responses import Response
 
+from app.http.body import Endpoint, json_response, read_body
+from app.http.errors import WireError, one_line
 from app.telemetry.logs import DEBUG_V
 from app.telemetry.metrics import ServiceMetrics, VerbMetrics
 from app.verbs.ports import ExtenderBackend
-from app.verbs.wire import BodyTooLarge, WireError, one_line
 from scheduler_core.logutil import v
 
 log = logging.getLogger("app.verbs")
 
 OnError = Literal["pass", "fail"]
-JSON = "application/json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,37 +31,6 @@ class VerbContext:
     metrics: ServiceMetrics
     on_error: OnError
     max_body_bytes: int
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refusing more than `limit` bytes before buffering them.
-
-    The declared Content-Length is checked first (so a huge upload is refused at once),
-    then the streamed size (chunked uploads declare nothing).
-    """
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            size = int(declared)
-        except ValueError:
-            raise WireError(f"invalid Content-Length {declared!r}") from None
-        if size > limit:
-            raise BodyTooLarge(f"request body of {size} bytes exceeds the limit of {limit} bytes")
-    chunks: list[bytes] = []
-    total = 0
-    try:
-        async for chunk in request.stream():
-            total += len(chunk)
-            if total > limit:
-                raise BodyTooLarge(f"request body exceeds the limit of {limit} bytes")
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise WireError("client disconnected before sending the whole body") from None
-    return b"".join(chunks)
-
-
-def json_response(body: bytes, status: int = 200) -> Response:
-    return Response(content=body, status_code=status, media_type=JSON)
 
 
 def pod_ref(pod: object) -> str:
@@ -90,7 +59,6 @@ def log_backend_failure(verb: str, pod: object, exc: BaseException, policy: OnEr
 
 
 Args = TypeVar("Args")
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def verb_endpoint(

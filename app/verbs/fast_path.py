@@ -12,13 +12,12 @@ the OpenAPI document.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 
 from starlette.requests import Request
-from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-Endpoint = Callable[[Request], Awaitable[Response]]
+from app.http.body import Endpoint
 
 
 class VerbFastPath:

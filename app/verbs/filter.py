@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 
+from app.http.body import Endpoint
+from app.http.errors import WireError
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
-    Endpoint,
     VerbContext,
     log_backend_failure,
     pod_ref,
@@ -21,7 +22,6 @@ from app.verbs.common import (
 from app.verbs.ports import BadPodError
 from app.verbs.wire import (
     DecodedArgs,
-    WireError,
     encode_filter_error,
     encode_filter_result,
     parse_extender_args,

@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from app.http.body import Endpoint
+from app.http.errors import WireError, encode_error
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
-    Endpoint,
     VerbContext,
     log_backend_failure,
     verb_endpoint,
@@ -21,8 +22,6 @@ from app.verbs.common import (
 from app.verbs.ports import BadPodError
 from app.verbs.wire import (
     DecodedPreemptionArgs,
-    WireError,
-    encode_error,
     encode_preemption_result,
     parse_preemption_args,
 )

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from app.http.body import Endpoint
+from app.http.errors import WireError, encode_error
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
-    Endpoint,
     VerbContext,
     log_backend_failure,
     verb_endpoint,
@@ -23,8 +24,6 @@ from app.verbs.ports import BadPodError
 from app.verbs.wire import (
     DecodedArgs,
     HostScoreEncoder,
-    WireError,
-    encode_error,
     encode_host_priorities,
     encode_zero_priorities,
     parse_extender_args,

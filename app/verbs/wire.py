@@ -7,7 +7,7 @@ keys in are matched like Go's decoder (exact, else case-folded; unknown keys ign
 last duplicate wins), keys out are exactly what `json.Marshal` writes.
 
 The hot path is bytes -> `orjson.loads` -> plain lists/dicts -> bytes; the pydantic models
-at the bottom only document the wire in the OpenAPI schema and are never used to parse or
+of `schema.py` only document the wire in the OpenAPI schema and are never used to parse or
 encode a request (FastAPI's encoder costs ~15x more on a 5,000-name answer).
 Embedded Kubernetes objects (the Pod, Nodes, victim Pods) are passed through as sent, since
 kube-scheduler always writes them in their canonical camelCase form.
@@ -21,26 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
 
+from app.http.errors import WireError, one_line
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
 from scheduler_core.extender.prioritize import MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY
 from scheduler_core.framework.status import Status
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
-
-
-class WireError(ValueError):
-    """A request kube-scheduler could not have meant: answered with HTTP ``status``."""
-
-    status = 400
-
-
-class BodyTooLarge(WireError):
-    """A body over the listener's cap: 413, so a client can tell "too big" from "malformed"
-    (and never retry the same body hoping for another answer)."""
-
-    status = 413
 
 
 @dataclass(slots=True)
@@ -129,11 +116,6 @@ def _kind(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
         type(value), "number"
     )
-
-
-def one_line(text: str) -> str:
-    """Messages end up in kube-scheduler events and in one log line: keep them on one line."""
-    return " ".join(text.split())
 
 
 def _meta_field(obj: Any, field: str, where: str) -> str:
@@ -393,114 +375,3 @@ def encode_preemption_result(victims: Mapping[str, NodeVictims]) -> bytes:
             }
         }
     )
-
-
-def encode_error(message: str) -> bytes:
-    """The body of a non-filter error answer (kube-scheduler only reads the status code)."""
-    return orjson.dumps({"Error": one_line(message)})
-
-
-# --- OpenAPI documentation of the wire (never used on the hot path) -----------------------
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class NamedObjectMeta(_Wire):
-    """Kubernetes `metadata` of a Node; the extender reads only the name."""
-
-    name: str = Field(min_length=1)
-
-
-class UIDObjectMeta(_Wire):
-    """Kubernetes `metadata` of a victim Pod; the extender reads only the UID."""
-
-    uid: str = Field(min_length=1)
-
-
-class Node(_Wire):
-    """A Kubernetes `v1.Node`, passed through untouched."""
-
-    metadata: NamedObjectMeta
-
-
-class NodeList(_Wire):
-    """A Kubernetes `v1.NodeList` (`nodeCacheCapable: false`)."""
-
-    metadata: Any = None
-    items: list[Node] | None = None
-
-
-class VictimPod(_Wire):
-    """A Kubernetes `v1.Pod` proposed as a victim (`nodeCacheCapable: false`)."""
-
-    metadata: UIDObjectMeta
-
-
-class ExtenderArgs(_Wire):
-    """`ExtenderArgs`: the filter and prioritize request. Keys match case-insensitively."""
-
-    Pod: dict[str, Any] = Field(description="The v1.Pod being scheduled.")
-    Nodes: NodeList | None = Field(None, description="Candidate nodes (nodeCacheCapable: false).")
-    NodeNames: list[str] | None = Field(
-        None, description="Candidate node names (nodeCacheCapable)."
-    )
-
-
-class ExtenderFilterResult(BaseModel):
-    """`ExtenderFilterResult`; the unused form of the node list is null."""
-
-    Nodes: NodeList | None
-    NodeNames: list[str] | None
-    FailedNodes: dict[str, str] = Field(description="Unschedulable: preemption may help.")
-    FailedAndUnresolvableNodes: dict[str, str] = Field(description="Preemption cannot help.")
-    Error: str
-
-
-class HostPriority(BaseModel):
-    Host: str
-    Score: int = Field(ge=MIN_EXTENDER_PRIORITY, le=MAX_EXTENDER_PRIORITY)
-
-
-class MetaPod(_Wire):
-    UID: str = Field(min_length=1)
-
-
-# Go's int64: larger numbers fail to decode there, and here too.
-_INT64 = Field(0, ge=_I64_MIN, le=_I64_MAX)
-
-
-class MetaVictims(_Wire):
-    Pods: list[MetaPod] | None = None
-    NumPDBViolations: int | None = _INT64
-
-
-class Victims(_Wire):
-    Pods: list[VictimPod] | None = None
-    NumPDBViolations: int | None = _INT64
-
-
-class ExtenderPreemptionArgs(_Wire):
-    """`ExtenderPreemptionArgs`; one of the two victim maps is null."""
-
-    Pod: dict[str, Any] = Field(description="The v1.Pod that wants to preempt.")
-    NodeNameToVictims: dict[str, Victims | None] | None = None
-    NodeNameToMetaVictims: dict[str, MetaVictims | None] | None = None
-
-
-class MetaVictimsResult(BaseModel):
-    Pods: list[MetaPod]
-    NumPDBViolations: int
-
-
-class ExtenderPreemptionResult(BaseModel):
-    """`ExtenderPreemptionResult`: nodes with a valid victim set, victims by decreasing priority."""
-
-    NodeNameToMetaVictims: dict[str, MetaVictimsResult]
-
-
-class ErrorModel(BaseModel):
-    """A one-line error message."""
-
-    Error: str

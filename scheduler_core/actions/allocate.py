@@ -160,8 +160,7 @@ class Allocate(Action):
             feasible = [
                 node
                 for node in nodes
-                if resource_fit(task, node) is None
-                and ssn.predicate_for_allocate(task, node) is None
+                if resource_fit(task, node) is None and ssn.predicate(task, node) is None
             ]
             if not feasible:
                 log.log(v(3), "Predicates failed in allocate for task <%s> on all nodes", task.key)

@@ -33,12 +33,12 @@ outside it, on one daemon thread.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -174,16 +174,58 @@ class ReclaimMetrics:
             self.evictions.labels(result.value)
 
 
-class ReclaimLoop:
-    """See the module docstring. ``snapshot`` returns a private copy of the live cluster (the
-    caller takes the lock for the copy only); ``reserve`` keeps a preemptor's queue share for
-    it; ``ready`` says whether the cache can be trusted; ``task`` looks a pod up by key.
+class ReclaimCluster(Protocol):
+    """What the loop reads of the live cluster, and the one thing it writes back to the
+    extender's accounting (``reserve``).
 
-    ``valid_for`` is the leadership margin in seconds (0: not leading; by default derived
-    from ``is_leader``: unbounded or nothing); ``fresh`` says whether no watch is stalled or
+    ``ready``: whether the cache synced and can be trusted; ``fresh``: no watch is stalled or
     silent past its bound (whether the cache synced at all is ``ready``'s business);
-    ``heard_since(t)`` whether every watch has delivered an event or bookmark after monotonic
-    time ``t``; ``server_now`` is the API server's wall clock. ``clock`` is the monotonic
+    ``heard_since(t)``: every watch delivered an event or bookmark after monotonic time
+    ``t``; ``snapshot``: a private copy of the cluster (the lock held for the copy only);
+    ``waiting``: whether any pod waits to be placed (without one a cycle decides nothing);
+    ``version``: the cluster's change counter; ``task``: a pod by key, from the cache;
+    ``reserve``: keep a preemptor's queue share for it."""
+
+    def ready(self) -> bool: ...
+
+    def fresh(self) -> bool: ...
+
+    def heard_since(self, monotonic: float) -> bool: ...
+
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def waiting(self) -> bool: ...
+
+    def version(self) -> int: ...
+
+    def task(self, key: str) -> TaskInfo | None: ...
+
+    def reserve(self, task: TaskInfo, job: JobInfo) -> None: ...
+
+
+class ReclaimLeader(Protocol):
+    """Whom the loop acts for: the leadership it must hold while it evicts, the REST client
+    its evictions go through, the recorder of its events and the API server's clock.
+
+    ``leadership_valid_for`` is the leadership margin in seconds (0: not leading);
+    ``server_now`` the API server's wall clock, on which minimum runtimes are judged."""
+
+    @property
+    def rest(self) -> RestClient: ...
+
+    @property
+    def recorder(self) -> EventRecorder: ...
+
+    def is_leader(self) -> bool: ...
+
+    def leadership_valid_for(self) -> float: ...
+
+    def server_now(self) -> float: ...
+
+
+class ReclaimLoop:
+    """See the module docstring. ``cluster`` is what it reads of the cache (and where it
+    reserves a preemptor's share), ``leader`` whom it acts for; ``clock`` is the monotonic
     clock of deadlines, backoffs and the rate window."""
 
     def __init__(
@@ -191,39 +233,17 @@ class ReclaimLoop:
         conf: SchedulerConfiguration,
         options: ReclaimOptions,
         *,
-        rest: RestClient,
-        recorder: EventRecorder,
-        is_leader: Callable[[], bool],
-        ready: Callable[[], bool],
-        snapshot: Callable[[], ClusterSnapshot],
-        task: Callable[[str], TaskInfo | None],
-        reserve: Callable[[TaskInfo, JobInfo], None],
+        cluster: ReclaimCluster,
+        leader: ReclaimLeader,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
-        waiting: Callable[[], bool] | None = None,
-        version: Callable[[], int] | None = None,
-        valid_for: Callable[[], float] | None = None,
-        fresh: Callable[[], bool] | None = None,
-        heard_since: Callable[[float], bool] | None = None,
-        server_now: Callable[[], float] = time.time,
     ) -> None:
         self.options = options
         self.conf = self.live(conf)
-        self.rest = rest
-        self.recorder = recorder
-        self.is_leader = is_leader
-        self.ready = ready
-        self.snapshot = snapshot
-        self.task = task
-        self.reserve = reserve
+        self.cluster = cluster
+        self.leader = leader
         self.metrics = ReclaimMetrics(registry)
         self.clock = clock
-        self.waiting = waiting
-        self.version = version
-        self.valid_for = valid_for or (lambda: math.inf if self.is_leader() else 0.0)
-        self.fresh = fresh or (lambda: True)
-        self.heard_since = heard_since or (lambda _t: True)
-        self.server_now = server_now
         #: pod key -> (uid, failures in a row, monotonic time before which it is not retried)
         self._backoff: dict[str, tuple[str, int, float]] = {}
         #: monotonic times of the evictions of the last minute that may have been applied
@@ -280,29 +300,29 @@ class ReclaimLoop:
     def run_once(self) -> CycleDecision | None:
         """One cycle; None when it did not run (not leading, not synced, waiting, or nothing
         that could be decided otherwise than last time)."""
-        if self.valid_for() <= 0:
+        if self.leader.leadership_valid_for() <= 0:
             self.metrics.skipped.labels("not-leader").inc()
             self._quiet_at = None
             return None
-        if not self.fresh():  # first: a stale cache also makes ``ready`` false
+        if not self.cluster.fresh():  # first: a stale cache also makes ``ready`` false
             self.metrics.skipped.labels("stale-cache").inc()
             return None
-        if not self.ready():
+        if not self.cluster.ready():
             self.metrics.skipped.labels("not-synced").inc()
             return None
         if self._awaiting_informers():
             self.metrics.skipped.labels("awaiting-informers").inc()
             return None
-        if self.waiting is not None and not self.waiting():
+        if not self.cluster.waiting():
             self.metrics.skipped.labels("nothing-waiting").inc()
             return None
-        version = self.version() if self.version is not None else None
-        if version is not None and version == self._quiet_at:
+        version = self.cluster.version()
+        if version == self._quiet_at:
             self.metrics.skipped.labels("unchanged").inc()
             return None
         started = time.perf_counter()
-        now = datetime.fromtimestamp(self.server_now(), UTC)
-        decision = decide(self.snapshot(), self.conf, memos=self.memos, now=now)
+        now = datetime.fromtimestamp(self.leader.server_now(), UTC)
+        decision = decide(self.cluster.snapshot(), self.conf, memos=self.memos, now=now)
         quiet = not decision.evictions and not decision.time_sensitive
         self._quiet_at = version if quiet else None
         for action, ms in decision.latency_ms.items():
@@ -317,14 +337,14 @@ class ReclaimLoop:
     def _awaiting_informers(self) -> bool:
         now = self.clock()
         for key, (uid, deadline) in list(self._unconfirmed.items()):
-            task = self.task(key)
+            task = self.cluster.task(key)
             gone = task is None or task.uid != uid or task.status != TaskStatus.RUNNING
             if gone:
                 del self._unconfirmed[key]
                 continue
             # Past the bound, the pod is judged still running only on a cache that has
             # heard from every watch since: a stalled watch would show it running forever.
-            if deadline <= now and self.heard_since(deadline):
+            if deadline <= now and self.cluster.heard_since(deadline):
                 log.warning(
                     "Evicted pod %s still shows Running after %.0fs: taken as not evicted",
                     key,
@@ -398,7 +418,7 @@ class ReclaimLoop:
         where the pod fits, naming what it could not judge (recorded as a series: the same
         note again within the recorder's window only counts)."""
         for task, err in decision.not_evaluable.values():
-            if not self.is_leader():
+            if not self.leader.is_leader():
                 return
             ref = ObjectRef(kind="Pod", name=task.name, namespace=task.namespace, uid=task.uid)
             note = (
@@ -406,7 +426,7 @@ class ReclaimLoop:
                 f"fits ({err.plugin}): {'; '.join(err.reasons)}"
             )
             log.log(v(2), "Pod %s is not evaluable, nothing evicted for it: %s", task.key, note)
-            self.recorder.record(ref, WARNING, NOT_EVALUABLE_REASON, note)
+            self.leader.recorder.record(ref, WARNING, NOT_EVALUABLE_REASON, note)
 
     def _carry_out_group(
         self,
@@ -416,7 +436,7 @@ class ReclaimLoop:
     ) -> bool:
         """The evictions of one preemptor; False when the cycle must stop (the lease)."""
         for planned in group:
-            if self.valid_for() <= 0:  # lost the lease mid-cycle: stop at once
+            if self.leader.leadership_valid_for() <= 0:  # lost the lease mid-cycle: stop at once
                 log.warning("Lost the leader lease: remaining evictions dropped")
                 return False
             result = self._evict(planned)
@@ -454,10 +474,12 @@ class ReclaimLoop:
         victim = planned.victim
         result = EvictionResult.NOT_SENT
         for _ in range(EVICTION_ATTEMPTS):
-            deadline = min(self.options.eviction_timeout, self.valid_for())
+            deadline = min(self.options.eviction_timeout, self.leader.leadership_valid_for())
             if deadline < MIN_EVICTION_DEADLINE:
                 return None if result is EvictionResult.NOT_SENT else result
-            result = evict(self.rest, victim.namespace, victim.name, victim.uid, deadline=deadline)
+            result = evict(
+                self.leader.rest, victim.namespace, victim.name, victim.uid, deadline=deadline
+            )
             if result is not EvictionResult.NOT_SENT:
                 break
         return result
@@ -469,7 +491,7 @@ class ReclaimLoop:
         if self.options.dry_run:
             log.info("Would evict pod %s on node %s: %s", victim.key, planned.node, planned.rule)
             would = "WouldReclaim" if planned.action == "reclaim" else "WouldPreempt"
-            self.recorder.record(ref, NORMAL, would, f"dry run: {planned.rule}")
+            self.leader.recorder.record(ref, NORMAL, would, f"dry run: {planned.rule}")
             return EvictionResult.DRY_RUN
         result = self._send(planned)
         if result is None:
@@ -484,9 +506,9 @@ class ReclaimLoop:
             self._failed(victim.key, victim.uid, now)
         if result is EvictionResult.OK:
             log.info("Evicted pod %s on node %s: %s", victim.key, planned.node, planned.rule)
-            self.recorder.record(ref, NORMAL, reason, planned.rule)
+            self.leader.recorder.record(ref, NORMAL, reason, planned.rule)
         elif result is EvictionResult.UNKNOWN:
-            self.recorder.record(
+            self.leader.recorder.record(
                 ref,
                 WARNING,
                 "EvictionUnconfirmed",
@@ -494,7 +516,7 @@ class ReclaimLoop:
                 f"leaving or still running after {CONFIRM_TIMEOUT:.0f}s: {planned.rule}",
             )
         elif result is EvictionResult.PDB:
-            self.recorder.record(
+            self.leader.recorder.record(
                 ref,
                 WARNING,
                 "ReclaimBlocked",
@@ -521,6 +543,6 @@ class ReclaimLoop:
             reason = "WouldReclaim" if reclaim else "WouldPreempt"
         else:
             reason = "Reclaiming" if reclaim else "Preempting"
-        self.recorder.record(ref, NORMAL, reason, note)
+        self.leader.recorder.record(ref, NORMAL, reason, note)
         if not self.options.dry_run:
-            self.reserve(preemptor, job)
+            self.cluster.reserve(preemptor, job)

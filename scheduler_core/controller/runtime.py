@@ -121,6 +121,11 @@ class Controller:
         ``inf`` with ``--leader-elect=false`` (a single replica: nothing else writes)."""
         return self.leadership.leadership_valid_for()
 
+    def server_now(self) -> float:
+        """The API server's wall clock as this process can tell it (from the Date header of
+        its last answer): what minimum runtimes are judged on."""
+        return self.rest.clock.now()
+
     def on_leading(
         self, start: Callable[[], None] | None = None, stop: Callable[[], None] | None = None
     ) -> None:

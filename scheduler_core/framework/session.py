@@ -405,9 +405,6 @@ class Session:
                 return err
         return None
 
-    def predicate_for_allocate(self, task: TaskInfo, node: NodeInfo) -> Status | None:
-        return self.predicate(task, node)
-
     def predicate_for_preempt(self, task: TaskInfo, node: NodeInfo) -> Status | None:
         """Only unresolvable failures reject a node: plain ``Unschedulable`` (no room, too
         many pods) is exactly what evicting victims can fix."""

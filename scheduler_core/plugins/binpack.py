@@ -240,9 +240,19 @@ class BinpackPlugin(Plugin):
         return dict(zip(map(_NAME, nodes), self.per_node_scores(task, nodes), strict=True))
 
     def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> Mapping[str, float]:
-        if not self._verbose and self._table is not None:
+        if self._table is not None:
             scores = self.vector_node_scores(self._table, task, nodes)
             if scores is not None:
+                if self._verbose:  # logging only: the scores are the table's at any -v
+                    for name, score in scores.items():
+                        log.log(
+                            v(4),
+                            "Binpack score for Task %s/%s on node %s is: %s",
+                            task.namespace,
+                            task.name,
+                            name,
+                            score,
+                        )
                 return scores
         return self.scalar_node_scores(task, nodes)
 

@@ -500,9 +500,19 @@ class NodeOrderPlugin(Plugin):
     # --- vectorised path ----------------------------------------------------------------
 
     def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> Mapping[str, float]:
-        if not self._verbose and self._table is not None:
+        if self._table is not None:
             scores = self.vector_node_scores(self._table, task, nodes)
             if scores is not None:
+                if self._verbose:  # logging only: the scores are the table's at any -v
+                    for name, score in scores.items():
+                        log.log(
+                            v(4),
+                            "Total Score for task %s/%s on node %s is: %f",
+                            task.namespace,
+                            task.name,
+                            name,
+                            score,
+                        )
                 return scores
         return self.scalar_node_scores(task, nodes)
 

@@ -298,8 +298,8 @@ def deserved_shares(
 ) -> FillRecord:
     """``water_fill`` on ``queue_opts``, or the last run's result when every input is the
     same (total resource; each queue's name, weight, real capability, request, guarantee and
-    starting deserved, in order); returns the loop's rounds either way. The loop's V(4)
-    lines are wanted whenever they are enabled, so then it always runs.
+    starting deserved, in order); returns the loop's rounds either way. At every verbosity
+    the same: the loop's V(4) lines are logged when it runs, not when its result is reused.
 
     ``spec_keys`` (queue name -> ``_spec_key`` of its attributes, when the caller already
     has it) saves building the spec part of the comparison for every queue on every
@@ -317,7 +317,7 @@ def deserved_shares(
         ),
     )
     last = memo.last_fill
-    if last is not None and _same_fill(last, key) and not log.isEnabledFor(v(4)):
+    if last is not None and _same_fill(last, key):
         for name, attr in queue_opts.items():
             attr.deserved = last.deserved[name].clone()
             attr.share = proportion_share(attr)
@@ -477,7 +477,7 @@ class ProportionPlugin(QueueCharging, Plugin):
 
         usage = ssn.snapshot.queue_usage
         spec_keys: dict[str, tuple[object, ...]] | None = None
-        if usage is not None and not log.isEnabledFor(v(4)):
+        if usage is not None:
             # The live cache keeps each queue's job sums current: no need to walk the jobs.
             # Queues are still taken in the order their jobs come, as the loop below would.
             specs = self._spec_memo(len(ssn.queues))
@@ -529,8 +529,9 @@ class ProportionPlugin(QueueCharging, Plugin):
         self._ssn = None
 
     def can_follow(self, ssn: Session) -> bool:
-        """Not while V(4) tracing wants the walk over every job that opening a session does."""
-        return not log.isEnabledFor(v(4))
+        """Always: what a follow step re-derives is what opening a session would, at every
+        log verbosity (behaviour never depends on -v)."""
+        return True
 
     def follow(self, ssn: Session, change: UsageChange) -> FollowStep | None:
         """Re-derive the changed queues' records from the live cache's per-queue sums exactly
@@ -539,9 +540,7 @@ class ProportionPlugin(QueueCharging, Plugin):
         Deserved shares are worked out again only when a request moved (they depend on the
         requests, never on what is allocated). The caller charges again what it had charged
         to these queues (assumed pods). None when a queue has no record or no sum (a queue
-        gained or lost its jobs: open a new session) or when V(4) tracing is on."""
-        if not self.can_follow(ssn):
-            return None
+        gained or lost its jobs: open a new session)."""
         fresh: dict[str, QueueAttr] = {}
         for name in change.queues:
             attr, total = self.queue_opts.get(name), change.usage.get(name)

@@ -20,7 +20,7 @@ SCREENSHOT_ENV = "STATUS_PAGE_SCREENSHOT"
 def test_status_page_shows_queues_and_pending_reasons(chromium: Any, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    engine = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
     with serve(create_app(engine)) as url:
         chromium.get(url + "/")
         rows = chromium.find_elements(By.CSS_SELECTOR, "#queues tr.queue")

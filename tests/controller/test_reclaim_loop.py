@@ -83,6 +83,55 @@ class FakeRecorder:
         self.events.append((regarding.name, reason, note))
 
 
+class HarnessCluster:
+    """The harness as the loop reads the cluster (``ReclaimCluster``)."""
+
+    def __init__(self, h: Harness) -> None:
+        self.h = h
+
+    def ready(self) -> bool:
+        return self.h.synced
+
+    def fresh(self) -> bool:
+        return self.h.fresh
+
+    def heard_since(self, monotonic: float) -> bool:
+        return self.h.heard > monotonic
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self.h.take_snapshot()
+
+    def waiting(self) -> bool:
+        return self.h.waiting()
+
+    def version(self) -> int:
+        return self.h.version()
+
+    def task(self, key: str) -> TaskInfo | None:
+        return self.h.cache.get(key)
+
+    def reserve(self, task: TaskInfo, job: JobInfo) -> None:
+        self.h.reserve(task, job)
+
+
+class HarnessLeader:
+    """The harness as whom the loop acts for (``ReclaimLeader``)."""
+
+    def __init__(self, h: Harness) -> None:
+        self.h = h
+        self.rest = h.rest
+        self.recorder = h.recorder
+
+    def is_leader(self) -> bool:
+        return self.h.leader
+
+    def leadership_valid_for(self) -> float:
+        return self.h.margin if self.h.leader else 0.0
+
+    def server_now(self) -> float:
+        return self.h.server
+
+
 class Harness:
     def __init__(
         self,
@@ -105,22 +154,18 @@ class Harness:
         self.objs = objs if objs is not None else cluster()
         self.reserved: list[str] = []
         self.cache: dict[str, TaskInfo] = {}
+        #: What the loop's ``waiting``, ``version`` and ``snapshot`` answer (a test may
+        #: replace them); by default something always waits and the cluster always changed.
+        self.waiting: Callable[[], bool] = lambda: True
+        self.version: Callable[[], int] = itertools.count().__next__
+        self.take_snapshot: Callable[[], ClusterSnapshot] = self.snapshot
         self.loop = ReclaimLoop(
             conf or reclaim_conf(),
             options or ReclaimOptions(dry_run=dry_run),
-            rest=self.rest,  # type: ignore[arg-type]
-            recorder=self.recorder,  # type: ignore[arg-type]
-            is_leader=lambda: self.leader,
-            ready=lambda: self.synced,
-            snapshot=self.snapshot,
-            task=self.cache.get,
-            reserve=self.reserve,
+            cluster=HarnessCluster(self),
+            leader=HarnessLeader(self),  # type: ignore[arg-type]
             registry=CollectorRegistry(),
             clock=lambda: self.now,
-            valid_for=lambda: self.margin if self.leader else 0.0,
-            fresh=lambda: self.fresh,
-            heard_since=lambda t: self.heard > t,
-            server_now=lambda: self.server,
         )
 
     def gone(self, *names: str) -> None:
@@ -268,9 +313,9 @@ def test_with_nothing_waiting_a_cycle_copies_and_decides_nothing() -> None:
     h = Harness()
     waiting = [False]
     taken: list[int] = []
-    h.loop.waiting = lambda: waiting[0]
-    copy = h.loop.snapshot
-    h.loop.snapshot = lambda: taken.append(1) or copy()  # type: ignore[func-returns-value]
+    h.waiting = lambda: waiting[0]
+    copy = h.take_snapshot
+    h.take_snapshot = lambda: taken.append(1) or copy()  # type: ignore[func-returns-value]
     assert h.loop.run_once() is None and taken == [] and skipped(h, "nothing-waiting") == 1
     waiting[0] = True
     assert h.loop.run_once() is not None and taken == [1]
@@ -280,7 +325,7 @@ def test_an_unchanged_cluster_that_decided_nothing_is_not_decided_again() -> Non
     h = Harness()
     h.objs = [o for o in h.objs if o["metadata"]["name"] != "a0"]  # q2's pod fits: no eviction
     version = [7]
-    h.loop.version = lambda: version[0]
+    h.version = lambda: version[0]
     assert h.loop.run_once() is not None
     assert h.loop.run_once() is None and skipped(h, "unchanged") == 1
     version[0] = 8  # anything changed: decide again
@@ -290,7 +335,7 @@ def test_an_unchanged_cluster_that_decided_nothing_is_not_decided_again() -> Non
 def test_a_new_configuration_decides_again_on_an_unchanged_cluster() -> None:
     h = Harness()
     h.objs = [o for o in h.objs if o["metadata"]["name"] != "a0"]
-    h.loop.version = lambda: 7
+    h.version = lambda: 7
     assert h.loop.run_once() is not None
     assert h.loop.run_once() is None  # quiet and unchanged: skipped
     h.loop.use_configuration(configuration(HELM_CONF, "enqueue, reclaim"))
@@ -303,7 +348,7 @@ def test_a_minimum_runtime_keeps_an_unchanged_cluster_under_review() -> None:
     for obj in h.objs:
         if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("a"):
             obj["metadata"]["annotations"]["kube-queue-extender.io/min-runtime"] = "1000000h"
-    h.loop.version = lambda: 7
+    h.version = lambda: 7
     assert h.loop.run_once() is not None and h.rest.posts == []
     assert h.loop.run_once() is not None and skipped(h, "unchanged") == 0
 

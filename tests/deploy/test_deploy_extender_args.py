@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from app.cli.serve import add_serve_parser
+from app.cli.serve_flags import add_serve_parser
 
 from .deploy_manifests import (
     SCHEDULER_NAME,

@@ -154,7 +154,7 @@ def _pending_pod(queue: str, cpu: str) -> dict[str, Any]:
 
 
 def _scrape_demo_cluster() -> str:
-    backend = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    backend = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
     queue = backend.queue_metrics()[0].name
     nodes = ["cpu-node-1"]  # a node of the bundled demo cluster
     with serve(create_app(backend, ServerSettings())) as url, httpx.Client(base_url=url) as client:
@@ -184,18 +184,19 @@ def _scrape_watching(tmp_path: Path) -> str:
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", api.url)
         # With the reclaim loop, as deploy/ and the chart run it by default: its metrics
         # exist only then.
-        backend = backend_from_args(
+        built = backend_from_args(
             build_parser().parse_args(["serve", "--kubeconfig", str(kubeconfig), "--reclaim"])
         )
         try:
-            settings = ServerSettings(extra_registries=(backend.registry,))
+            assert built.registry is not None
+            settings = ServerSettings(extra_registries=(built.registry,))
             with (
-                serve(create_app(backend, settings)) as url,
+                serve(create_app(built.backend, settings)) as url,
                 httpx.Client(base_url=url) as client,
             ):
                 return _drive_and_scrape(client, _pending_pod("a", "1"), ["n1"])
         finally:
-            backend.close()
+            built.close()
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from app.cli.serve import add_serve_parser, listener_limits
+from app.cli.serve_flags import add_serve_parser, listener_limits
 from tests.deploy.deploy_manifests import Manifest, containers
 
 CAPS = ("--max-connections", "--max-body-bytes", "--request-read-timeout")

@@ -165,8 +165,6 @@ class PredicatesPlugin(Plugin):
         self._verdicts: dict[tuple[Hashable, int, int, str], Status | None] = {}
         #: task uid -> (the task, its fit signature), kept in the owner's memos
         self._signatures: dict[str, tuple[TaskInfo, Hashable]] = {}
-        #: V(4) logs every verdict's reasons: then every verdict is worked out
-        self._verbose = False
         #: a statement placed or evicted a pod in the session: its nodes are no longer as
         #: the cluster's placement epoch says
         self._touched = False
@@ -210,7 +208,6 @@ class PredicatesPlugin(Plugin):
         self._pod_storage = {}
         self._verdicts = {}
         self._signatures = ssn.memos.slot("predicates.fit-signatures", _signature_memo)
-        self._verbose = log.isEnabledFor(v(4))
         self._touched = False
         self._ssn = ssn
         self._states = {}
@@ -539,7 +536,7 @@ class PredicatesPlugin(Plugin):
         verdict a pod with the same fit signature got there since the session's placements
         last changed: a gang's waiting pods are judged once a node, not once a pod each."""
         ssn = self._ssn
-        if ssn is None or self._verbose or ssn.nodes.get(node.name) is not node:
+        if ssn is None or ssn.nodes.get(node.name) is not node:
             return self._judge(task, node)
         if self._placed_here(task):
             return self._judge(task, node)
@@ -554,6 +551,16 @@ class PredicatesPlugin(Plugin):
             remembered = self._verdicts[key]
             if remembered is None:
                 return None
+            # The reasons were logged when the verdict was first worked out; at V(4) say
+            # whose verdict this one repeats (the same code path at every verbosity).
+            log.log(
+                v(4),
+                "Predicates Task <%s/%s> on Node <%s>: the verdict of a pod that reads alike: %s",
+                task.namespace,
+                task.name,
+                node.name,
+                "; ".join(remembered.reasons),
+            )
             return replace(remembered, reasons=list(remembered.reasons), task=task.key)
         verdict = self._judge(task, node)
         if len(self._verdicts) >= _VERDICTS_LIMIT:  # a long-lived session must not grow

@@ -1,0 +1,145 @@
+"""The query commands' output: tables by default, the API's documents with -o json/yaml,
+offline (--cluster) and against a running server (--server, also as the kubectl plugin)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from app.backend.build import demo_cluster_text
+from app.cli.kubectl_plugin import main as kubectl_main
+from app.cli.main import build_parser, main
+from app.serving.server import ServerSettings, create_app
+
+from ..live import serve
+
+NEW_JOB = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: extra, namespace: production}
+spec: {minMember: 1, queue: production}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: extra-0
+  namespace: production
+  annotations: {scheduling.k8s.io/group-name: extra}
+spec:
+  schedulerName: queue-scheduler
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+"""
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    args = build_parser().parse_args(list(argv))
+    out, err = io.StringIO(), io.StringIO()
+    code: int = args.func(args, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> str:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(demo_cluster_text(), encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def job_file(tmp_path: Path) -> str:
+    path = tmp_path / "job.yaml"
+    path.write_text(NEW_JOB, encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    from app.cli.main import build_parser as serve_parser
+    from app.cli.serve import backend_from_args
+
+    engine = backend_from_args(serve_parser().parse_args(["serve", "--demo"])).backend
+    with serve(create_app(engine, ServerSettings())) as url:
+        yield url
+
+
+def test_queues_table_has_a_row_per_queue_and_marks_overuse(cluster: str) -> None:
+    code, out, _ = run("queues", "--cluster", cluster)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["QUEUE", "PARENT", "STATE", "WEIGHT"]
+    analytics = next(line for line in lines if line.startswith("analytics "))
+    assert " yes " in analytics  # overused
+    assert any(line.startswith("research-vision ") and " research " in line for line in lines)
+
+
+def test_one_queue_shows_its_derivation_and_pending_jobs(cluster: str) -> None:
+    code, out, _ = run("queues", "production", "--cluster", cluster)
+    assert code == 0
+    assert "Deserved derivation (proportion)" in out
+    assert "pass 1" in out
+    assert "Pending jobs (2), in serving order:" in out
+    assert "production/billing-reconcile" in out
+
+
+def test_explain_prints_each_step_and_json_is_the_api_document(cluster: str) -> None:
+    code, out, _ = run("explain", "pod/report-export", "-n", "production", "--cluster", cluster)
+    assert code == 0
+    steps = [line.split()[0] for line in out.splitlines() if line.split()[1:2] == ["PASS"]]
+    assert steps[:3] == ["job-exists", "job-valid", "queue-open"]
+    code, out, _ = run(
+        "explain", "pod/report-export", "-n", "production", "--cluster", cluster, "-o", "json"
+    )
+    doc = json.loads(out)
+    assert doc["pod"] == "production/report-export"
+    assert {"steps", "summary", "filter"} <= set(doc)
+
+
+def test_whatif_from_a_file_lists_the_placement_and_queue_changes(
+    cluster: str, job_file: str
+) -> None:
+    code, out, _ = run("whatif", "-f", job_file, "--cluster", cluster)
+    assert code == 0, out
+    placed = next(line for line in out.splitlines() if line.startswith("production/extra-0"))
+    assert placed.split()[-1] == "yes"
+    assert "QUEUE" in out and "->" in out
+    code, out, _ = run("whatif", "-f", job_file, "--cluster", cluster, "-o", "yaml")
+    assert yaml.safe_load(out)["unplaced"] == []
+
+
+def test_unknown_objects_and_bad_targets_are_one_line_errors(cluster: str) -> None:
+    code, out, err = run("explain", "pod/ghost", "-n", "production", "--cluster", cluster)
+    assert (code, out) == (1, "")
+    assert err == "error: pod production/ghost is not in the extender's cache\n"
+    code, _, err = run("explain", "deployment/x", "--cluster", cluster)
+    assert code == 2 and "pod/NAME" in err
+    code, _, err = run("queues")
+    assert code == 1 and "--server" in err
+
+
+def test_against_a_running_server_the_answers_are_the_same(server: str, cluster: str) -> None:
+    remote = run("queues", "--server", server, "-o", "json")
+    local = run("queues", "--cluster", cluster, "-o", "json")
+    assert remote[0] == local[0] == 0
+    assert json.loads(remote[1]) == json.loads(local[1])
+    code, _, err = run("queues", "ghost", "--server", server)
+    assert code == 1 and err == "error: HTTP 404: queue ghost is not in the extender's cache\n"
+
+
+def test_kubectl_plugin_explains_through_server(
+    server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = kubectl_main(["explain", "pod/report-export", "-n", "production", "--server", server])
+    assert code == 0
+    assert "Pod:     production/report-export" in capsys.readouterr().out
+
+
+def test_queue_extender_main_knows_the_query_commands(
+    cluster: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["queues", "--cluster", cluster, "-o", "yaml"]) == 0
+    assert "queues:" in capsys.readouterr().out

@@ -1,0 +1,262 @@
+"""Decoding and encoding of the extender wire, without HTTP."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.http.errors import WireError
+from app.verbs.wire import (
+    HostScoreEncoder,
+    encode_filter_error,
+    encode_filter_result,
+    encode_host_priorities,
+    encode_host_score_array,
+    encode_preemption_result,
+    go_fields,
+    parse_extender_args,
+    parse_pod,
+    parse_preemption_args,
+)
+from scheduler_core.extender.decisions import FilterResult, NodeVictims
+from scheduler_core.framework.status import Code, Status
+from tests.builders import filter_result
+
+from ..captured import FULL, NODE_CACHE, body, doc, requests
+
+
+def test_go_fields_matches_keys_like_go_decoder() -> None:
+    table = {"pod": "Pod", "Pod": "Pod", "nodenames": "NodeNames", "NodeNames": "NodeNames"}
+    got = go_fields({"POD": 1, "nodeNAMES": ["a"], "Unknown": 3}, table)
+    assert got == {"Pod": 1, "NodeNames": ["a"]}
+    # the last duplicate wins, whatever its case
+    assert go_fields({"Pod": 1, "pod": 2}, table) == {"Pod": 2}
+
+
+def test_go_fields_uses_unicode_folding() -> None:
+    # Go folds the long s (U+017F) to "s", so "Nodeſ" names the Nodes field.
+    args = parse_extender_args('{"Pod":{},"NodeName\u017f":["n1"]}'.encode())
+    assert args.node_names == ["n1"]
+
+
+@pytest.mark.parametrize(
+    "name", requests(NODE_CACHE, "filter") + requests(NODE_CACHE, "prioritize")
+)
+def test_captured_node_cache_requests_decode(name: str) -> None:
+    raw = doc(NODE_CACHE, name)
+    args = parse_extender_args(body(NODE_CACHE, name))
+    assert args.names_given and args.node_items is None
+    assert args.node_names == raw["NodeNames"]
+    assert args.pod["metadata"]["uid"] == raw["Pod"]["metadata"]["uid"]
+
+
+@pytest.mark.parametrize("name", requests(FULL, "filter") + requests(FULL, "prioritize"))
+def test_captured_full_requests_decode(name: str) -> None:
+    raw = doc(FULL, name)
+    args = parse_extender_args(body(FULL, name))
+    assert not args.names_given
+    assert args.node_items == raw["Nodes"]["items"]
+    assert args.node_names == [n["metadata"]["name"] for n in raw["Nodes"]["items"]]
+
+
+def test_captured_preempt_requests_decode_in_both_modes() -> None:
+    for run, field in ((NODE_CACHE, "NodeNameToMetaVictims"), (FULL, "NodeNameToVictims")):
+        for name in requests(run, "preempt"):
+            raw = doc(run, name)[field]
+            args = parse_preemption_args(body(run, name))
+            if field == "NodeNameToMetaVictims":
+                want = {n: [p["UID"] for p in v["Pods"]] for n, v in raw.items()}
+            else:
+                want = {n: [p["metadata"]["uid"] for p in v["Pods"]] for n, v in raw.items()}
+            assert args.candidates == want
+            assert args.pdb_violations == {n: v["NumPDBViolations"] for n, v in raw.items()}
+
+
+def test_all_lowercase_request_decodes() -> None:
+    lowered = body(NODE_CACHE, "001-filter.req.json").lower()
+    args = parse_extender_args(lowered)
+    assert args.node_names == ["node-a", "node-b"]
+    pre = parse_preemption_args(body(NODE_CACHE, "008-preempt.req.json").lower())
+    assert set(pre.candidates) == {"node-a", "node-b"}
+    assert all(len(u) == 1 for u in pre.candidates.values())
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"", "empty request body"),
+        (b"{not json", "malformed JSON"),
+        (b"[1, 2]", "must be a JSON ExtenderArgs object, got array"),
+        (b'{"NodeNames": ["a"]}', "missing Pod"),
+        (b'{"Pod": null, "NodeNames": ["a"]}', "missing Pod"),
+        (b'{"Pod": "x"}', "Pod must be a JSON object"),
+        (b'{"Pod": {}, "NodeNames": "a"}', "NodeNames must be an array"),
+        (b'{"Pod": {}, "NodeNames": [1]}', "NodeNames must be an array of strings"),
+        (
+            b'{"Pod": {}, "Nodes": {"items": [{"metadata": {}}]}}',
+            "Nodes.items[0] has no metadata.name",
+        ),
+        (b'{"Pod": {}, "Nodes": {"items": 3}}', "Nodes.items must be an array"),
+    ],
+)
+def test_bad_extender_args(raw: bytes, message: str) -> None:
+    with pytest.raises(WireError) as err:
+        parse_extender_args(raw)
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b'{"NodeNameToMetaVictims": {}}', "missing Pod"),
+        (b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{}]}}}', "has no UID"),
+        (b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"NumPDBViolations": 1.5}}}', "integer"),
+        (
+            b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"NumPDBViolations": 9223372036854775808'
+            b"}}}",
+            "64-bit",
+        ),
+        (
+            b'{"Pod": {}, "NodeNameToVictims": {"n": {"Pods": [{"metadata": {}}]}}}',
+            "no metadata.uid",
+        ),
+        (b'{"Pod": {}, "NodeNameToMetaVictims": []}', "must be an object"),
+    ],
+)
+def test_bad_preemption_args(raw: bytes, message: str) -> None:
+    with pytest.raises(WireError) as err:
+        parse_preemption_args(raw)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("pod", "uid"),
+    [
+        (b'{"UID": "u1"}', "u1"),  # kube-scheduler's own shape, read directly
+        (b'{"uid": "u1"}', "u1"),  # a case-insensitive match, as Go's decoder makes
+        (b'{"UID": "u1", "uid": "u2"}', "u2"),  # given twice: the last one counts
+        (b'{"UID": "u1", "Name": "p"}', "u1"),  # unknown fields are ignored
+    ],
+)
+def test_meta_victim_uids_decode_as_go_does(pod: bytes, uid: str) -> None:
+    raw = b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u0"}, %s]}}}' % pod
+    assert parse_preemption_args(raw).candidates == {"n": ["u0", uid]}
+
+
+@pytest.mark.parametrize("pod", [b'{"UID": ""}', b'{"UID": 5}', b'"u1"', b"null"])
+def test_meta_victim_without_a_uid_string_is_refused_with_its_place(pod: bytes) -> None:
+    raw = b'{"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u0"}, %s]}}}' % pod
+    with pytest.raises(WireError) as err:
+        parse_preemption_args(raw)
+    assert "NodeNameToMetaVictims['n'].Pods[1]" in str(err.value)
+
+
+def test_integral_float_pdb_violations_are_accepted() -> None:
+    args = parse_preemption_args(
+        b'{"Pod": {}, "NodeNameToMetaVictims": {"a": {"Pods": [], "NumPDBViolations": 2.0}}}'
+    )
+    assert args.pdb_violations == {"a": 2} and isinstance(args.pdb_violations["a"], int)
+
+
+def test_null_victims_and_null_pods_mean_no_victims() -> None:
+    args = parse_preemption_args(
+        b'{"Pod": {}, "NodeNameToMetaVictims": {"a": null, "b": {"Pods": null}}}'
+    )
+    assert args.candidates == {"a": [], "b": []}
+    assert args.pdb_violations == {"a": 0, "b": 0}
+
+
+def test_filter_result_node_cache_form_is_go_shaped() -> None:
+    args = parse_extender_args(b'{"Pod": {}, "Nodes": null, "NodeNames": ["a", "b", "c"]}')
+    out = encode_filter_result(
+        args, filter_result(["a"], {"b": "queue overused"}, {"c": "queue closed"})
+    )
+    assert out == (
+        b'{"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"queue overused"},'
+        b'"FailedAndUnresolvableNodes":{"c":"queue closed"},"Error":""}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "field"),
+    [
+        (Code.UNSCHEDULABLE, "FailedNodes"),
+        (Code.UNSCHEDULABLE_AND_UNRESOLVABLE, "FailedAndUnresolvableNodes"),
+        (Code.ERROR, "FailedAndUnresolvableNodes"),
+        (Code.SKIP, "FailedAndUnresolvableNodes"),
+        (Code.WAIT, "FailedAndUnresolvableNodes"),
+        (Code.NOT_EVALUABLE, "FailedAndUnresolvableNodes"),
+    ],
+)
+def test_only_a_node_eviction_may_help_is_sent_as_a_preemption_candidate(
+    code: Code, field: str
+) -> None:
+    args = parse_extender_args(b'{"Pod": {}, "NodeNames": ["a", "b"]}')
+    result = FilterResult(["a"], {"b": Status(code, ["queue says no", "twice"], "p")})
+    out = orjson.loads(encode_filter_result(args, result))
+    other = {"FailedNodes", "FailedAndUnresolvableNodes"} - {field}
+    assert out[field] == {"b": "queue says no, twice"}
+    assert out[other.pop()] == {}
+
+
+def test_filter_result_full_form_lists_passing_node_objects() -> None:
+    raw = doc(FULL, "001-filter.req.json")
+    args = parse_extender_args(body(FULL, "001-filter.req.json"))
+    out = orjson.loads(encode_filter_result(args, filter_result(["node-b"], {"node-a": "x"})))
+    assert out["NodeNames"] is None
+    assert out["Nodes"]["items"] == [raw["Nodes"]["items"][1]]
+
+
+def test_filter_result_with_both_forms_in_request_answers_both() -> None:
+    args = parse_extender_args(
+        b'{"Pod": {}, "NodeNames": ["a", "b"],'
+        b' "Nodes": {"items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}}'
+    )
+    out = orjson.loads(encode_filter_result(args, filter_result(["b"], {"a": "no"})))
+    assert out["NodeNames"] == ["b"]
+    assert out["Nodes"]["items"] == [{"metadata": {"name": "b"}}]
+
+
+def test_filter_error_and_other_encoders() -> None:
+    assert orjson.loads(encode_filter_error("boom\nagain")) == {
+        "Nodes": None,
+        "NodeNames": None,
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
+        "Error": "boom again",
+    }
+    assert encode_host_priorities(["a", "b"], {"b": 7}) == (
+        b'[{"Host":"a","Score":0},{"Host":"b","Score":7}]'
+    )
+    assert encode_preemption_result(
+        {"n": NodeVictims(uids=["u1", "u2"], num_pdb_violations=1)}
+    ) == (
+        b'{"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"u1"},{"UID":"u2"}],"NumPDBViolations":1}}}'
+    )
+
+
+def test_parse_pod_requires_an_object() -> None:
+    assert parse_pod(b'{"metadata": {"name": "p"}}') == {"metadata": {"name": "p"}}
+    with pytest.raises(WireError):
+        parse_pod(b'"p"')
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.text(max_size=12), st.integers(min_value=-3, max_value=13)), max_size=20)
+)
+def test_the_score_encoder_writes_the_bytes_of_the_dict_path(pairs: list[tuple[str, int]]) -> None:
+    """Names of any text (escaping included) and any scores, in range or not, twice (the
+    second time from the kept pieces): byte for byte what orjson writes for the dicts."""
+    names, scores = [n for n, _ in pairs], [s for _, s in pairs]
+    encode = HostScoreEncoder(limit=8)
+    for _ in range(2):
+        assert encode(names, scores) == encode_host_score_array(names, scores)
+
+
+def test_the_score_encoder_refuses_mismatched_lengths() -> None:
+    with pytest.raises(ValueError, match="2 node names but 1 scores"):
+        HostScoreEncoder()(["a", "b"], [1])
