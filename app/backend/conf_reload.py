@@ -102,10 +102,10 @@ class ConfigurationWatcher:
         (the previous configuration still serves), None when there was nothing new."""
         with self._lock:
             try:
-                stamp = self._stat()
-                if stamp == self._stamp:
+                taken = self._take()
+                if taken is None:
                     return None
-                content = self._read(stamp)
+                stamp, content = taken
             except OSError as exc:
                 self._stamp = None  # whatever comes back is read and compared again
                 reason = f"cannot read: {exc.strerror or exc}"
@@ -164,6 +164,22 @@ class ConfigurationWatcher:
         self.reloads.labels(ERROR).inc()
         log.error("%s", self._failure)
         return ERROR
+
+    def _take(self) -> tuple[Stamp, bytes] | None:
+        """The file's stamp and bytes, or None when its stamp has not changed. A ConfigMap
+        volume swaps a symlink to a new data directory and then deletes the old one: when
+        that happens between resolving the path and opening it, the file is read again from
+        where the path now leads (once: a path that keeps vanishing is an error)."""
+        for retry in (False, True):
+            stamp = self._stat()
+            if stamp == self._stamp:
+                return None
+            try:
+                return stamp, self._read(stamp)
+            except FileNotFoundError:
+                if retry or os.path.realpath(self.path) == stamp[0]:
+                    raise
+        return None  # not reached: the second attempt returns or raises
 
     def _stat(self) -> Stamp:
         real = os.path.realpath(self.path)

@@ -101,6 +101,31 @@ def test_a_swapped_in_configuration_takes_effect_at_the_next_session(tmp_path: P
     assert engine.warnings() == []
 
 
+def test_a_swap_between_resolving_and_reading_is_read_from_the_new_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The kubelet swaps ..data and deletes the old directory right after the watcher has
+    # resolved the path to it: the file is read again where the path now leads.
+    volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
+    engine = backend(volume)
+    found = watcher(engine)
+    volume.update(CAPACITY_CONF)
+    read = ConfigurationWatcher._read
+    swapped: list[str] = []
+
+    def swap_first(stamp: tuple[str, int, int, int]) -> bytes:
+        if not swapped:
+            swapped.append(stamp[0])
+            volume.update(NO_BINPACK_CONF)  # the directory just resolved is gone
+        return read(stamp)
+
+    monkeypatch.setattr(found, "_read", swap_first)
+    assert found.check() == "ok"
+    assert reloads(engine, "ok") == 1 and reloads(engine, "error") == 0
+    assert "binpack" not in {p.name for t in engine.backend.conf.tiers for p in t.plugins}
+    assert not Path(swapped[0]).exists()
+
+
 def test_an_unchanged_file_is_not_reloaded(tmp_path: Path) -> None:
     volume = ConfigMapVolume(tmp_path, DEFAULT_CONF)
     engine = backend(volume)
