@@ -24,6 +24,7 @@ from app.backend.forked import run_forked
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
 from app.verbs.ports import BadPodError
 from scheduler_core.accounting.keeper import QueueAccounting
+from scheduler_core.api.devices import DeviceQuotaNames
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
@@ -83,6 +84,7 @@ class EngineBackend:
     ) -> None:
         self.state = state
         self.conf = conf
+        state.set_device_names(DeviceQuotaNames(dict(conf.device_class_mappings)))
         self.options = options or BackendOptions()
         self.informers = informers
         self.source = source
@@ -162,6 +164,7 @@ class EngineBackend:
         failure = self.conf_watcher.failure if self.conf_watcher is not None else ""
         if failure:
             warnings.append(failure)
+        warnings.extend(f"DRA devices not counted: {p}" for p in self.state.device_problems())
         return warnings
 
     def use_configuration(self, conf: SchedulerConfiguration) -> None:
@@ -173,6 +176,7 @@ class EngineBackend:
             if self.reclaim_loop is not None:
                 self.reclaim_loop.use_configuration(conf)  # first: it is the one that refuses
             self.conf = conf
+            self.state.set_device_names(DeviceQuotaNames(dict(conf.device_class_mappings)))
             self.accounting.use_configuration(conf)
 
     def _freeze_once(self) -> None:

@@ -29,6 +29,7 @@ from scheduler_core.cache.convert import (
     resource_claim_to_info,
     storage_class_to_info,
 )
+from scheduler_core.cache.convert_devices import device_class_to_info, resource_slice_to_info
 
 
 @dataclass(slots=True)
@@ -87,10 +88,22 @@ def put_storage(catalog: StorageCatalog, kind: str, obj: Mapping[str, Any]) -> N
     elif kind == "ResourceClaim":
         claim = resource_claim_to_info(obj)
         catalog.resource_claims[claim.key] = claim
+    elif kind == "ResourceSlice":
+        catalog.devices.put_slice(resource_slice_to_info(obj))
+    elif kind == "DeviceClass":
+        catalog.devices.put_class(device_class_to_info(obj))
 
 
 def delete_storage(catalog: StorageCatalog, kind: str, key: str) -> None:
     """Forget a storage or device object by its cache key (``ns/name`` or ``name``)."""
+    if kind == "ResourceSlice":
+        catalog.touch()
+        catalog.devices.remove_slice(key)
+        return
+    if kind == "DeviceClass":
+        catalog.touch()
+        catalog.devices.remove_class(key)
+        return
     tables: dict[str, dict[str, Any]] = {
         "PersistentVolumeClaim": catalog.claims,
         "PersistentVolume": catalog.volumes,
@@ -104,8 +117,19 @@ def delete_storage(catalog: StorageCatalog, kind: str, key: str) -> None:
 
 #: The storage and device kinds ``put_storage`` converts.
 STORAGE_CONVERTERS = frozenset(
-    {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "ResourceClaim"}
+    {
+        "PersistentVolumeClaim",
+        "PersistentVolume",
+        "StorageClass",
+        "CSINode",
+        "ResourceClaim",
+        "ResourceSlice",
+        "DeviceClass",
+    }
 )
+
+#: The device kinds whose change moves a node's device capacity.
+DEVICE_KINDS = frozenset({"ResourceSlice", "DeviceClass"})
 
 
 def collect(objects: Iterable[Mapping[str, Any]]) -> ClusterObjects:

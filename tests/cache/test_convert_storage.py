@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_core.api.storage import SelectorTerm, device_class_resource
+from scheduler_core.api.devices import device_class_resource
+from scheduler_core.api.storage import SelectorTerm
 from scheduler_core.api.task import NodeSelectorRequirement, PodResourceClaim, PodVolume
 from scheduler_core.cache.convert import (
     ConversionError,
