@@ -81,6 +81,10 @@ class Device:
     consumes_counters: bool = False
     #: The device is ready only after binding conditions are met.
     binding_conditions: bool = False
+    #: The device has taints (which pods tolerating them may still get).
+    tainted: bool = False
+    #: The device may be allocated to several claims at once (consumable capacity).
+    shared: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +122,42 @@ class DeviceClassInfo:
     @property
     def version_key(self) -> tuple[str, str, str]:
         return (self.name, self.uid, self.resource_version)
+
+
+#: A device's identity in the cluster: (driver, pool, device name).
+DeviceId = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    """One request of a claim, of a shape the engine judges: ``exactly`` one class, its own
+    selectors, ``ExactCount`` (``count`` devices) or ``All`` (every matching device of the
+    node)."""
+
+    name: str
+    device_class: str
+    selectors: tuple[str, ...] = ()
+    all_devices: bool = False
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimShape:
+    """What a ResourceClaim (or a template's claim) asks for, or why the engine does not
+    judge it (``unjudged``: prioritized lists, admin access, constraints across requests,
+    consumable capacity)."""
+
+    requests: tuple[DeviceRequest, ...] = ()
+    unjudged: str = ""
+
+    def exact_counts(self) -> dict[str, int]:
+        """Devices per class of the ``ExactCount`` requests: the claim's charge before it is
+        allocated (``All`` requests depend on the node, and are charged once allocated)."""
+        out: dict[str, int] = {}
+        for request in self.requests:
+            if not request.all_devices:
+                out[request.device_class] = out.get(request.device_class, 0) + request.count
+        return out
 
 
 # --- CEL -----------------------------------------------------------------------------------
@@ -286,6 +326,14 @@ class DeviceCatalog:
         self._by_node: dict[str, set[str]] = {}
         #: Pools' newest generation: (driver, pool) -> generation -> slice names.
         self._pools: dict[tuple[str, str], dict[int, set[str]]] = {}
+        #: Devices allocated to a claim, and the claim's key (``ns/name``).
+        self.allocated: dict[DeviceId, str] = {}
+        self._claim_devices: dict[str, tuple[DeviceId, ...]] = {}
+        #: A claim's (or template's) request selectors, compiled once per object version:
+        #: owner key -> (version, request name -> compiled or why not).
+        self._request_compiled: dict[
+            str, tuple[str, dict[str, tuple[CompiledSelector, ...] | Unjudged]]
+        ] = {}
 
     @property
     def env(self) -> CelEnvironment:
@@ -340,6 +388,50 @@ class DeviceCatalog:
         self._compiled.pop(old.version_key, None)
         for key in [k for k in self._matches if k[1] == old.version_key]:
             del self._matches[key]
+
+    def put_claim_devices(self, key: str, devices: tuple[DeviceId, ...]) -> None:
+        """Record the devices an allocated claim holds (none: it holds nothing)."""
+        for device_id in self._claim_devices.pop(key, ()):
+            if self.allocated.get(device_id) == key:
+                del self.allocated[device_id]
+        if devices:
+            self._claim_devices[key] = devices
+            for device_id in devices:
+                self.allocated[device_id] = key
+
+    def forget_owner(self, owner: str) -> None:
+        """Drop the compiled request selectors of a claim or template that went."""
+        self._request_compiled.pop(owner, None)
+
+    def request_selectors(
+        self, owner: str, version: str, request: DeviceRequest
+    ) -> tuple[CompiledSelector, ...] | Unjudged:
+        """``request``'s own selectors, compiled once per version of the object (claim or
+        template, ``owner``) it belongs to."""
+        entry = self._request_compiled.get(owner)
+        if entry is None or entry[0] != version:
+            entry = (version, {})
+            self._request_compiled[owner] = entry
+        found = entry[1].get(request.name)
+        if found is None:
+            compiled: list[CompiledSelector] = []
+            found = tuple(compiled)
+            for i, expression in enumerate(request.selectors):
+                try:
+                    compiled.append(self.env.compile(expression))
+                except SelectorError as exc:
+                    found = Unjudged(
+                        f"{owner}: request {request.name}: selector #{i} does not compile: {exc}"
+                    )
+                    break
+            else:
+                found = tuple(compiled)
+            entry[1][request.name] = found
+        return found
+
+    def node_devices(self, node: str) -> list[tuple[ResourceSliceInfo, Device]]:
+        """The node's devices in its pools' newest generation."""
+        return [(info, d) for info in self.current_slices(node) for d in info.devices]
 
     # --- judging ------------------------------------------------------------------------
 
@@ -464,4 +556,7 @@ class DeviceCatalog:
             other.put_slice(info)
         other.classes = dict(self.classes)
         other._compiled = dict(self._compiled)
+        other.allocated = dict(self.allocated)
+        other._claim_devices = dict(self._claim_devices)
+        other._request_compiled = dict(self._request_compiled)
         return other

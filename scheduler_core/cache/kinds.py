@@ -88,6 +88,9 @@ CSI_NODE = KindSpec("CSINode", "storage.k8s.io", "v1", "csinodes", namespaced=Fa
 RESOURCE_CLAIM = KindSpec(
     "ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", namespaced=True
 )
+RESOURCE_CLAIM_TEMPLATE = KindSpec(
+    "ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", namespaced=True
+)
 RESOURCE_SLICE = KindSpec(
     "ResourceSlice", "resource.k8s.io", "v1", "resourceslices", namespaced=False
 )
@@ -100,6 +103,7 @@ STORAGE_KINDS: tuple[KindSpec, ...] = (
     STORAGE_CLASS,
     CSI_NODE,
     RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
     RESOURCE_SLICE,
     DEVICE_CLASS,
 )

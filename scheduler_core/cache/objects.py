@@ -26,10 +26,14 @@ from scheduler_core.cache.convert import (
     pv_to_info,
     pvc_to_info,
     queue_to_info,
-    resource_claim_to_info,
     storage_class_to_info,
 )
-from scheduler_core.cache.convert_devices import device_class_to_info, resource_slice_to_info
+from scheduler_core.cache.convert_devices import (
+    device_class_to_info,
+    resource_claim_template_to_info,
+    resource_claim_to_info,
+    resource_slice_to_info,
+)
 
 
 @dataclass(slots=True)
@@ -88,6 +92,10 @@ def put_storage(catalog: StorageCatalog, kind: str, obj: Mapping[str, Any]) -> N
     elif kind == "ResourceClaim":
         claim = resource_claim_to_info(obj)
         catalog.resource_claims[claim.key] = claim
+        catalog.devices.put_claim_devices(claim.key, claim.allocated_devices)
+    elif kind == "ResourceClaimTemplate":
+        template = resource_claim_template_to_info(obj)
+        catalog.claim_templates[template.key] = template
     elif kind == "ResourceSlice":
         catalog.devices.put_slice(resource_slice_to_info(obj))
     elif kind == "DeviceClass":
@@ -104,12 +112,18 @@ def delete_storage(catalog: StorageCatalog, kind: str, key: str) -> None:
         catalog.touch()
         catalog.devices.remove_class(key)
         return
+    if kind == "ResourceClaim":
+        catalog.devices.put_claim_devices(key, ())
+        catalog.devices.forget_owner(f"ResourceClaim {key}")
+    if kind == "ResourceClaimTemplate":
+        catalog.devices.forget_owner(f"ResourceClaimTemplate {key}")
     tables: dict[str, dict[str, Any]] = {
         "PersistentVolumeClaim": catalog.claims,
         "PersistentVolume": catalog.volumes,
         "StorageClass": catalog.classes,
         "CSINode": catalog.csi_nodes,
         "ResourceClaim": catalog.resource_claims,
+        "ResourceClaimTemplate": catalog.claim_templates,
     }
     catalog.touch()
     tables[kind].pop(key, None)
@@ -123,6 +137,7 @@ STORAGE_CONVERTERS = frozenset(
         "StorageClass",
         "CSINode",
         "ResourceClaim",
+        "ResourceClaimTemplate",
         "ResourceSlice",
         "DeviceClass",
     }

@@ -67,6 +67,7 @@ KINDS = (
     "StorageClass",
     "CSINode",
     "ResourceClaim",
+    "ResourceClaimTemplate",
     "ResourceSlice",
     "DeviceClass",
     "Namespace",
@@ -180,6 +181,9 @@ class ClusterState:
         #: Pods with device claims, as last received: re-derived when a claim they name
         #: changes, since an allocated claim is charged to the pod that reserves it.
         self._claim_pods: dict[str, dict[str, Any]] = {}
+        #: Claim key -> the keys of the pods naming it.
+        self._claim_refs: dict[str, set[str]] = {}
+        self._rederiving = False
         #: Per node, why some of its device counts could not be judged.
         self._device_problems: dict[str, tuple[str, ...]] = {}
         self._total_allocatable = Resource.empty()
@@ -286,6 +290,9 @@ class ClusterState:
             put_storage(self._storage, kind, obj)
             self._storage_changed()
             if kind == "ResourceClaim":
+                meta = obj.get("metadata") or {}
+                self._claim_changed(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+            elif kind == "ResourceClaimTemplate":
                 self._claim_changed()
 
     def _classify_rest(self) -> None:
@@ -317,6 +324,8 @@ class ClusterState:
             delete_storage(self._storage, kind, key)
             self._storage_changed()
             if kind == "ResourceClaim":
+                self._claim_changed(key)
+            elif kind == "ResourceClaimTemplate":
                 self._claim_changed()
 
     def _storage_changed(self) -> None:
@@ -424,36 +433,73 @@ class ClusterState:
             found.discard("")
             return sorted(found)
 
-    def _claim_changed(self) -> None:
-        """Derive again the pods with device claims: who is charged for an allocated claim
-        may have changed. A pod with no claim is never touched."""
-        for pod in list(self._claim_pods.values()):
-            self._put_pod(pod)
+    def _claim_changed(self, key: str = "") -> None:
+        """Derive again the pods naming claim ``key`` (every pod with claims when no key is
+        given: a template or the names changed): what a claim charges, and to whom, may
+        have moved. A pod with no claim is never touched."""
+        pods = self._claim_refs.get(key, set()) if key else set(self._claim_pods)
+        self._rederive(pods)
 
     def _charge_claims(self, task: TaskInfo) -> None:
-        """Add to the task's request the devices of each allocated claim it is charged
-        for: a claim counts once, for the first pod of its ``status.reservedFor`` (the pod
-        kube-scheduler reserved it for first; pods sharing it later add nothing)."""
+        """Add to the task's request the devices its claims charge it for. A claim counts
+        once, for one pod: the first of its ``status.reservedFor`` (the pod kube-scheduler
+        reserved it for first), or, while nobody reserved it, the first by namespace/name
+        of the pods naming it. Allocated, it charges the devices it holds; not yet allocated
+        (or not yet made from its template), the devices its ``ExactCount`` requests ask;
+        an ``All`` request is charged once allocated (its count depends on the node)."""
         extra: dict[str, float] = {}
         catalog = self._storage
         for ref in task.resource_claims:
-            claim = (
-                catalog.resource_claims.get(f"{task.namespace}/{ref.claim}") if ref.claim else None
-            )
-            if claim is None or not claim.allocated or not claim.reserved_for:
-                continue
-            if claim.reserved_for[0] != task.uid:
-                continue
-            for device_class, count in claim.devices.items():
+            per_class: Mapping[str, int] = {}
+            if ref.claim:
+                key = f"{task.namespace}/{ref.claim}"
+                claim = catalog.resource_claims.get(key)
+                if claim is None or self._claim_owner(key, claim.reserved_for) != task.uid:
+                    continue
+                per_class = claim.devices if claim.allocated else claim.shape.exact_counts()
+            elif ref.template:
+                template = catalog.claim_templates.get(f"{task.namespace}/{ref.template}")
+                if template is not None:
+                    per_class = template.shape.exact_counts()
+            for device_class, count in per_class.items():
                 name = self._device_names.name_of(
                     device_class, catalog.devices.classes.get(device_class)
                 )
                 extra[name] = extra.get(name, 0.0) + count * 1000.0
         if extra:
             resreq = task.resreq.clone()
+            init_resreq = task.init_resreq.clone()
             for name, amount in extra.items():
                 resreq.add_scalar(name, amount)
+                init_resreq.add_scalar(name, amount)
             task.resreq = resreq
+            task.init_resreq = init_resreq
+
+    def _claim_owner(self, key: str, reserved_for: tuple[str, ...]) -> str:
+        """The uid of the pod a claim is charged to (see ``_charge_claims``)."""
+        if reserved_for:
+            return reserved_for[0]
+        pods = self._claim_refs.get(key)
+        if not pods:
+            return ""
+        first = self._claim_pods[min(pods)]
+        return str((first.get("metadata") or {}).get("uid") or "")
+
+    def _claim_keys(self, task: TaskInfo) -> set[str]:
+        return {f"{task.namespace}/{ref.claim}" for ref in task.resource_claims if ref.claim}
+
+    def _rederive(self, pod_keys: Iterable[str]) -> None:
+        """Put the named claim pods again (their charge may have moved)."""
+        if self._rederiving:
+            return
+        self._rederiving = True
+        try:
+            for key in sorted(pod_keys):
+                pod = self._claim_pods.get(key)
+                if pod is not None:
+                    self._put_pod(pod)
+        finally:
+            self._rederiving = False
 
     # --- pods ---------------------------------------------------------------------------
 
@@ -469,11 +515,14 @@ class ClusterState:
 
     def _put_pod(self, pod: dict[str, Any]) -> None:
         task = pod_to_task(pod, self.priority_values())
+        siblings = self._forget_claim_refs(task.key)
         if task.resource_claims:
             self._claim_pods[task.key] = pod
+            for key in self._claim_keys(task):
+                refs = self._claim_refs.setdefault(key, set())
+                siblings.update(refs)
+                refs.add(task.key)
             self._charge_claims(task)
-        else:
-            self._claim_pods.pop(task.key, None)
         old = self._tasks.get(task.key)
         before = self._jobs_of(old, task)
         job_id, synthesized = pod_job_id(pod)
@@ -499,13 +548,34 @@ class ClusterState:
             self._orphans.setdefault(job_id, {})[task.uid] = task
         self._place(task)
         self._classify_pod(old, task, before)
+        if siblings:
+            self._rederive(siblings)
+
+    def _forget_claim_refs(self, pod_key: str) -> set[str]:
+        """Forget a pod's claim references; the other pods naming its claims (their
+        charge may move when this one comes or goes)."""
+        pod = self._claim_pods.pop(pod_key, None)
+        old = self._tasks.get(pod_key)
+        if pod is None or old is None:
+            return set()
+        siblings: set[str] = set()
+        for key in self._claim_keys(old):
+            refs = self._claim_refs.get(key)
+            if refs is not None and pod_key in refs:
+                refs.discard(pod_key)
+                siblings.update(refs)
+                if not refs:
+                    del self._claim_refs[key]
+        return siblings
 
     def _delete_pod(self, key: str) -> None:
         old = self._tasks.get(key)
         before = self._jobs_of(old, None)
-        self._claim_pods.pop(key, None)
+        siblings = self._forget_claim_refs(key)
         self._remove_pod(key)
         self._classify_pod(old, None, before)
+        if siblings:
+            self._rederive(siblings)
 
     def _jobs_of(self, *tasks: TaskInfo | None) -> dict[str, JobInfo | None]:
         return {t.job: self._jobs.get(t.job) for t in tasks if t is not None}
@@ -682,6 +752,7 @@ class ClusterState:
                 "persistentvolumeclaims": len(self._storage.claims),
                 "persistentvolumes": len(self._storage.volumes),
                 "resourceclaims": len(self._storage.resource_claims),
+                "resourceclaimtemplates": len(self._storage.claim_templates),
                 "resourceslices": len(self._storage.devices.slices),
                 "deviceclasses": len(self._storage.devices.classes),
             }
@@ -739,6 +810,7 @@ class ClusterState:
             other._node_base = dict(self._node_base)
             other._device_names = self._device_names
             other._claim_pods = dict(self._claim_pods)
+            other._claim_refs = {k: set(v) for k, v in self._claim_refs.items()}
             other._device_problems = dict(self._device_problems)
             other._total_allocatable = self._total_allocatable.clone()
             # Job usages are replaced, never changed, on an event: sharing them is safe.

@@ -14,9 +14,9 @@ from scheduler_core.cache.convert import (
     pod_to_task,
     pv_to_info,
     pvc_to_info,
-    resource_claim_to_info,
     storage_class_to_info,
 )
+from scheduler_core.cache.convert_devices import resource_claim_to_info
 from scheduler_core.cache.state import ClusterState
 from tests.builders import (
     claim_volume,
@@ -59,8 +59,8 @@ def test_pod_resource_claims_direct_and_from_templates() -> None:
     )
     assert task.resource_claims == (
         PodResourceClaim("gpu", "gpu"),
-        PodResourceClaim("nic", "p-nic-abc"),
-        PodResourceClaim("later", ""),
+        PodResourceClaim("nic", "p-nic-abc", template="nic"),
+        PodResourceClaim("later", "", template="later"),
     )
 
 

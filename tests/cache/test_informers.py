@@ -45,6 +45,7 @@ def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
     server.add("StorageClass", {"metadata": {"name": "fast"}})
     server.add("CSINode", {"metadata": {"name": "n"}})
     server.add("ResourceClaim", {"metadata": {"name": "gpu", "namespace": namespace}})
+    server.add("ResourceClaimTemplate", {"metadata": {"name": "t", "namespace": namespace}})
     server.add(
         "ResourceSlice", {"metadata": {"name": "s"}, "spec": {"driver": "d", "nodeName": "n"}}
     )
@@ -83,7 +84,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
     seed_one_of_each(fake_api)
     informers, sink = make_informers()
     assert informers.wait_for_sync(5)
-    assert informers.readiness() == (True, "all 14 informers synced")
+    assert informers.readiness() == (True, "all 15 informers synced")
     expected = {
         "Pod": {"default/p"},
         "Node": {"n"},
@@ -96,6 +97,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "StorageClass": {"fast"},
         "CSINode": {"n"},
         "ResourceClaim": {"default/gpu"},
+        "ResourceClaimTemplate": {"default/t"},
         "ResourceSlice": {"s"},
         "DeviceClass": {"gpu.example.com"},
         "Namespace": {"default"},
@@ -115,6 +117,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "/apis/storage.k8s.io/v1/storageclasses",
         "/apis/storage.k8s.io/v1/csinodes",
         "/apis/resource.k8s.io/v1/resourceclaims",
+        "/apis/resource.k8s.io/v1/resourceclaimtemplates",
         "/apis/resource.k8s.io/v1/resourceslices",
         "/apis/resource.k8s.io/v1/deviceclasses",
         "/api/v1/namespaces",
