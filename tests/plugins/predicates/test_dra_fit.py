@@ -220,9 +220,9 @@ def test_allocation_is_judged_as_the_allocator_decides(objects: list[Obj], fits:
             cluster(*FOUR) + pending(claim("c", request(selectors=["semver('1.0.0') == 1"]))),
             "request req: selector #0 does not compile",
         ),
-        (cluster(*FOUR) + [with_resource_claims(pod("p"), "missing")], "not in the cache"),
+        ([*cluster(*FOUR), with_resource_claims(pod("p"), "missing")], "not in the cache"),
         (
-            cluster(*FOUR) + [with_resource_claims(pod("p"), "template:missing")],
+            [*cluster(*FOUR), with_resource_claims(pod("p"), "template:missing")],
             "ResourceClaimTemplate ns/missing not in the cache",
         ),
         (cluster(*FOUR) + pending(claim("c"), claim("d", request(device_class_name="x"))), "x"),
