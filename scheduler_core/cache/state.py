@@ -285,7 +285,14 @@ class ClusterState:
         elif kind in DEVICE_KINDS:
             nodes = self._device_nodes(kind, obj)
             put_storage(self._storage, kind, obj)
+            if kind == "DeviceClass":
+                name = str((obj.get("metadata") or {}).get("name") or "")
+                problem = self._storage.devices.class_problem(name)
+                if problem:
+                    log.warning("DRA devices not counted: %s", problem)
             self._refresh_devices(nodes | self._device_nodes(kind, obj))
+            if kind == "DeviceClass":
+                self._claim_changed()  # what a claim charges, and under which name
         elif kind in STORAGE_CONVERTERS:
             put_storage(self._storage, kind, obj)
             self._storage_changed()
@@ -320,6 +327,8 @@ class ClusterState:
             nodes = self._device_nodes(kind, {"metadata": {"name": key}})
             delete_storage(self._storage, kind, key)
             self._refresh_devices(nodes)
+            if kind == "DeviceClass":
+                self._claim_changed()
         elif kind in STORAGE_CONVERTERS:
             delete_storage(self._storage, kind, key)
             self._storage_changed()
@@ -446,7 +455,9 @@ class ClusterState:
         reserved it for first), or, while nobody reserved it, the first by namespace/name
         of the pods naming it. Allocated, it charges the devices it holds; not yet allocated
         (or not yet made from its template), the devices its ``ExactCount`` requests ask;
-        an ``All`` request is charged once allocated (its count depends on the node)."""
+        an ``All`` request is charged once allocated (its count depends on the node). A
+        class the engine cannot judge (unknown, or its selector does not compile) is not
+        charged, as its devices are not counted."""
         extra: dict[str, float] = {}
         catalog = self._storage
         for ref in task.resource_claims:
@@ -462,6 +473,10 @@ class ClusterState:
                 if template is not None:
                     per_class = template.shape.exact_counts()
             for device_class, count in per_class.items():
+                if catalog.devices.class_problem(device_class):
+                    # Not judged: the cluster's devices of the class are not counted, so
+                    # neither is the claim (a share of nothing would refuse the pod).
+                    continue
                 name = self._device_names.name_of(
                     device_class, catalog.devices.classes.get(device_class)
                 )

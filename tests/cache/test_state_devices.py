@@ -187,3 +187,23 @@ def test_fork_keeps_the_device_counts() -> None:
     fork.delete("ResourceSlice", "s")
     assert allocatable(fork, "n1", IMPLICIT) == 0
     assert allocatable(state, "n1", IMPLICIT) == 4
+
+
+def test_pending_claims_charge_their_exact_count_unless_the_class_is_not_judged() -> None:
+    template = {
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "two", "namespace": "ns", "uid": "t"},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "r", "exactly": {"deviceClassName": GPU, "count": 2}}]
+                }
+            }
+        },
+    }
+    waiting = with_resource_claims(pod("w", queue="q1"), "template:two")
+    state = state_of(queue("q1"), node("n1"), template, waiting)
+    # No DeviceClass yet: its devices are not counted, nor is the claim.
+    assert state.queue_usage_view()["q1"].request.get(IMPLICIT) == 0
+    state.upsert("DeviceClass", device_class(GPU))
+    assert state.queue_usage_view()["q1"].request.get(IMPLICIT) == 2000

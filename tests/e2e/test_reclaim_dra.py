@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
+from scheduler_core.conf import DEFAULT_CONF
 from tests.e2e.controlplane import ControlPlane, Extender, wait_for
 from tests.e2e.kube import QUEUE_SCHEDULER, Kube
 from tests.e2e.test_reclaim_loop import QUIET, metric, reclaim_args
@@ -228,3 +233,191 @@ def test_the_loop_reclaims_the_deserved_dra_gpus_and_each_preemptor_gets_its_cla
                 )
         with contextlib.suppress(client.ApiException):
             kube.custom.delete_cluster_custom_object(*RESOURCE, "deviceclasses", device_class)
+
+
+# --- one quota name for device-plugin and DRA GPUs, and what is not evaluable -------------
+
+
+def make_class(kube: Kube, name: str, *expressions: str, **spec: Any) -> str:
+    kube.custom.create_cluster_custom_object(
+        *RESOURCE,
+        "deviceclasses",
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": e}} for e in expressions], **spec},
+        },
+    )
+    return name
+
+
+def remove(kube: Kube, plural: str, *names: str) -> None:
+    for name in names:
+        with contextlib.suppress(client.ApiException):
+            kube.custom.delete_cluster_custom_object(*RESOURCE, plural, name)
+
+
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def get_text(url: str) -> str:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return str(response.read().decode())
+    except urllib.error.HTTPError as exc:
+        return str(exc.read().decode())
+
+
+def test_device_plugin_and_dra_gpus_of_one_queue_count_under_one_name(
+    kube: Kube, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    ns = kube.namespace("dra")
+    tag = "d" + ns.replace("dra-", "")
+    driver = f"{tag}.gpu.example.com"
+    node = kube.node(f"{tag}-n0", cpu="8")
+    capacity = {"cpu": "8", "memory": "16Gi", "pods": "110", "nvidia.com/gpu": "1"}
+    kube.core.patch_node_status(node, {"status": {"capacity": capacity, "allocatable": capacity}})
+    publish_gpus(kube, node, driver, 1)
+    device_class = make_class(kube, f"{tag}-gpu", f'device.driver == "{driver}"')
+    conf = tmp_path / "scheduler.conf"
+    conf.write_text(DEFAULT_CONF + f"\ndeviceClassMappings:\n  {device_class}: nvidia.com/gpu\n")
+    extender = control_plane.start_extender(
+        f"dra-mapped-{tag}", args=["--conf", str(conf)]
+    ).wait_ready()
+    try:
+        queue = kube.queue(f"{tag}-q")
+        dra = gpu_pod(kube, ns, "dra", queue, device_class)
+        plugin = f"{tag}-plugin"
+        kube.core.create_namespaced_pod(
+            ns,
+            {
+                "metadata": {
+                    "name": plugin,
+                    "annotations": {"scheduling.volcano.sh/queue-name": queue},
+                },
+                "spec": {
+                    "schedulerName": QUEUE_SCHEDULER,
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {
+                                "requests": {"cpu": "100m", "nvidia.com/gpu": "1"},
+                                "limits": {"nvidia.com/gpu": "1"},
+                            },
+                        }
+                    ],
+                },
+            },
+        )
+        kube.wait_running(ns, [dra, plugin], timeout=90)
+
+        def gpus_allocated() -> float:
+            view = get_json(f"{extender.url}/api/v1/queues/{queue}")
+            return float((view.get("allocated") or {}).get("nvidia.com/gpu", 0))
+
+        wait_for(lambda: gpus_allocated() == 2, 30, "two GPUs under nvidia.com/gpu")
+    finally:
+        extender.process.stop()
+        remove(kube, "resourceslices", f"{node}-gpus")
+        remove(kube, "deviceclasses", device_class)
+
+
+def test_a_claim_shape_the_engine_does_not_model_is_not_evaluable_and_evicts_nothing(
+    kube: Kube, api: Any, dra_reclaimer: Any
+) -> None:
+    ns = kube.namespace("dra")
+    tag = "d" + ns.replace("dra-", "")
+    driver = f"{tag}.gpu.example.com"
+    node = kube.node(f"{tag}-n0", cpu="8")
+    publish_gpus(kube, node, driver, 2)
+    device_class = make_class(kube, f"{tag}-gpu", f'device.driver == "{driver}"')
+    try:
+        q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+        with ClaimReleaser(api, ns):
+            a = [gpu_pod(kube, ns, f"a{i}", q1, device_class) for i in range(2)]
+            kube.wait_running(ns, a, timeout=90)
+            loop = dra_reclaimer()
+            kube.custom.create_namespaced_custom_object(
+                *RESOURCE,
+                ns,
+                "resourceclaims",
+                {
+                    "apiVersion": "resource.k8s.io/v1",
+                    "kind": "ResourceClaim",
+                    "metadata": {"name": "paired"},
+                    "spec": {
+                        "devices": {
+                            "requests": [
+                                {"name": r, "exactly": {"deviceClassName": device_class}}
+                                for r in ("one", "two")
+                            ],
+                            "constraints": [{"matchAttribute": f"{driver}/model"}],
+                        }
+                    },
+                },
+            )
+            kube.core.create_namespaced_pod(
+                ns,
+                {
+                    "metadata": {
+                        "name": "b0",
+                        "annotations": {"scheduling.volcano.sh/queue-name": q2},
+                    },
+                    "spec": {
+                        "schedulerName": QUEUE_SCHEDULER,
+                        "terminationGracePeriodSeconds": 0,
+                        "resourceClaims": [{"name": "gpu", "resourceClaimName": "paired"}],
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "registry.k8s.io/pause:3.10",
+                                "resources": {
+                                    "requests": {"cpu": "100m"},
+                                    "claims": [{"name": "gpu"}],
+                                },
+                            }
+                        ],
+                    },
+                },
+            )
+            kube.wait_message(ns, "b0", "constraints across its requests", timeout=60)
+            time.sleep(QUIET)
+            assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
+            assert running(kube, ns, a) == a
+    finally:
+        remove(kube, "resourceslices", f"{node}-gpus")
+        remove(kube, "deviceclasses", device_class)
+
+
+def test_a_selector_that_does_not_compile_here_is_reported_by_readiness_and_logs(
+    kube: Kube, stack: Any
+) -> None:
+    ns = kube.namespace("dra")
+    tag = "d" + ns.replace("dra-", "")
+    # Valid for the API server (Kubernetes' quantity library has add), not offered here.
+    expression = (
+        f'device.capacity["{tag}.example.com"].memory.add(quantity("1Gi"))'
+        '.isGreaterThan(quantity("2Gi"))'
+    )
+    device_class = make_class(kube, f"{tag}-odd", expression)
+    try:
+        extender = stack.extender
+        wait_for(
+            lambda: (
+                f"DeviceClass {device_class}: selector #0 does not compile"
+                in get_text(f"{extender.url}/readyz")
+            ),
+            30,
+            "readiness to name the class",
+        )
+        assert extender.ready()  # the rest of the cluster is still judged
+        assert f"DeviceClass {device_class}: selector #0 does not compile" in (
+            extender.process.tail(400)
+        )
+    finally:
+        remove(kube, "deviceclasses", device_class)
