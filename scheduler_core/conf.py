@@ -108,8 +108,9 @@ class SchedulerConfiguration:
     metrics: dict[str, str] = field(default_factory=dict)
     #: ``deviceClassMappings``: DRA device class -> the quota resource name its devices
     #: count under (e.g. ``gpu.example.com: nvidia.com/gpu``, so that a queue's quota covers
-    #: device-plugin and DRA GPUs alike). Unmapped classes count under their
-    #: ``extendedResourceName`` or ``deviceclass.resource.kubernetes.io/<class>``.
+    #: device-plugin and DRA GPUs alike). A class with an ``extendedResourceName`` counts
+    #: under that name whatever the mapping says; unmapped classes under
+    #: ``deviceclass.resource.kubernetes.io/<class>``.
     device_class_mappings: dict[str, str] = field(default_factory=dict)
     #: What a session will skip with a warning (a plugin the engine does not have), one line
     #: each; filled by whoever knows the engine's plugins (see `unavailable_plugins`).

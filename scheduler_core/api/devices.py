@@ -46,20 +46,21 @@ def device_class_resource(device_class: str) -> str:
 class DeviceQuotaNames:
     """Which quota resource name a device class counts under.
 
-    In order: the configuration's mapping (``deviceClassMappings``: several classes may
-    share a name, e.g. a DRA GPU class and the device plugin's ``nvidia.com/gpu``), then the
-    class's ``spec.extendedResourceName`` (pods ask for that name and kube-scheduler makes
-    the claim), then Kubernetes' implicit ``deviceclass.resource.kubernetes.io/<class>``.
+    In order: the class's ``spec.extendedResourceName`` (pods ask for that name in their
+    requests and kube-scheduler makes the claim: their charge is under that name, so the
+    devices must be too), then the configuration's mapping (``deviceClassMappings``: several
+    classes may share a name, e.g. a DRA GPU class and the device plugin's
+    ``nvidia.com/gpu``), then Kubernetes' implicit ``deviceclass.resource.kubernetes.io/<class>``.
     """
 
     mappings: Mapping[str, str] = field(default_factory=dict)
 
     def name_of(self, device_class: str, info: DeviceClassInfo | None = None) -> str:
+        if info is not None and info.extended_resource_name:
+            return info.extended_resource_name
         mapped = self.mappings.get(device_class)
         if mapped:
             return mapped
-        if info is not None and info.extended_resource_name:
-            return info.extended_resource_name
         return device_class_resource(device_class)
 
 
@@ -292,6 +293,9 @@ def all_match(
 
 # --- the catalog ---------------------------------------------------------------------------
 
+#: How many (slice, request) match results a catalog keeps before starting afresh.
+_REQUEST_MATCHES_LIMIT = 100_000
+
 
 @dataclass(frozen=True, slots=True)
 class Unjudged:
@@ -334,6 +338,9 @@ class DeviceCatalog:
         self._request_compiled: dict[
             str, tuple[str, dict[str, tuple[CompiledSelector, ...] | Unjudged]]
         ] = {}
+        #: Which devices of a slice a request's own selectors accept (see
+        #: ``request_matches``); bounded, as claims come and go.
+        self._request_matches: dict[tuple[int, str, str, str], frozenset[str] | Unjudged] = {}
 
     @property
     def env(self) -> CelEnvironment:
@@ -428,6 +435,40 @@ class DeviceCatalog:
                 found = tuple(compiled)
             entry[1][request.name] = found
         return found
+
+    def request_matches(
+        self, info: ResourceSliceInfo, owner: str, version: str, request: DeviceRequest
+    ) -> frozenset[str] | Unjudged:
+        """The devices of a slice that a request's class and own selectors accept, kept per
+        (slice put, class version, request's owner version): a node judged for many pods of
+        one template evaluates its devices once."""
+        by_class = self._slice_matches(info, request.device_class)
+        if isinstance(by_class, Unjudged) or not request.selectors:
+            return by_class
+        own = self.request_selectors(owner, version, request)
+        if isinstance(own, Unjudged):
+            return own
+        key = (self._slice_seq[info.name], owner, version, request.name)
+        cached = self._request_matches.get(key)
+        if cached is None:
+            names: set[str] = set()
+            for device in info.devices:
+                if device.name not in by_class:
+                    continue
+                try:
+                    if all_match(self.env, own, info.driver, device):
+                        names.add(device.name)
+                except SelectorError as exc:
+                    cached = Unjudged(
+                        f"{owner}: request {request.name} on ResourceSlice {info.name}: {exc}"
+                    )
+                    break
+            else:
+                cached = frozenset(names)
+            if len(self._request_matches) >= _REQUEST_MATCHES_LIMIT:
+                self._request_matches.clear()
+            self._request_matches[key] = cached
+        return cached
 
     def node_devices(self, node: str) -> list[tuple[ResourceSliceInfo, Device]]:
         """The node's devices in its pools' newest generation."""

@@ -290,6 +290,18 @@ class ClusterState:
                 problem = self._storage.devices.class_problem(name)
                 if problem:
                     log.warning("DRA devices not counted: %s", problem)
+                info = self._storage.devices.classes.get(name)
+                mapped = self._device_names.mappings.get(name)
+                extended = info.extended_resource_name if info is not None else ""
+                if extended and mapped and mapped != extended:
+                    log.warning(
+                        "DeviceClass %s: deviceClassMappings names %s, but pods ask its "
+                        "devices as %s (its extendedResourceName): they count under %s",
+                        name,
+                        mapped,
+                        extended,
+                        extended,
+                    )
             self._refresh_devices(nodes | self._device_nodes(kind, obj))
             if kind == "DeviceClass":
                 self._claim_changed()  # what a claim charges, and under which name
@@ -325,6 +337,20 @@ class ClusterState:
             self._namespaces = {k: v for k, v in self._namespaces.items() if k != key}
         elif kind in DEVICE_KINDS:
             nodes = self._device_nodes(kind, {"metadata": {"name": key}})
+            if kind == "DeviceClass":
+                users = [
+                    c.key
+                    for c in self._storage.resource_claims.values()
+                    if c.allocated and key in c.devices
+                ]
+                if users:
+                    log.warning(
+                        "DeviceClass %s deleted while %d allocated claim(s) use it (%s): "
+                        "their devices are no longer counted",
+                        key,
+                        len(users),
+                        ", ".join(sorted(users)[:5]),
+                    )
             delete_storage(self._storage, kind, key)
             self._refresh_devices(nodes)
             if kind == "DeviceClass":
@@ -353,6 +379,18 @@ class ClusterState:
             if names == self._device_names:
                 return
             self._device_names = names
+            shared: dict[str, list[str]] = {}
+            for device_class, name in sorted(names.mappings.items()):
+                shared.setdefault(name, []).append(device_class)
+            for name, classes in shared.items():
+                if len(classes) > 1:
+                    log.info(
+                        "deviceClassMappings: classes %s count under %s; a device several of "
+                        "them accept counts once, and a node's device-plugin %s is added to",
+                        ", ".join(classes),
+                        name,
+                        name,
+                    )
             self._refresh_devices(set(self._node_base))
             self._claim_changed()
             self.changes.structural()

@@ -158,14 +158,19 @@ def test_devices_of_two_classes_of_one_name_count_once() -> None:
     }
 
 
-def test_quota_name_prefers_mapping_then_extended_resource_name() -> None:
+def test_quota_name_is_the_extended_resource_name_then_the_mapping() -> None:
+    # Pods ask an extended-resource class's devices by that name: its devices count there.
     cat = catalog(
         resource_slice("s", "n1", *gpus(2)),
         device_class("ext", extended_resource_name="example.com/gpu"),
     )
     assert cat.node_resources("n1", DeviceQuotaNames())[0] == {"example.com/gpu": 2}
     mapped = DeviceQuotaNames({"ext": "nvidia.com/gpu"})
-    assert cat.node_resources("n1", mapped)[0] == {"nvidia.com/gpu": 2}
+    assert cat.node_resources("n1", mapped)[0] == {"example.com/gpu": 2}
+    plain = catalog(resource_slice("s", "n1", *gpus(2)), device_class("plain"))
+    assert plain.node_resources("n1", DeviceQuotaNames({"plain": "nvidia.com/gpu"}))[0] == {
+        "nvidia.com/gpu": 2
+    }
 
 
 def test_name_with_a_class_not_evaluable_is_left_out_with_its_reason() -> None:

@@ -4,7 +4,10 @@ first, and what cannot be judged is reported, never counted."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from scheduler_core.api.devices import DeviceQuotaNames
 from scheduler_core.cache.state import ClusterState
@@ -207,3 +210,23 @@ def test_pending_claims_charge_their_exact_count_unless_the_class_is_not_judged(
     assert state.queue_usage_view()["q1"].request.get(IMPLICIT) == 0
     state.upsert("DeviceClass", device_class(GPU))
     assert state.queue_usage_view()["q1"].request.get(IMPLICIT) == 2000
+
+
+def test_class_deleted_while_claims_use_it_is_logged_and_counted_nowhere(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    state = state_of(
+        queue("q1"),
+        node("n1"),
+        device_class(GPU),
+        resource_slice("s", "n1", *gpus(2)),
+        with_resource_claims(pod("dra", node_name="n1", queue="q1"), "c"),
+        resource_claim("c", count=1, allocated_on="n1", reserved_for=["ns-dra"]),
+    )
+    assert allocated(state, "q1", IMPLICIT) == 1
+    with caplog.at_level(logging.WARNING, logger="scheduler_core.cache"):
+        state.delete("DeviceClass", GPU)
+    assert "DeviceClass gpu.example.com deleted while 1 allocated claim(s) use it" in caplog.text
+    # Both sides of the share drop together: no queue holds more than the cluster has.
+    assert allocated(state, "q1", IMPLICIT) == 0
+    assert allocatable(state, "n1", IMPLICIT) == 0

@@ -23,15 +23,12 @@ compile or evaluate, a claim or template not in the cache.
 from __future__ import annotations
 
 from scheduler_core.api.devices import (
-    CompiledSelector,
     Device,
     DeviceCatalog,
     DeviceId,
     DeviceRequest,
     ResourceSliceInfo,
-    SelectorError,
     Unjudged,
-    all_match,
 )
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.storage import ResourceClaimInfo, StorageCatalog
@@ -169,30 +166,24 @@ def _released(claim: ResourceClaimInfo, node: NodeInfo, base: NodeInfo | None) -
 
 def _candidates(
     catalog: DeviceCatalog,
-    devices: list[tuple[ResourceSliceInfo, Device]],
+    slices: list[ResourceSliceInfo],
     owner: str,
     version: str,
     request: DeviceRequest,
 ) -> list[DeviceId] | Unjudged:
     """The node's devices the request's class and own selectors accept."""
-    cls = catalog.selectors(request.device_class)
-    if isinstance(cls, Unjudged):
-        return cls
-    own = catalog.request_selectors(owner, version, request)
-    if isinstance(own, Unjudged):
-        return own
-    selectors: tuple[CompiledSelector, ...] = cls + own
     out: list[DeviceId] = []
-    for info, device in devices:
-        try:
-            if not all_match(catalog.env, selectors, info.driver, device):
+    for info in slices:
+        matched = catalog.request_matches(info, owner, version, request)
+        if isinstance(matched, Unjudged):
+            return matched
+        for device in info.devices:
+            if device.name not in matched:
                 continue
-        except SelectorError as exc:
-            return Unjudged(f"{owner}: request {request.name} on {info.name}: {exc}")
-        why = _not_modelled(info, device)
-        if why:
-            return Unjudged(f"{owner}: request {request.name}: device {device.name} {why}")
-        out.append((info.driver, info.pool, device.name))
+            why = _not_modelled(info, device)
+            if why:
+                return Unjudged(f"{owner}: request {request.name}: device {device.name} {why}")
+            out.append((info.driver, info.pool, device.name))
     return out
 
 
@@ -239,15 +230,15 @@ def allocation_error(
     if not needs:
         return None
     catalog = storage.devices
-    devices = catalog.node_devices(node.name)
-    ids = [(info.driver, info.pool, d.name) for info, d in devices]
+    slices = catalog.current_slices(node.name)
+    ids = [(info.driver, info.pool, d.name) for info in slices for d in info.devices]
     free = set(ids) - _held(catalog, storage, ids, node, base)
     units: list[list[DeviceId]] = []
     waiting = [t for t in node.tasks.values() if t.uid != task.uid and t.resource_claims]
     for judged in [*waiting, task]:
         judged_needs = needs if judged is task else pending_needs(judged, storage)[0]
         for owner, version, request in judged_needs:
-            found = _candidates(catalog, devices, owner, version, request)
+            found = _candidates(catalog, slices, owner, version, request)
             if isinstance(found, Unjudged):
                 if judged is not task:
                     continue  # another pod's problem: its devices are not counted here
