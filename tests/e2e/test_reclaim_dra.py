@@ -421,3 +421,56 @@ def test_a_selector_that_does_not_compile_here_is_reported_by_readiness_and_logs
         )
     finally:
         remove(kube, "deviceclasses", device_class)
+
+
+def test_an_extended_resource_class_is_counted_under_its_name_once(kube: Kube, stack: Any) -> None:
+    ns = kube.namespace("dra")
+    tag = "d" + ns.replace("dra-", "")
+    driver = f"{tag}.gpu.example.com"
+    resource = f"example.com/{tag}-gpu"
+    node = kube.node(f"{tag}-n0", cpu="8")  # no device plugin: allocatable has no GPU
+    publish_gpus(kube, node, driver, 2)
+    device_class = make_class(
+        kube, f"{tag}-gpu", f'device.driver == "{driver}"', extendedResourceName=resource
+    )
+    try:
+        queue = kube.queue(f"{tag}-q")
+        kube.core.create_namespaced_pod(
+            ns,
+            {
+                "metadata": {
+                    "name": "ext",
+                    "annotations": {"scheduling.volcano.sh/queue-name": queue},
+                },
+                "spec": {
+                    "schedulerName": QUEUE_SCHEDULER,
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "registry.k8s.io/pause:3.10",
+                            "resources": {
+                                "requests": {"cpu": "100m", resource: "1"},
+                                "limits": {resource: "1"},
+                            },
+                        }
+                    ],
+                },
+            },
+        )
+        # The extender lets it through (the node's capacity comes from its slices) and
+        # kube-scheduler makes and allocates the claim.
+        kube.wait_running(ns, ["ext"], timeout=90)
+        claims = kube.custom.list_namespaced_custom_object(*RESOURCE, ns, "resourceclaims")
+        assert any((c.get("status") or {}).get("allocation") for c in claims["items"])
+        url = f"{stack.extender.url}/api/v1/queues/{queue}"
+
+        def charged() -> float:
+            return float((get_json(url).get("allocated") or {}).get(resource, 0))
+
+        wait_for(lambda: charged() == 1, 30, "the pod's request charged")
+        time.sleep(2)
+        assert charged() == 1  # the claim kube-scheduler made is not charged again
+    finally:
+        remove(kube, "resourceslices", f"{node}-gpus")
+        remove(kube, "deviceclasses", device_class)

@@ -359,3 +359,37 @@ def test_the_engine_allocates_exactly_when_a_reference_allocator_can(
     ]
     found = verdict(objs + pending(claim("c", *reqs)))
     assert (found is None) is reference_fits(device_models, held, requests)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    holders=st.lists(st.frozensets(st.integers(0, 3), max_size=3), min_size=1, max_size=4),
+    victims=st.frozensets(st.integers(0, 3)),
+    count=st.integers(1, 3),
+)
+def test_after_evictions_the_engine_allocates_exactly_when_a_reference_allocator_can(
+    holders: list[frozenset[int]], victims: frozenset[int], count: int
+) -> None:
+    """Device i is held by claim c<i>, reserved for the pods ``holders[i]`` (shared when
+    several); once ``victims`` leave, a device is free when every pod of its claim left."""
+    objects: list[Obj] = [
+        node("n1"),
+        device_class(GPU),
+        resource_slice("s1", "n1", *models(*["a100"] * len(holders))),
+    ]
+    for v in range(4):
+        held = [f"c{i}" for i, pods in enumerate(holders) if v in pods]
+        victim = pod(f"v{v}", node_name="n1")
+        objects.append(with_resource_claims(victim, *held) if held else victim)
+    for i, pods in enumerate(holders):
+        if pods:
+            objects.append(
+                allocated(f"c{i}", [f"gpu-{i}"], "n1", *(f"ns-v{p}" for p in sorted(pods)))
+            )
+    objects += pending(claim("want", request(count=count)))
+    ssn = session(objects, CONF)
+    copy = ssn.nodes["n1"].copy_sharing_tasks()
+    for v in victims:
+        copy.remove_task(task_of(ssn, f"ns/v{v}"))
+    free = sum(1 for pods in holders if pods <= victims)
+    assert (ssn.predicate(task_of(ssn, "ns/p"), copy) is None) is (count <= free)
