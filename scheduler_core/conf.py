@@ -106,6 +106,12 @@ class SchedulerConfiguration:
     tiers: list[Tier]
     configurations: dict[str, dict[str, Any]] = field(default_factory=dict)
     metrics: dict[str, str] = field(default_factory=dict)
+    #: ``deviceClassMappings``: DRA device class -> the quota resource name its devices
+    #: count under (e.g. ``gpu.example.com: nvidia.com/gpu``, so that a queue's quota covers
+    #: device-plugin and DRA GPUs alike). A class with an ``extendedResourceName`` counts
+    #: under that name whatever the mapping says; unmapped classes under
+    #: ``deviceclass.resource.kubernetes.io/<class>``.
+    device_class_mappings: dict[str, str] = field(default_factory=dict)
     #: What a session will skip with a warning (a plugin the engine does not have), one line
     #: each; filled by whoever knows the engine's plugins (see `unavailable_plugins`).
     warnings: list[str] = field(default_factory=list)
@@ -207,7 +213,31 @@ def load_configuration(
         tiers=tiers,
         configurations=configurations,
         metrics={str(k): str(v) for k, v in metrics.items()},
+        device_class_mappings=_device_class_mappings(raw.get("deviceClassMappings"), source),
     )
+
+
+#: Names a device class cannot count under: the native resources are not devices.
+_NATIVE = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+
+def _device_class_mappings(raw: Any, source: str) -> dict[str, str]:
+    """``deviceClassMappings``: a mapping of device class names to resource names."""
+    if raw is None:
+        return {}
+    where = f"{source}: deviceClassMappings"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a mapping of device class to resource name")
+    out: dict[str, str] = {}
+    for device_class, name in raw.items():
+        if not isinstance(device_class, str) or not device_class:
+            raise ConfigError(f"{where}: a device class name must be a non-empty string")
+        if not isinstance(name, str) or not name or " " in name:
+            raise ConfigError(f"{where}.{device_class}: expected a resource name, got {name!r}")
+        if name in _NATIVE or name.startswith(("requests.", "limits.", "hugepages-")):
+            raise ConfigError(f"{where}.{device_class}: {name} is not a device resource")
+        out[device_class] = name
+    return out
 
 
 def unavailable_plugins(

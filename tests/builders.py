@@ -873,3 +873,77 @@ def filter_result(
     for n, r in (unresolvable or {}).items():
         verdicts[n] = status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, n, r)
     return FilterResult(list(passed), verdicts, error)
+
+
+def device(
+    name: str,
+    attributes: Mapping[str, int | bool | str] | None = None,
+    capacity: Mapping[str, str] | None = None,
+) -> Obj:
+    """A ResourceSlice device (``resource.k8s.io/v1``): attributes by (possibly qualified)
+    name, capacities as quantities."""
+    attrs: Obj = {}
+    for key, value in (attributes or {}).items():
+        kind = "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "string"
+        attrs[key] = {kind: value}
+    out: Obj = {"name": name}
+    if attrs:
+        out["attributes"] = attrs
+    if capacity:
+        out["capacity"] = {k: {"value": v} for k, v in capacity.items()}
+    return out
+
+
+def resource_slice(
+    name: str,
+    node_name: str,
+    *devices: Obj,
+    driver: str = "gpu.example.com",
+    pool: str | None = None,
+    generation: int = 1,
+    slice_count: int = 1,
+) -> Obj:
+    """A node-local ResourceSlice publishing ``devices`` (pool named after the node)."""
+    return {
+        "kind": "ResourceSlice",
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": driver,
+            "nodeName": node_name,
+            "pool": {
+                "name": pool or node_name,
+                "generation": generation,
+                "resourceSliceCount": slice_count,
+            },
+            "devices": [dict(d) for d in devices],
+        },
+    }
+
+
+def gpus(count: int, **attributes: int | bool | str) -> list[Obj]:
+    """``count`` devices named gpu-0... with the same attributes."""
+    return [device(f"gpu-{i}", attributes) for i in range(count)]
+
+
+def device_class(
+    name: str,
+    *selectors: str,
+    extended_resource_name: str | None = None,
+    uid: str | None = None,
+    resource_version: str = "1",
+) -> Obj:
+    """A DeviceClass whose CEL ``selectors`` must all accept a device."""
+    spec: Obj = {"selectors": [{"cel": {"expression": e}} for e in selectors]}
+    if extended_resource_name:
+        spec["extendedResourceName"] = extended_resource_name
+    return {
+        "kind": "DeviceClass",
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": {
+            "name": name,
+            "uid": uid or f"uid-{name}",
+            "resourceVersion": resource_version,
+        },
+        "spec": spec,
+    }

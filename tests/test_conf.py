@@ -85,11 +85,28 @@ def test_default_configuration_is_the_helm_chart_tiers_with_our_actions() -> Non
         ("tiers:\n- plugins:\n  - name: gang\n    enableJobOrder: maybe", "must be true or false"),
         ("actions: 'enqueue\n  tiers: [", "malformed YAML"),
         ("- just\n- a list", "expected a mapping"),
+        ("deviceClassMappings: [gpu]", "deviceClassMappings must be a mapping"),
+        ("deviceClassMappings: {gpu.example.com: cpu}", "cpu is not a device resource"),
+        ("deviceClassMappings: {gpu.example.com: 3}", "expected a resource name, got 3"),
     ],
 )
 def test_bad_configuration_is_a_clear_error(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_configuration(text, "sched.conf")
+
+
+def test_device_class_mappings_are_read_and_default_to_none() -> None:
+    text = (
+        "deviceClassMappings:\n"
+        "  gpu.example.com: nvidia.com/gpu\n"
+        "  a100.example.com: nvidia.com/gpu\n"
+    )
+    conf = load_configuration(text)
+    assert conf.device_class_mappings == {
+        "gpu.example.com": "nvidia.com/gpu",
+        "a100.example.com": "nvidia.com/gpu",
+    }
+    assert load_configuration("actions: enqueue").device_class_mappings == {}
 
 
 def test_error_names_the_file(tmp_path: object) -> None:

@@ -64,7 +64,8 @@ class Queue(_Out):
     devices: dict[str, int] = Field(
         default_factory=dict,
         description="DRA devices its placed pods' allocated ResourceClaims hold, by "
-        "deviceclass.resource.kubernetes.io/<device class> (not part of the shares)",
+        "deviceclass.resource.kubernetes.io/<device class> (the shares count them under each "
+        "class's quota name)",
     )
     derivation: Derivation | None = None
 

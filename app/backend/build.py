@@ -281,6 +281,7 @@ def configuration_warnings(
         failure = watcher.failure if watcher is not None else ""
         if failure:
             found.append(failure)
+        found.extend(f"DRA devices not counted: {p}" for p in backend.state.device_problems())
         return found
 
     return warnings

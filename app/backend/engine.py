@@ -21,6 +21,7 @@ from app.backend.forked import run_forked
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
 from app.verbs.ports import BadPodError
 from scheduler_core.accounting.keeper import QueueAccounting
+from scheduler_core.api.devices import DeviceQuotaNames
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
@@ -80,6 +81,7 @@ class EngineBackend:
     ) -> None:
         self.state = state
         self.conf = conf
+        state.set_device_names(DeviceQuotaNames(dict(conf.device_class_mappings)))
         self.options = options or BackendOptions()
         self.informers = informers
         self.source = source
@@ -113,6 +115,7 @@ class EngineBackend:
         handed the same configuration first, by whoever follows the file)."""
         with self.state.locked():
             self.conf = conf
+            self.state.set_device_names(DeviceQuotaNames(dict(conf.device_class_mappings)))
             self.accounting.use_configuration(conf)
 
     def _freeze_once(self) -> None:

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 import orjson
 
 from app.cli.tables import fmt_resources, table
+from scheduler_core.api.devices import DeviceQuotaNames
 from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.yaml_source import ClusterFileError, load_cluster_file
 from scheduler_core.conf import (
@@ -66,7 +67,8 @@ def run_simulate(
         return 2
     if loaded.skipped:
         print(loaded.skipped_summary(), file=err)
-    ssn = run_session(build_snapshot(loaded.objects), conf)
+    names = DeviceQuotaNames(dict(conf.device_class_mappings))
+    ssn = run_session(build_snapshot(loaded.objects, names), conf)
     report = session_report(ssn)
     if args.output == "json":
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")

@@ -11,19 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from scheduler_core.api.devices import ClaimShape, DeviceCatalog, DeviceId
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 CLAIM_LOST = "Lost"
-
-#: The scalar resource a DRA device of class ``<name>`` counts as in a queue's usage: the
-#: name Kubernetes itself gives a device class's implicit extended resource.
-DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
-
-
-def device_class_resource(device_class: str) -> str:
-    return f"{DEVICE_CLASS_RESOURCE_PREFIX}{device_class}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +97,28 @@ class ResourceClaimInfo:
     reserved_for: tuple[str, ...] = ()
     #: The allocation's node selector (terms ORed), None when any node may use it.
     node_selector: tuple[SelectorTerm, ...] | None = None
+    uid: str = ""
+    resource_version: str = ""
+    #: What its requests ask for, or why the engine does not judge them.
+    shape: ClaimShape = field(default_factory=ClaimShape)
+    #: The devices its allocation chose.
+    allocated_devices: tuple[DeviceId, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaimTemplateInfo:
+    """A ResourceClaimTemplate: the claim kube-scheduler's controller makes for each pod
+    naming it, judged (and charged) before that claim exists."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    resource_version: str = ""
+    shape: ClaimShape = field(default_factory=ClaimShape)
 
     @property
     def key(self) -> str:
@@ -128,6 +143,9 @@ class StorageCatalog:
     classes: dict[str, StorageClassInfo] = field(default_factory=dict)
     csi_nodes: dict[str, CSINodeInfo] = field(default_factory=dict)
     resource_claims: dict[str, ResourceClaimInfo] = field(default_factory=dict)
+    claim_templates: dict[str, ResourceClaimTemplateInfo] = field(default_factory=dict)
+    #: ResourceSlices and DeviceClasses, with their compiled selectors.
+    devices: DeviceCatalog = field(default_factory=DeviceCatalog)
     version: int = 0
 
     def touch(self) -> None:
@@ -142,6 +160,13 @@ class StorageCatalog:
         self.classes.update(other.classes)
         self.csi_nodes.update(other.csi_nodes)
         self.resource_claims.update(other.resource_claims)
+        self.claim_templates.update(other.claim_templates)
+        for claim in other.resource_claims.values():
+            self.devices.put_claim_devices(claim.key, claim.allocated_devices)
+        for info in other.devices.slices.values():
+            self.devices.put_slice(info)
+        for cls in other.devices.classes.values():
+            self.devices.put_class(cls)
 
     def copy(self) -> StorageCatalog:
         """A catalog whose maps can change without changing this one's (a what-if fork)."""
@@ -151,6 +176,8 @@ class StorageCatalog:
             classes=dict(self.classes),
             csi_nodes=dict(self.csi_nodes),
             resource_claims=dict(self.resource_claims),
+            claim_templates=dict(self.claim_templates),
+            devices=self.devices.copy(),
             version=self.version,
         )
 

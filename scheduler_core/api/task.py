@@ -44,6 +44,8 @@ class PodResourceClaim:
 
     name: str
     claim: str = ""
+    #: The ResourceClaimTemplate its claim is made from (empty: it names a claim).
+    template: str = ""
 
 
 @dataclass(slots=True)

@@ -21,7 +21,6 @@ from scheduler_core.api.storage import (
     CSINodeInfo,
     PersistentVolumeClaimInfo,
     PersistentVolumeInfo,
-    ResourceClaimInfo,
     SelectorTerm,
     StorageClassInfo,
 )
@@ -274,7 +273,8 @@ def pod_resource_claims(
             continue
         name = raw["name"]
         claim = str(raw.get("resourceClaimName") or "") or created.get(name, "")
-        out.append(PodResourceClaim(name=name, claim=claim))
+        template = str(raw.get("resourceClaimTemplateName") or "")
+        out.append(PodResourceClaim(name=name, claim=claim, template=template))
     return tuple(out)
 
 
@@ -664,53 +664,3 @@ def csinode_to_info(csinode: Mapping[str, Any]) -> CSINodeInfo:
             count = _int_field(count, f"{where}: spec.drivers[{i}].allocatable.count", 0)
         drivers[driver["name"]] = count
     return CSINodeInfo(name=name, drivers=drivers)
-
-
-def _request_classes(spec: Mapping[str, Any]) -> dict[str, str]:
-    """Request name (``req``, or ``req/sub`` for a ``firstAvailable`` alternative) -> the
-    device class it asks for."""
-    classes: dict[str, str] = {}
-    for request in _list(_map(spec, "devices"), "requests"):
-        if not isinstance(request, dict):
-            continue
-        name = str(request.get("name") or "")
-        exactly = _map(request, "exactly")
-        if exactly.get("deviceClassName"):
-            classes[name] = str(exactly["deviceClassName"])
-        elif request.get("deviceClassName"):  # the pre-v1 shape, still served by some
-            classes[name] = str(request["deviceClassName"])
-        for sub in _list(request, "firstAvailable"):
-            if isinstance(sub, dict) and sub.get("deviceClassName"):
-                classes[f"{name}/{sub.get('name')}"] = str(sub["deviceClassName"])
-    return classes
-
-
-def resource_claim_to_info(claim: Mapping[str, Any]) -> ResourceClaimInfo:
-    namespace, name = object_name(claim, "ResourceClaim")
-    status = _map(claim, "status")
-    allocation = status.get("allocation")
-    classes = _request_classes(_map(claim, "spec"))
-    devices: dict[str, int] = {}
-    node_selector = None
-    if isinstance(allocation, dict):
-        for result in _list(_map(allocation, "devices"), "results"):
-            if not isinstance(result, dict):
-                continue
-            device_class = classes.get(str(result.get("request") or ""), "")
-            if device_class:
-                devices[device_class] = devices.get(device_class, 0) + 1
-        raw_selector = allocation.get("nodeSelector")
-        node_selector = selector_terms(raw_selector) if raw_selector else None
-    reserved = tuple(
-        str(r.get("uid") or "")
-        for r in _list(status, "reservedFor")
-        if isinstance(r, dict) and r.get("resource") == "pods"
-    )
-    return ResourceClaimInfo(
-        namespace=namespace or "default",
-        name=name,
-        allocated=isinstance(allocation, dict),
-        devices=devices,
-        reserved_for=reserved,
-        node_selector=node_selector,
-    )

@@ -88,6 +88,13 @@ CSI_NODE = KindSpec("CSINode", "storage.k8s.io", "v1", "csinodes", namespaced=Fa
 RESOURCE_CLAIM = KindSpec(
     "ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", namespaced=True
 )
+RESOURCE_CLAIM_TEMPLATE = KindSpec(
+    "ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", namespaced=True
+)
+RESOURCE_SLICE = KindSpec(
+    "ResourceSlice", "resource.k8s.io", "v1", "resourceslices", namespaced=False
+)
+DEVICE_CLASS = KindSpec("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", namespaced=False)
 
 #: What a pod's placement depends on beyond its spec and the nodes: volumes and devices.
 STORAGE_KINDS: tuple[KindSpec, ...] = (
@@ -96,6 +103,9 @@ STORAGE_KINDS: tuple[KindSpec, ...] = (
     STORAGE_CLASS,
     CSI_NODE,
     RESOURCE_CLAIM,
+    RESOURCE_CLAIM_TEMPLATE,
+    RESOURCE_SLICE,
+    DEVICE_CLASS,
 )
 
 #: Only their labels are read: pod affinity terms select namespaces by label.

@@ -26,8 +26,13 @@ from scheduler_core.cache.convert import (
     pv_to_info,
     pvc_to_info,
     queue_to_info,
-    resource_claim_to_info,
     storage_class_to_info,
+)
+from scheduler_core.cache.convert_devices import (
+    device_class_to_info,
+    resource_claim_template_to_info,
+    resource_claim_to_info,
+    resource_slice_to_info,
 )
 
 
@@ -87,16 +92,38 @@ def put_storage(catalog: StorageCatalog, kind: str, obj: Mapping[str, Any]) -> N
     elif kind == "ResourceClaim":
         claim = resource_claim_to_info(obj)
         catalog.resource_claims[claim.key] = claim
+        catalog.devices.put_claim_devices(claim.key, claim.allocated_devices)
+    elif kind == "ResourceClaimTemplate":
+        template = resource_claim_template_to_info(obj)
+        catalog.claim_templates[template.key] = template
+    elif kind == "ResourceSlice":
+        catalog.devices.put_slice(resource_slice_to_info(obj))
+    elif kind == "DeviceClass":
+        catalog.devices.put_class(device_class_to_info(obj))
 
 
 def delete_storage(catalog: StorageCatalog, kind: str, key: str) -> None:
     """Forget a storage or device object by its cache key (``ns/name`` or ``name``)."""
+    if kind == "ResourceSlice":
+        catalog.touch()
+        catalog.devices.remove_slice(key)
+        return
+    if kind == "DeviceClass":
+        catalog.touch()
+        catalog.devices.remove_class(key)
+        return
+    if kind == "ResourceClaim":
+        catalog.devices.put_claim_devices(key, ())
+        catalog.devices.forget_owner(f"ResourceClaim {key}")
+    if kind == "ResourceClaimTemplate":
+        catalog.devices.forget_owner(f"ResourceClaimTemplate {key}")
     tables: dict[str, dict[str, Any]] = {
         "PersistentVolumeClaim": catalog.claims,
         "PersistentVolume": catalog.volumes,
         "StorageClass": catalog.classes,
         "CSINode": catalog.csi_nodes,
         "ResourceClaim": catalog.resource_claims,
+        "ResourceClaimTemplate": catalog.claim_templates,
     }
     catalog.touch()
     tables[kind].pop(key, None)
@@ -104,8 +131,20 @@ def delete_storage(catalog: StorageCatalog, kind: str, key: str) -> None:
 
 #: The storage and device kinds ``put_storage`` converts.
 STORAGE_CONVERTERS = frozenset(
-    {"PersistentVolumeClaim", "PersistentVolume", "StorageClass", "CSINode", "ResourceClaim"}
+    {
+        "PersistentVolumeClaim",
+        "PersistentVolume",
+        "StorageClass",
+        "CSINode",
+        "ResourceClaim",
+        "ResourceClaimTemplate",
+        "ResourceSlice",
+        "DeviceClass",
+    }
 )
+
+#: The device kinds whose change moves a node's device capacity.
+DEVICE_KINDS = frozenset({"ResourceSlice", "DeviceClass"})
 
 
 def collect(objects: Iterable[Mapping[str, Any]]) -> ClusterObjects:

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
+from scheduler_core.api.devices import DeviceQuotaNames
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
@@ -45,6 +46,7 @@ from scheduler_core.cache.convert import (
     queue_to_info,
 )
 from scheduler_core.cache.objects import (
+    DEVICE_KINDS,
     STORAGE_CONVERTERS,
     ClusterObjects,
     delete_storage,
@@ -65,6 +67,9 @@ KINDS = (
     "StorageClass",
     "CSINode",
     "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
+    "DeviceClass",
     "Namespace",
 )
 
@@ -168,6 +173,19 @@ class ClusterState:
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}  # job id -> tasks awaiting a PodGroup
         self._nodes: dict[str, NodeInfo] = {}
+        #: Nodes as their objects say, before their DRA devices are added (see
+        #: ``_with_devices``).
+        self._node_base: dict[str, NodeInfo] = {}
+        #: Which quota name each device class counts under (the configuration's mapping).
+        self._device_names = DeviceQuotaNames()
+        #: Pods with device claims, as last received: re-derived when a claim they name
+        #: changes, since an allocated claim is charged to the pod that reserves it.
+        self._claim_pods: dict[str, dict[str, Any]] = {}
+        #: Claim key -> the keys of the pods naming it.
+        self._claim_refs: dict[str, set[str]] = {}
+        self._rederiving = False
+        #: Per node, why some of its device counts could not be judged.
+        self._device_problems: dict[str, tuple[str, ...]] = {}
         self._total_allocatable = Resource.empty()
         # Queue usage kept as jobs change, so sessions need not walk every job to sum it.
         self._job_usage: dict[str, tuple[str, JobUsage]] = {}
@@ -222,15 +240,16 @@ class ClusterState:
         """Apply a whole static cluster (a YAML file) and mark every kind synced."""
         with self._lock:
             self._priority_classes.update(objects.priority_classes)
+            self._storage.merge(objects.storage)
             for node in objects.nodes:
-                self._put_node(node)
+                self._node_base[node.name] = node
+                self._put_node(self._with_devices(node))
             for queue in objects.queues:
                 self._queues[queue.name] = queue
             for pg in objects.podgroups:
                 self._put_podgroup(pg)
             for pdb in objects.pdbs:
                 self._pdbs[pdb.key] = pdb
-            self._storage.merge(objects.storage)
             self._namespaces = {**self._namespaces, **objects.namespaces}
             for pod in objects.pods:
                 self._put_pod(dict(pod))
@@ -245,7 +264,9 @@ class ClusterState:
         if kind == "Pod":
             self._put_pod(obj)
         elif kind == "Node":
-            self._put_node(node_to_info(obj))
+            base = node_to_info(obj)
+            self._node_base[base.name] = base
+            self._put_node(self._with_devices(base))
         elif kind == "Queue":
             queue = queue_to_info(obj)
             self._queues[queue.name] = queue
@@ -261,9 +282,37 @@ class ClusterState:
         elif kind == "Namespace":
             name, labels = namespace_labels(obj)
             self._namespaces = {**self._namespaces, name: labels}
+        elif kind in DEVICE_KINDS:
+            nodes = self._device_nodes(kind, obj)
+            put_storage(self._storage, kind, obj)
+            if kind == "DeviceClass":
+                name = str((obj.get("metadata") or {}).get("name") or "")
+                problem = self._storage.devices.class_problem(name)
+                if problem:
+                    log.warning("DRA devices not counted: %s", problem)
+                info = self._storage.devices.classes.get(name)
+                mapped = self._device_names.mappings.get(name)
+                extended = info.extended_resource_name if info is not None else ""
+                if extended and mapped and mapped != extended:
+                    log.warning(
+                        "DeviceClass %s: deviceClassMappings names %s, but pods ask its "
+                        "devices as %s (its extendedResourceName): they count under %s",
+                        name,
+                        mapped,
+                        extended,
+                        extended,
+                    )
+            self._refresh_devices(nodes | self._device_nodes(kind, obj))
+            if kind == "DeviceClass":
+                self._claim_changed()  # what a claim charges, and under which name
         elif kind in STORAGE_CONVERTERS:
             put_storage(self._storage, kind, obj)
             self._storage_changed()
+            if kind == "ResourceClaim":
+                meta = obj.get("metadata") or {}
+                self._claim_changed(f"{meta.get('namespace') or 'default'}/{meta.get('name')}")
+            elif kind == "ResourceClaimTemplate":
+                self._claim_changed()
 
     def _classify_rest(self) -> None:
         if not self._classified:
@@ -273,6 +322,7 @@ class ClusterState:
         if kind == "Pod":
             self._delete_pod(key)
         elif kind == "Node":
+            self._node_base.pop(key, None)
             self._remove_node(key)
         elif kind == "Queue":
             self._queues.pop(key, None)
@@ -285,9 +335,33 @@ class ClusterState:
             self._pdbs.pop(key, None)
         elif kind == "Namespace":
             self._namespaces = {k: v for k, v in self._namespaces.items() if k != key}
+        elif kind in DEVICE_KINDS:
+            nodes = self._device_nodes(kind, {"metadata": {"name": key}})
+            if kind == "DeviceClass":
+                users = [
+                    c.key
+                    for c in self._storage.resource_claims.values()
+                    if c.allocated and key in c.devices
+                ]
+                if users:
+                    log.warning(
+                        "DeviceClass %s deleted while %d allocated claim(s) use it (%s): "
+                        "their devices are no longer counted",
+                        key,
+                        len(users),
+                        ", ".join(sorted(users)[:5]),
+                    )
+            delete_storage(self._storage, kind, key)
+            self._refresh_devices(nodes)
+            if kind == "DeviceClass":
+                self._claim_changed()
         elif kind in STORAGE_CONVERTERS:
             delete_storage(self._storage, kind, key)
             self._storage_changed()
+            if kind == "ResourceClaim":
+                self._claim_changed(key)
+            elif kind == "ResourceClaimTemplate":
+                self._claim_changed()
 
     def _storage_changed(self) -> None:
         """A storage or device object moves no sum and no job or node a session derives
@@ -295,6 +369,190 @@ class ClusterState:
         now): the decision version moves, an accounting session follows without a rebuild."""
         self._classified = True
         self.changes.sums((), ())
+
+    # --- DRA devices ----------------------------------------------------------------------
+
+    def set_device_names(self, names: DeviceQuotaNames) -> None:
+        """Count device classes under these quota names from now on (a configuration
+        change): every node's devices and every claim's charge are derived again."""
+        with self._lock:
+            if names == self._device_names:
+                return
+            self._device_names = names
+            shared: dict[str, list[str]] = {}
+            for device_class, name in sorted(names.mappings.items()):
+                shared.setdefault(name, []).append(device_class)
+            for name, classes in shared.items():
+                if len(classes) > 1:
+                    log.info(
+                        "deviceClassMappings: classes %s count under %s; a device several of "
+                        "them accept counts once, and a node's device-plugin %s is added to",
+                        ", ".join(classes),
+                        name,
+                        name,
+                    )
+            self._refresh_devices(set(self._node_base))
+            self._claim_changed()
+            self.changes.structural()
+            self.version += 1
+
+    @property
+    def device_names(self) -> DeviceQuotaNames:
+        return self._device_names
+
+    def _device_nodes(self, kind: str, obj: Mapping[str, Any]) -> set[str]:
+        """The nodes whose device counts an event on this object may move."""
+        devices = self._storage.devices
+        if kind == "DeviceClass":
+            return set(devices.nodes())
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        old = devices.slices.get(name)
+        node = str((obj.get("spec") or {}).get("nodeName") or "")
+        found = {n for n in (node, old.node_name if old is not None else "") if n}
+        if old is not None:
+            # A new generation of a pool replaces its slices on every node it spans.
+            found.update(
+                s.node_name
+                for s in devices.slices.values()
+                if s.driver == old.driver and s.pool == old.pool and s.node_name
+            )
+        return found
+
+    def _refresh_devices(self, nodes: Iterable[str]) -> None:
+        """Put the named nodes again with their device counts (a structural change: the
+        cluster's capacity moved)."""
+        for name in sorted(nodes):
+            base = self._node_base.get(name)
+            if base is None:
+                if name in self._storage.devices.nodes():
+                    log.warning(
+                        "DRA devices not counted: a ResourceSlice names node %s, which is "
+                        "not in the cache",
+                        name,
+                    )
+                continue
+            self._put_node(self._with_devices(base))
+
+    def _with_devices(self, base: NodeInfo) -> NodeInfo:
+        """The node with its DRA devices added to its allocatable, per quota name. A device
+        plugin's amount of the same name (a node in migration) is added to, never replaced:
+        the devices are different ones."""
+        counts, problems = self._storage.devices.node_resources(base.name, self._device_names)
+        reasons = tuple(sorted({p.reason for p in problems}))
+        if reasons != self._device_problems.get(base.name, ()):
+            for reason in reasons:
+                log.warning("DRA devices of node %s not counted: %s", base.name, reason)
+        if reasons:
+            self._device_problems[base.name] = reasons
+        else:
+            self._device_problems.pop(base.name, None)
+        if not counts:
+            return base
+        allocatable = base.allocatable.clone()
+        capacity = base.capacity.clone()
+        for name, count in counts.items():
+            allocatable.add_scalar(name, count * 1000.0)
+            capacity.add_scalar(name, count * 1000.0)
+        return NodeInfo.new(
+            base.name,
+            allocatable,
+            capacity,
+            labels=base.labels,
+            taints=base.taints,
+            unschedulable=base.unschedulable,
+            ready=base.ready,
+        )
+
+    def device_problems(self) -> list[str]:
+        """Why some DRA devices are not counted now: classes whose selectors do not
+        compile, devices a class's selector fails on, slices naming a node not in the
+        cache. Shown by readiness (which stays ready: the rest of the cluster is judged)."""
+        with self._lock:
+            devices = self._storage.devices
+            found = {devices.class_problem(c) for c in devices.classes}
+            for reasons in self._device_problems.values():
+                found.update(reasons)
+            found.update(
+                f"ResourceSlices name node {n}, which is not in the cache"
+                for n in devices.nodes()
+                if n not in self._node_base
+            )
+            found.discard("")
+            return sorted(found)
+
+    def _claim_changed(self, key: str = "") -> None:
+        """Derive again the pods naming claim ``key`` (every pod with claims when no key is
+        given: a template or the names changed): what a claim charges, and to whom, may
+        have moved. A pod with no claim is never touched."""
+        pods = self._claim_refs.get(key, set()) if key else set(self._claim_pods)
+        self._rederive(pods)
+
+    def _charge_claims(self, task: TaskInfo) -> None:
+        """Add to the task's request the devices its claims charge it for. A claim counts
+        once, for one pod: the first of its ``status.reservedFor`` (the pod kube-scheduler
+        reserved it for first), or, while nobody reserved it, the first by namespace/name
+        of the pods naming it. Allocated, it charges the devices it holds; not yet allocated
+        (or not yet made from its template), the devices its ``ExactCount`` requests ask;
+        an ``All`` request is charged once allocated (its count depends on the node). A
+        class the engine cannot judge (unknown, or its selector does not compile) is not
+        charged, as its devices are not counted."""
+        extra: dict[str, float] = {}
+        catalog = self._storage
+        for ref in task.resource_claims:
+            per_class: Mapping[str, int] = {}
+            if ref.claim:
+                key = f"{task.namespace}/{ref.claim}"
+                claim = catalog.resource_claims.get(key)
+                if claim is None or self._claim_owner(key, claim.reserved_for) != task.uid:
+                    continue
+                per_class = claim.devices if claim.allocated else claim.shape.exact_counts()
+            elif ref.template:
+                template = catalog.claim_templates.get(f"{task.namespace}/{ref.template}")
+                if template is not None:
+                    per_class = template.shape.exact_counts()
+            for device_class, count in per_class.items():
+                if catalog.devices.class_problem(device_class):
+                    # Not judged: the cluster's devices of the class are not counted, so
+                    # neither is the claim (a share of nothing would refuse the pod).
+                    continue
+                name = self._device_names.name_of(
+                    device_class, catalog.devices.classes.get(device_class)
+                )
+                extra[name] = extra.get(name, 0.0) + count * 1000.0
+        if extra:
+            resreq = task.resreq.clone()
+            init_resreq = task.init_resreq.clone()
+            for name, amount in extra.items():
+                resreq.add_scalar(name, amount)
+                init_resreq.add_scalar(name, amount)
+            task.resreq = resreq
+            task.init_resreq = init_resreq
+
+    def _claim_owner(self, key: str, reserved_for: tuple[str, ...]) -> str:
+        """The uid of the pod a claim is charged to (see ``_charge_claims``)."""
+        if reserved_for:
+            return reserved_for[0]
+        pods = self._claim_refs.get(key)
+        if not pods:
+            return ""
+        first = self._claim_pods[min(pods)]
+        return str((first.get("metadata") or {}).get("uid") or "")
+
+    def _claim_keys(self, task: TaskInfo) -> set[str]:
+        return {f"{task.namespace}/{ref.claim}" for ref in task.resource_claims if ref.claim}
+
+    def _rederive(self, pod_keys: Iterable[str]) -> None:
+        """Put the named claim pods again (their charge may have moved)."""
+        if self._rederiving:
+            return
+        self._rederiving = True
+        try:
+            for key in sorted(pod_keys):
+                pod = self._claim_pods.get(key)
+                if pod is not None:
+                    self._put_pod(pod)
+        finally:
+            self._rederiving = False
 
     # --- pods ---------------------------------------------------------------------------
 
@@ -310,6 +568,14 @@ class ClusterState:
 
     def _put_pod(self, pod: dict[str, Any]) -> None:
         task = pod_to_task(pod, self.priority_values())
+        siblings = self._forget_claim_refs(task.key)
+        if task.resource_claims:
+            self._claim_pods[task.key] = pod
+            for key in self._claim_keys(task):
+                refs = self._claim_refs.setdefault(key, set())
+                siblings.update(refs)
+                refs.add(task.key)
+            self._charge_claims(task)
         old = self._tasks.get(task.key)
         before = self._jobs_of(old, task)
         job_id, synthesized = pod_job_id(pod)
@@ -335,12 +601,34 @@ class ClusterState:
             self._orphans.setdefault(job_id, {})[task.uid] = task
         self._place(task)
         self._classify_pod(old, task, before)
+        if siblings:
+            self._rederive(siblings)
+
+    def _forget_claim_refs(self, pod_key: str) -> set[str]:
+        """Forget a pod's claim references; the other pods naming its claims (their
+        charge may move when this one comes or goes)."""
+        pod = self._claim_pods.pop(pod_key, None)
+        old = self._tasks.get(pod_key)
+        if pod is None or old is None:
+            return set()
+        siblings: set[str] = set()
+        for key in self._claim_keys(old):
+            refs = self._claim_refs.get(key)
+            if refs is not None and pod_key in refs:
+                refs.discard(pod_key)
+                siblings.update(refs)
+                if not refs:
+                    del self._claim_refs[key]
+        return siblings
 
     def _delete_pod(self, key: str) -> None:
         old = self._tasks.get(key)
         before = self._jobs_of(old, None)
+        siblings = self._forget_claim_refs(key)
         self._remove_pod(key)
         self._classify_pod(old, None, before)
+        if siblings:
+            self._rederive(siblings)
 
     def _jobs_of(self, *tasks: TaskInfo | None) -> dict[str, JobInfo | None]:
         return {t.job: self._jobs.get(t.job) for t in tasks if t is not None}
@@ -414,6 +702,7 @@ class ClusterState:
                 log.warning("%s", exc)
 
     def _remove_node(self, name: str) -> None:
+        self._device_problems.pop(name, None)
         node = self._nodes.pop(name, None)
         if node is not None:
             self._total_allocatable.sub_without_assert(node.allocatable)
@@ -516,6 +805,9 @@ class ClusterState:
                 "persistentvolumeclaims": len(self._storage.claims),
                 "persistentvolumes": len(self._storage.volumes),
                 "resourceclaims": len(self._storage.resource_claims),
+                "resourceclaimtemplates": len(self._storage.claim_templates),
+                "resourceslices": len(self._storage.devices.slices),
+                "deviceclasses": len(self._storage.devices.classes),
             }
 
     def _session_jobs(self, queues: Mapping[str, QueueInfo]) -> dict[str, JobInfo]:
@@ -568,6 +860,11 @@ class ClusterState:
             other._jobs = {uid: job.copy_sharing_tasks() for uid, job in self._jobs.items()}
             other._orphans = {job: dict(waiting) for job, waiting in self._orphans.items()}
             other._nodes = {name: node.copy_sharing_tasks() for name, node in self._nodes.items()}
+            other._node_base = dict(self._node_base)
+            other._device_names = self._device_names
+            other._claim_pods = dict(self._claim_pods)
+            other._claim_refs = {k: set(v) for k, v in self._claim_refs.items()}
+            other._device_problems = dict(self._device_problems)
             other._total_allocatable = self._total_allocatable.clone()
             # Job usages are replaced, never changed, on an event: sharing them is safe.
             other._job_usage = dict(self._job_usage)

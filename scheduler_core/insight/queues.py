@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from scheduler_core.accounting.keeper import QueueAccounting
+from scheduler_core.api.devices import device_class_resource
 from scheduler_core.api.resource import Resource
-from scheduler_core.api.storage import device_class_resource
 from scheduler_core.api.types import TaskStatus, completed_status
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
@@ -37,8 +37,8 @@ class QueueView:
     derivation: Derivation | None = None
     notes: list[str] = field(default_factory=list)
     #: DRA devices held by the allocated ResourceClaims of the queue's placed pods, by
-    #: ``deviceclass.resource.kubernetes.io/<device class>``: shown, not part of the shares
-    #: (nodes report no device capacity the engine could divide).
+    #: ``deviceclass.resource.kubernetes.io/<device class>``: the per-class detail of what
+    #: the shares count under each class's quota name (see docs/dra.md).
     devices: dict[str, int] = field(default_factory=dict)
 
 

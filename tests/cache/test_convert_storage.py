@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler_core.api.storage import SelectorTerm, device_class_resource
+from scheduler_core.api.devices import device_class_resource
+from scheduler_core.api.storage import SelectorTerm
 from scheduler_core.api.task import NodeSelectorRequirement, PodResourceClaim, PodVolume
 from scheduler_core.cache.convert import (
     ConversionError,
@@ -13,9 +14,9 @@ from scheduler_core.cache.convert import (
     pod_to_task,
     pv_to_info,
     pvc_to_info,
-    resource_claim_to_info,
     storage_class_to_info,
 )
+from scheduler_core.cache.convert_devices import resource_claim_to_info
 from scheduler_core.cache.state import ClusterState
 from tests.builders import (
     claim_volume,
@@ -58,8 +59,8 @@ def test_pod_resource_claims_direct_and_from_templates() -> None:
     )
     assert task.resource_claims == (
         PodResourceClaim("gpu", "gpu"),
-        PodResourceClaim("nic", "p-nic-abc"),
-        PodResourceClaim("later", ""),
+        PodResourceClaim("nic", "p-nic-abc", template="nic"),
+        PodResourceClaim("later", "", template="later"),
     )
 
 

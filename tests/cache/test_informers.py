@@ -45,6 +45,11 @@ def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
     server.add("StorageClass", {"metadata": {"name": "fast"}})
     server.add("CSINode", {"metadata": {"name": "n"}})
     server.add("ResourceClaim", {"metadata": {"name": "gpu", "namespace": namespace}})
+    server.add("ResourceClaimTemplate", {"metadata": {"name": "t", "namespace": namespace}})
+    server.add(
+        "ResourceSlice", {"metadata": {"name": "s"}, "spec": {"driver": "d", "nodeName": "n"}}
+    )
+    server.add("DeviceClass", {"metadata": {"name": "gpu.example.com"}})
     server.add("Namespace", {"metadata": {"name": namespace}})
 
 
@@ -79,7 +84,7 @@ def test_every_kind_syncs_through_the_kubeconfig(
     seed_one_of_each(fake_api)
     informers, sink = make_informers()
     assert informers.wait_for_sync(5)
-    assert informers.readiness() == (True, "all 12 informers synced")
+    assert informers.readiness() == (True, "all 15 informers synced")
     expected = {
         "Pod": {"default/p"},
         "Node": {"n"},
@@ -92,6 +97,9 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "StorageClass": {"fast"},
         "CSINode": {"n"},
         "ResourceClaim": {"default/gpu"},
+        "ResourceClaimTemplate": {"default/t"},
+        "ResourceSlice": {"s"},
+        "DeviceClass": {"gpu.example.com"},
         "Namespace": {"default"},
     }
     assert {spec.kind: sink.keys(spec.kind) for spec in ALL_KINDS} == expected
@@ -109,6 +117,9 @@ def test_every_kind_syncs_through_the_kubeconfig(
         "/apis/storage.k8s.io/v1/storageclasses",
         "/apis/storage.k8s.io/v1/csinodes",
         "/apis/resource.k8s.io/v1/resourceclaims",
+        "/apis/resource.k8s.io/v1/resourceclaimtemplates",
+        "/apis/resource.k8s.io/v1/resourceslices",
+        "/apis/resource.k8s.io/v1/deviceclasses",
         "/api/v1/namespaces",
     }
     assert {r.user_agent for r in fake_api.request_log} == {"kube-queue-extender/informers"}

@@ -48,6 +48,9 @@ INFORMER_GRANTS: set[Grant] = {
         ("storage.k8s.io", "storageclasses"),
         ("storage.k8s.io", "csinodes"),
         ("resource.k8s.io", "resourceclaims"),
+        ("resource.k8s.io", "resourceclaimtemplates"),
+        ("resource.k8s.io", "resourceslices"),
+        ("resource.k8s.io", "deviceclasses"),
     ]
     for verb in READ
 } | {

@@ -46,6 +46,12 @@ class Cluster:
     claims: list[Obj] = field(default_factory=list)
     bound: list[Obj] = field(default_factory=list)
     pending: list[Obj] = field(default_factory=list)
+    #: DRA: the cluster's DeviceClass, its nodes' ResourceSlices, the claims of pending pods,
+    #: and the devices bound pods hold: (claim, holder pod, node, device names).
+    device_class: Obj | None = None
+    slices: list[Obj] = field(default_factory=list)
+    resource_claims: list[Obj] = field(default_factory=list)
+    held: list[tuple[Obj, str, str, list[str]]] = field(default_factory=list)
 
     @property
     def node_names(self) -> list[str]:
@@ -197,7 +203,81 @@ def generate(seed: int, tag: str, namespaces: tuple[str, str], pending: int) -> 
         claim_names.append(claim)
     for p in range(pending):
         cluster.pending.append(_pending_pod(rng, f"{tag}-p{p}", own, other, claim_names))
+    # DRA from a generator of its own, so the other objects of a seed stay what they were.
+    _add_devices(random.Random(seed * 7919 + 1), cluster, tag, own)
     return cluster
+
+
+MODELS = ("a100", "h100")
+
+
+def resource_claim_body(name: str, namespace: str, device_class: str, rng: random.Random) -> Obj:
+    """A claim of one request: ``ExactCount`` (1 to 3) or now and then ``All``, with a
+    selector on the model half the time."""
+    exactly: Obj = {"deviceClassName": device_class}
+    if _pick(rng, 0.15):
+        exactly["allocationMode"] = "All"
+    else:
+        exactly["allocationMode"] = "ExactCount"
+        exactly["count"] = rng.randint(1, 3)
+    if _pick(rng, 0.5):
+        model = rng.choice(MODELS)
+        expression = f'device.attributes["{device_class}.x"].model == "{model}"'
+        exactly["selectors"] = [{"cel": {"expression": expression}}]
+    return {
+        "kind": "ResourceClaim",
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}},
+    }
+
+
+def _add_devices(rng: random.Random, cluster: Cluster, tag: str, own: str) -> None:
+    """A DeviceClass, slices of 0 to 4 GPUs on most nodes, some held by bound pods through
+    allocated claims, and claims for about a quarter of the pending pods."""
+    device_class = f"{tag}-gpu"
+    driver = f"{device_class}.x"
+    cluster.device_class = {
+        "kind": "DeviceClass",
+        "apiVersion": "resource.k8s.io/v1",
+        "metadata": {"name": device_class},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+    }
+    free: dict[str, list[str]] = {}
+    for node in cluster.node_names:
+        if not _pick(rng, 0.7):
+            continue
+        devices = [
+            builders.device(f"gpu-{i}", {"model": rng.choice(MODELS)})
+            for i in range(rng.randint(0, 4))
+        ]
+        cluster.slices.append(
+            builders.resource_slice(f"{node}-gpus", node, *devices, driver=driver)
+        )
+        free[node] = [d["name"] for d in devices]
+    for pod in cluster.bound:
+        node = pod["spec"]["nodeName"]
+        if pod["metadata"]["namespace"] != own or not free.get(node) or not _pick(rng, 0.4):
+            continue
+        taken = [free[node].pop(rng.randrange(len(free[node])))]
+        claim = {
+            "kind": "ResourceClaim",
+            "apiVersion": "resource.k8s.io/v1",
+            "metadata": {"name": f"{pod['metadata']['name']}-held", "namespace": own},
+            "spec": {
+                "devices": {
+                    "requests": [{"name": "gpu", "exactly": {"deviceClassName": device_class}}]
+                }
+            },
+        }
+        builders.with_resource_claims(pod, claim["metadata"]["name"])
+        cluster.held.append((claim, pod["metadata"]["name"], node, taken))
+    for pod in cluster.pending:
+        if not _pick(rng, 0.25):
+            continue
+        claim = resource_claim_body(f"{pod['metadata']['name']}-dra", own, device_class, rng)
+        builders.with_resource_claims(pod, claim["metadata"]["name"])
+        cluster.resource_claims.append(claim)
 
 
 def api_body(obj: Obj, scheduler: str = "") -> Obj:

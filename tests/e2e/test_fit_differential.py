@@ -36,6 +36,7 @@ from tests.e2e.recorder import Recorder
 CASES = int(os.environ.get("FIT_DIFF_CASES", "240"))
 SEED = int(os.environ.get("FIT_DIFF_SEED", "7301"))
 PER_CLUSTER = 30
+DRA = ("resource.k8s.io", "v1")
 PROFILE = "fit-diff-recorder"
 #: What a scheduler needs to have seen the cluster's objects before the pending pods come: its
 #: informers are separate watches per kind, so a pod could otherwise be judged on a cluster the
@@ -79,6 +80,8 @@ def features(pod: dict[str, Any]) -> list[str]:
         out.append("nodeSelector")
     if spec.get("tolerations"):
         out.append("tolerations")
+    if spec.get("resourceClaims"):
+        out.append("dra")
     return out or ["plain"]
 
 
@@ -131,8 +134,48 @@ class ClusterRun:
             core.create_namespaced_persistent_volume_claim(
                 claim["metadata"]["namespace"], api_body(claim)
             )
+        custom = self.kube.custom
+        if self.cluster.device_class is not None:
+            custom.create_cluster_custom_object(*DRA, "deviceclasses", self.cluster.device_class)
+        for piece in self.cluster.slices:
+            custom.create_cluster_custom_object(*DRA, "resourceslices", piece)
+        for claim, _, _, _ in self.cluster.held:
+            custom.create_namespaced_custom_object(*DRA, self.namespace, "resourceclaims", claim)
         for pod in self.cluster.bound:
             core.create_namespaced_pod(pod["metadata"]["namespace"], api_body(pod))
+        for claim, holder, node, devices in self.cluster.held:
+            # What kube-scheduler would have written had it placed the holder.
+            uid = core.read_namespaced_pod(holder, self.namespace).metadata.uid
+            driver = f"{claim['spec']['devices']['requests'][0]['exactly']['deviceClassName']}.x"
+            status = {
+                "allocation": {
+                    "devices": {
+                        "results": [
+                            {"request": "gpu", "driver": driver, "pool": node, "device": d}
+                            for d in devices
+                        ]
+                    },
+                    "nodeSelector": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchFields": [
+                                    {"key": "metadata.name", "operator": "In", "values": [node]}
+                                ]
+                            }
+                        ]
+                    },
+                },
+                "reservedFor": [{"resource": "pods", "name": holder, "uid": uid}],
+            }
+            custom.patch_namespaced_custom_object_status(
+                *DRA,
+                self.namespace,
+                "resourceclaims",
+                claim["metadata"]["name"],
+                {"status": status},
+            )
+        for claim in self.cluster.resource_claims:
+            custom.create_namespaced_custom_object(*DRA, self.namespace, "resourceclaims", claim)
         for pod in self.cluster.bound:
             self.kube.wait_running(pod["metadata"]["namespace"], [pod["metadata"]["name"]], 60)
         time.sleep(SETTLE)
@@ -188,6 +231,29 @@ class ClusterRun:
             self.kube.nodes.remove(name)
         for ns in namespaces:
             wait_for(lambda ns=ns: not core.list_namespaced_pod(ns).items, 60, f"{ns} emptied")
+        custom = self.kube.custom
+        for ns in namespaces:
+            for claim in custom.list_namespaced_custom_object(*DRA, ns, "resourceclaims")["items"]:
+                self._unprotect_and_delete(
+                    lambda n=claim["metadata"]["name"], ns=ns, **kw: (
+                        custom.patch_namespaced_custom_object(
+                            *DRA, ns, "resourceclaims", n, kw["body"]
+                        )
+                    ),
+                    lambda n=claim["metadata"]["name"], ns=ns: (
+                        custom.delete_namespaced_custom_object(*DRA, ns, "resourceclaims", n)
+                    ),
+                )
+        for piece in self.cluster.slices:
+            with contextlib.suppress(client.ApiException):
+                custom.delete_cluster_custom_object(
+                    *DRA, "resourceslices", piece["metadata"]["name"]
+                )
+        if self.cluster.device_class is not None:
+            with contextlib.suppress(client.ApiException):
+                custom.delete_cluster_custom_object(
+                    *DRA, "deviceclasses", self.cluster.device_class["metadata"]["name"]
+                )
 
     @staticmethod
     def _unprotect_and_delete(patch: Any, delete: Any) -> None:

@@ -61,6 +61,9 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("StorageClass", "storage.k8s.io", "v1", "storageclasses", False),
     Resource("CSINode", "storage.k8s.io", "v1", "csinodes", False),
     Resource("ResourceClaim", "resource.k8s.io", "v1", "resourceclaims", True),
+    Resource("ResourceClaimTemplate", "resource.k8s.io", "v1", "resourceclaimtemplates", True),
+    Resource("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", False),
+    Resource("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False),
     Resource("Namespace", "", "v1", "namespaces", False),
 )
 _BY_NAME: dict[str, Resource] = {r.kind: r for r in RESOURCES} | {r.plural: r for r in RESOURCES}

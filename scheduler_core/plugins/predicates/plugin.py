@@ -632,6 +632,10 @@ class PredicatesPlugin(Plugin):
         )
         if err is not None:
             return err
+        if task.resource_claims:
+            err = dra.allocation_error(task, node, storage, self._ssn.nodes.get(node.name))
+            if err is not None:
+                return err
         claims, users = self._rwop_users(task)
         if claims:
             err = volumes.rwop_conflict_error(task, node, claims, users, self._ssn.nodes)

@@ -12,8 +12,9 @@ from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.serving.server import create_app
 from app.verbs.ports import BadPodError
+from scheduler_core.conf import DEFAULT_CONF, load_configuration
 from scheduler_core.insight.whatif import WhatIfRequest, prepare, run_prepared
-from tests.builders import pod
+from tests.builders import device_class, pod
 
 from ..live import serve
 
@@ -171,3 +172,19 @@ def test_a_what_if_runs_in_a_forked_child_and_answers_as_in_process() -> None:
         local = run_prepared(prepare(engine.accounting, engine.conf, request))
     assert forked == local and forked.placed
     assert engine.state.version == version
+
+
+def test_device_class_mappings_follow_the_configuration_in_use(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano.conf"
+    conf.write_text(DEFAULT_CONF + "deviceClassMappings:\n  gpu.example.com: nvidia.com/gpu\n")
+    served = backend("--conf", str(conf))
+    assert dict(served.state.device_names.mappings) == {"gpu.example.com": "nvidia.com/gpu"}
+    served.use_configuration(load_configuration(DEFAULT_CONF))
+    assert dict(served.state.device_names.mappings) == {}
+
+
+def test_dra_devices_not_counted_are_named_by_readiness_detail(tmp_path: Path) -> None:
+    built = backend_from_args(build_parser().parse_args(["serve", "--demo"]))
+    built.backend.state.upsert("DeviceClass", device_class("odd.example.com", "device.driver =="))
+    (warning,) = built.warnings()
+    assert warning.startswith("DRA devices not counted: DeviceClass odd.example.com: selector #0")
