@@ -12,9 +12,13 @@ so nothing is counted twice.
 
 How the conf becomes score plugins (``score_plan``):
 
-* ``nodeorder``'s weights map one to one onto kube-scheduler's plugins of the same
-  formula: ``balancedresource`` → NodeResourcesBalancedAllocation (cpu, memory and
-  nvidia.com/gpu, as Volcano balances), ``nodeaffinity`` → NodeAffinity, ``tainttoleration``
+* ``nodeorder``'s weights map onto kube-scheduler's plugins of the same name:
+  ``balancedresource`` → NodeResourcesBalancedAllocation (cpu, memory and nvidia.com/gpu, as
+  Volcano balances) at twice the weight, because kube-scheduler v1.36 scores the change of
+  balance, 75 + (balance after − balance before) / 2, where Volcano scores the balance after
+  placing the pod: doubled, the balance-after term weighs what it weighs in Volcano (the
+  balance-before term is a documented difference); ``nodeaffinity`` → NodeAffinity,
+  ``tainttoleration``
   → TaintToleration, ``podaffinity`` → InterPodAffinity, ``podtopologyspread`` →
   PodTopologySpread (without kube-scheduler's system default constraints, which Volcano
   does not have), ``imagelocality`` → ImageLocality.
@@ -97,7 +101,11 @@ PLUGIN_ORDER = (
     IMAGE_LOCALITY,
 )
 
-#: nodeorder's arguments and the plugin each maps onto one to one.
+#: kube-scheduler v1.36's NodeResourcesBalancedAllocation scores 75 + (after - before) / 2:
+#: its weight is Volcano's times this, so the balance after placing weighs the same.
+BALANCED_WEIGHT_FACTOR = 2
+
+#: nodeorder's arguments and the plugin each maps onto.
 _DIRECT = (
     (BALANCED_RESOURCE_WEIGHT, BALANCED),
     (NODE_AFFINITY_WEIGHT, NODE_AFFINITY),
@@ -282,7 +290,7 @@ def score_plan(conf: SchedulerConfiguration) -> ScorePlan:
                 f"{MAX_PLUGIN_WEIGHT}"
             )
             continue
-        plugins[name] = weight
+        plugins[name] = weight * (BALANCED_WEIGHT_FACTOR if name == BALANCED else 1)
 
     fit = _fit_strategy(order, binpacks, inexpressible)
     if fit is not None:

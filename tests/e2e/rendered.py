@@ -45,7 +45,9 @@ def _insecure() -> ssl.SSLContext:
     return context
 
 
-def start_rendered_scheduler(cp: ControlPlane, name: str, rendered: Rendered) -> RenderedScheduler:
+def start_rendered_scheduler(
+    cp: ControlPlane, name: str, rendered: Rendered, *, verbosity: int = 2
+) -> RenderedScheduler:
     """kube-scheduler on ``rendered`` with the control plane's kubeconfig; waits for
     /healthz (a configuration it refuses makes it exit, and the wait fails with its log)."""
     document = dict(rendered.document)
@@ -63,7 +65,7 @@ def start_rendered_scheduler(cp: ControlPlane, name: str, rendered: Rendered) ->
             "--bind-address=127.0.0.1",
             f"--secure-port={port}",
             f"--cert-dir={cp.dir / (name + '-certs')}",
-            "--v=2",
+            f"--v={verbosity}",
         ],
     )
 

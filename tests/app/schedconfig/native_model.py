@@ -72,3 +72,30 @@ def fit_score(
         score += one * weight
         weight_sum += weight
     return score // weight_sum if weight_sum else 0
+
+
+def _balance(requested: dict[str, int], capacity: dict[str, int]) -> int:
+    """(1 - std of the utilisation fractions) x 100, truncated: cpu and memory."""
+    fractions = [
+        min(requested[name] / capacity[name], 1.0)
+        for name in ("cpu", "memory")
+        if capacity[name] != 0
+    ]
+    std = abs(fractions[0] - fractions[1]) / 2 if len(fractions) == 2 else 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def balanced_score(
+    node: Mapping[str, Any], placed: Iterable[Mapping[str, Any]], pod: Mapping[str, Any]
+) -> int:
+    """NodeResourcesBalancedAllocation of kube-scheduler v1.36: the change of balance the
+    pod makes, ``75 + (balance after - balance before) / 2`` (50..100), on actual requests
+    (no non-zero defaults)."""
+    capacity = allocatable(node)
+    before = {"cpu": 0, "memory": 0}
+    for other in placed:
+        for name, amount in pod_requests(other, non_zero=False).items():
+            before[name] += amount
+    incoming = pod_requests(pod, non_zero=False)
+    after = {name: before[name] + incoming[name] for name in before}
+    return (150 + _balance(after, capacity) - _balance(before, capacity)) // 2

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from app.schedconfig.render import score_plan
 from scheduler_core.conf import load_configuration
-from tests.app.schedconfig.native_model import fit_score
+from tests.app.schedconfig.native_model import balanced_score, fit_score
 from tests.builders import node, pod, session, task_of
 
 #: nodeorder with only least-requested on, and binpack: the resource terms alone
@@ -214,3 +214,35 @@ def test_image_locality_is_scored_natively_but_not_by_the_engine() -> None:
     incoming = pod("incoming")
     assert engine_scores(plain, objects, incoming) == engine_scores(heavy, objects, incoming)
     assert score_plan(load_configuration(heavy)).weight("ImageLocality") == 50
+
+
+BALANCED_ONLY = (
+    'actions: "allocate"\ntiers:\n- plugins:\n  - name: nodeorder\n    arguments:\n'
+    "      leastrequested.weight: 0\n      balancedresource.weight: 1\n"
+    "      nodeaffinity.weight: 0\n      tainttoleration.weight: 0\n"
+    "      podaffinity.weight: 0\n      podtopologyspread.weight: 0\n"
+)
+
+
+def test_balanced_allocation_scores_the_balance_after_in_volcano_and_its_change_natively() -> None:
+    """Volcano scores how balanced the node is with the pod, (1 - std) x 100; kube-scheduler
+    v1.36 how much the pod changes that, 75 + (after - before) / 2. A node already
+    unbalanced that the pod balances a little wins natively; the better balanced node wins
+    in Volcano."""
+    objects = [
+        node("balanced", "4", "8Gi"),
+        node("lopsided", "4", "8Gi"),
+        pod("b", node_name="balanced", cpu="1", memory="2Gi"),
+        pod("l", node_name="lopsided", cpu="3", memory="1Gi"),
+    ]
+    incoming = pod("incoming", cpu="100m", memory="1Gi")
+    engine = engine_scores(BALANCED_ONLY, objects, incoming)
+    assert best(engine) == {"balanced"}
+    plan = score_plan(load_configuration(BALANCED_ONLY))
+    weight = plan.weight("NodeResourcesBalancedAllocation")
+    assert weight == 2  # twice Volcano's: the balance-after term weighs what it does there
+    native = {
+        "balanced": weight * balanced_score(objects[0], [objects[2]], incoming),
+        "lopsided": weight * balanced_score(objects[1], [objects[3]], incoming),
+    }
+    assert best(native) == {"lopsided"}
