@@ -18,10 +18,10 @@ How the conf becomes score plugins (``score_plan``):
   balance, 75 + (balance after − balance before) / 2, where Volcano scores the balance after
   placing the pod: doubled, the balance-after term weighs what it weighs in Volcano (the
   balance-before term is a documented difference); ``nodeaffinity`` → NodeAffinity,
-  ``tainttoleration``
-  → TaintToleration, ``podaffinity`` → InterPodAffinity, ``podtopologyspread`` →
-  PodTopologySpread (without kube-scheduler's system default constraints, which Volcano
-  does not have), ``imagelocality`` → ImageLocality.
+  ``tainttoleration`` → TaintToleration, ``podaffinity`` → InterPodAffinity,
+  ``podtopologyspread`` → PodTopologySpread (without kube-scheduler's system default
+  constraints, which Volcano does not have), ``imagelocality`` → ImageLocality (Volcano
+  scores it; the engine, without image data, does not).
 * ``leastrequested``, ``mostrequested`` and ``binpack`` all score utilisation, and
   kube-scheduler allows one ``NodeResourcesFit`` strategy per profile. Per resource r with
   utilisation u_r, least-requested is 100·(1 − u_r) and most-requested 100·u_r, each

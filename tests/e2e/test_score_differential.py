@@ -330,12 +330,13 @@ def test_kube_scheduler_with_the_rendered_profile_picks_the_engines_best_node(
     control_plane: ControlPlane, api: Any, fake_kubelet: FakeKubelet
 ) -> None:
     cases: list[Case] = []
-    clusters = math.ceil(CASES / PER_CLUSTER)
-    for i in range(clusters):
+    # A pod that fits nowhere is not compared: clusters follow until CASES pods were judged.
+    most = 2 * math.ceil(CASES / PER_CLUSTER) + 2
+    clusters = 0
+    while len(cases) < CASES and clusters < most:
         pending = min(PER_CLUSTER, CASES - len(cases))
-        if pending <= 0:
-            break
-        cases += run_cluster(control_plane, api, generate(SEED + i, pending))
+        cases += run_cluster(control_plane, api, generate(SEED + clusters, pending))
+        clusters += 1
     classes = Counter(case.difference_class() for case in cases)
     agreed = classes.pop(None, 0)
     rate = agreed / len(cases)
@@ -344,7 +345,7 @@ def test_kube_scheduler_with_the_rendered_profile_picks_the_engines_best_node(
         f"\nFIGURES score differential: {agreed}/{len(cases)} agree ({rate:.1%}) over "
         f"{clusters} clusters; disagreements by class: {breakdown}"
     )
-    assert len(cases) >= CASES * 0.9, "too many generated pods fitted nowhere"
+    assert len(cases) >= CASES, "too many generated pods fitted nowhere"
     unexplained = [str(c) for c in cases if c.difference_class() == "unexplained"]
     assert not unexplained, "\n".join(unexplained[:20])
     assert rate >= MIN_AGREEMENT, breakdown
