@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.schedconfig.render import (
     ExtenderOptions,
@@ -364,3 +366,88 @@ def test_yaml_is_the_document() -> None:
         default_configuration(), extender_url=URL, scheduler_names=["a", "b"]
     )
     assert yaml.safe_load(rendered.yaml) == rendered.document
+
+
+# --- no weight is ever dropped ------------------------------------------------------------
+
+DIRECT = {
+    "balancedresource.weight": ("NodeResourcesBalancedAllocation", 2),
+    "nodeaffinity.weight": ("NodeAffinity", 1),
+    "tainttoleration.weight": ("TaintToleration", 1),
+    "podaffinity.weight": ("InterPodAffinity", 1),
+    "podtopologyspread.weight": ("PodTopologySpread", 1),
+    "imagelocality.weight": ("ImageLocality", 1),
+}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries({key: st.integers(-2, 6) for key in DIRECT}),
+    st.integers(-2, 4),
+    st.integers(-1, 4),
+    st.integers(-2, 20),
+    st.integers(-1, 5),
+    st.integers(-1, 5),
+    st.one_of(st.none(), st.integers(0, 4)),
+    st.floats(0, 1),
+    st.floats(0, 1),
+)
+def test_every_weight_is_expressed_or_warned_about(
+    direct: dict[str, int],
+    least: int,
+    most: int,
+    scale: int,
+    cpu: int,
+    memory: int,
+    gpu: int | None,
+    u_cpu: float,
+    u_memory: float,
+) -> None:
+    """Either the profile expresses every weight (the direct ones as they are, least/most/
+    binpack as a NodeResourcesFit strategy whose score is theirs up to a constant), or the
+    renderer warns and keeps prioritizeVerb."""
+    nodeorder = ", ".join(
+        [f"{k}: {v}" for k, v in direct.items()]
+        + [f"leastrequested.weight: {least}", f"mostrequested.weight: {most}"]
+    )
+    binpack = f"binpack.weight: {scale}, binpack.cpu: {cpu}, binpack.memory: {memory}"
+    if gpu is not None:
+        binpack += f", binpack.resources: nvidia.com/gpu, binpack.resources.nvidia.com/gpu: {gpu}"
+    text = conf_text(nodeorder, binpack)
+    plan = score_plan(load_configuration(text))
+    rendered = render(text)
+    if not plan.expressible:
+        assert rendered.prioritize
+        assert len([w for w in rendered.warnings if "prioritizeVerb" in w]) == len(
+            plan.inexpressible
+        )
+        return
+    assert not rendered.prioritize
+    for key, weight in direct.items():
+        plugin, factor = DIRECT[key]
+        assert plan.weight(plugin) == (weight * factor if weight > 0 else 0)
+    # The folded strategy against Volcano's resource terms for a pod requesting cpu and
+    # memory, no gpu (binpack reads a negative resource weight as 1, as Volcano does): equal
+    # up to a constant, so the difference to the empty node is the same on both sides.
+    b_cpu, b_memory = (1 if w < 0 else w for w in (cpu, memory))
+    strategy = plan.fit_strategy()
+
+    def volcano(u_c: float, u_m: float) -> float:
+        packed = scale * (b_cpu * u_c + b_memory * u_m) / (b_cpu + b_memory) if scale else 0
+        mean = (u_c + u_m) / 2
+        return 100 * (least * (1 - mean) + most * mean + (packed if b_cpu + b_memory else 0))
+
+    def native(u_c: float, u_m: float) -> float:
+        if strategy is None:
+            return 0.0
+        weights = {r["name"]: r["weight"] for r in strategy["resources"]}
+        counted = {r: w for r, w in weights.items() if r in ("cpu", "memory")}
+        if not counted:
+            return 0.0  # only the gpu, which the pod does not request
+        utilisation = {"cpu": u_c, "memory": u_m}
+        mean = sum(w * utilisation[r] for r, w in counted.items()) / sum(counted.values())
+        most_allocated = strategy["type"] == "MostAllocated"
+        return plan.weight("NodeResourcesFit") * 100 * (mean if most_allocated else 1 - mean)
+
+    offset = volcano(0, 0) - native(0, 0)
+    assert volcano(u_cpu, u_memory) - native(u_cpu, u_memory) == pytest.approx(offset, abs=1e-6)
