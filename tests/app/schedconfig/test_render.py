@@ -433,9 +433,10 @@ def test_every_weight_is_expressed_or_warned_about(
     strategy = plan.fit_strategy()
 
     def volcano(u_c: float, u_m: float) -> float:
-        packed = scale * (b_cpu * u_c + b_memory * u_m) / (b_cpu + b_memory) if scale else 0
+        weight_sum = b_cpu + b_memory  # binpack scores 0 everywhere without one
+        packed = scale * (b_cpu * u_c + b_memory * u_m) / weight_sum if weight_sum else 0
         mean = (u_c + u_m) / 2
-        return 100 * (least * (1 - mean) + most * mean + (packed if b_cpu + b_memory else 0))
+        return 100 * (least * (1 - mean) + most * mean + packed)
 
     def native(u_c: float, u_m: float) -> float:
         if strategy is None:
