@@ -1,5 +1,6 @@
-"""The ``queue-extender`` command: ``serve`` (the extender), ``simulate`` (offline) and the
-read-only queries (``queues``, ``explain``, ``whatif``)."""
+"""The ``queue-extender`` command: ``serve`` (the extender), ``simulate`` (offline), the
+read-only queries (``queues``, ``explain``, ``whatif``) and ``scheduler-config`` (kube-scheduler's
+configuration for an engine conf)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import sys
 
 from app.cli.query import add_query_parsers
+from app.cli.scheduler_config import add_scheduler_config_parser
 from app.cli.serve import backend_from_args, run_serve
 from app.cli.serve_flags import add_serve_parser
 from app.cli.simulate import add_simulate_parser
@@ -23,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_parser(subparsers).set_defaults(func=serve)
     add_simulate_parser(subparsers)
     add_query_parsers(subparsers)
+    add_scheduler_config_parser(subparsers)
     return parser
 
 

@@ -97,7 +97,7 @@ def test_header_profile_and_leader_election(documents: list[Manifest]) -> None:
     config = scheduler_configuration(documents)
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     assert config["kind"] == "KubeSchedulerConfiguration"
-    assert config["profiles"] == [{"schedulerName": SCHEDULER_NAME}]
+    assert [p["schedulerName"] for p in config["profiles"]] == [SCHEDULER_NAME]
     assert config["percentageOfNodesToScore"] == 100
     deployment = find(documents, "Deployment")
     assert config["leaderElection"] == {
@@ -108,11 +108,12 @@ def test_header_profile_and_leader_election(documents: list[Manifest]) -> None:
 
 
 def test_extender_entry(documents: list[Manifest]) -> None:
+    """By default kube-scheduler scores natively: the extender filters and preempts only."""
     extender = _extender(scheduler_configuration(documents))
     assert extender["filterVerb"] == "filter"
-    assert extender["prioritizeVerb"] == "prioritize"
+    assert "prioritizeVerb" not in extender
+    assert "weight" not in extender
     assert extender["preemptVerb"] == "preempt"
-    assert extender["weight"] == 12
     assert extender["nodeCacheCapable"] is True
     assert extender["httpTimeout"] == "5s"
     assert extender["ignorable"] is False
