@@ -5,6 +5,7 @@ about the demo's gangs is what ``simulate`` decides."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shlex
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.main import main
+from app.cli.kubectl_plugin import build_parser as build_plugin_parser
+from app.cli.main import build_parser, main
 
 REPO = Path(__file__).resolve().parent.parent
 #: Every page a user or engineer reads: the front door, the deployment notes, the bench guide,
@@ -118,9 +120,12 @@ def our_flags() -> set[str]:
 
 
 def our_subcommands() -> set[str]:
+    """The subcommands ``queue-extender`` and ``kubectl queue`` define, from their parsers."""
     found: set[str] = set()
-    for source in REPO.glob("app/cli/*.py"):
-        found |= set(re.findall(r"add_parser\(\s*\"([\w-]+)\"", source.read_text()))
+    for parser in (build_parser(), build_plugin_parser()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found |= set(action.choices)
     return found
 
 
