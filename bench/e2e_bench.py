@@ -44,10 +44,13 @@ import orjson
 from kubernetes import client
 from kubernetes.watch.watch import iter_resp_lines
 
+from app.schedconfig.render import Rendered, Scoring, render_scheduler_config
 from bench import load_average, machine_facts, subprocess_env
+from scheduler_core.conf import default_configuration
 from tests.e2e.controlplane import ControlPlane, Extender, Process, find_binaries, free_port
 from tests.e2e.controlplane import wait_for as wait_until
 from tests.e2e.kube import QUEUE_SCHEDULER, Kube
+from tests.e2e.rendered import start_rendered_scheduler
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ class Config:
     extender: str | None
     prioritize: bool = True
     what: str = ""
+    #: kube-scheduler runs the configuration ``queue-extender scheduler-config`` renders for
+    #: the default conf with this scoring (``native``: the deployed default, scores in
+    #: kube-scheduler, the extender asked filter and preempt; ``extender``: prioritize too,
+    #: the score plugins off); None: the harness's own configuration (the default plugins,
+    #: and the extender's verbs as ``prioritize`` says).
+    scoring: Scoring | None = None
 
 
 #: Every configuration a round can run, in the order a round runs them.
@@ -80,15 +89,24 @@ ALL_CONFIGS: dict[str, Config] = {
             "ours",
             "ours",
             prioritize=False,
-            what="ours as deployed: filter and preempt; kube-scheduler scores natively",
+            scoring="native",
+            what="ours as deployed: the rendered configuration, filter and preempt; "
+            "kube-scheduler scores natively",
         ),
         Config(
             "ours-exact",
             "ours",
-            what="ours with prioritize too (exact Volcano scoring, scoring: extender)",
+            scoring="extender",
+            what="ours with prioritize too (the rendered configuration with scoring: extender)",
         ),
-        Config("base", "baseline", prioritize=False, what="--baseline, configured as ours"),
-        Config("base-exact", "baseline", what="--baseline, configured as ours-exact"),
+        Config(
+            "base",
+            "baseline",
+            prioritize=False,
+            scoring="native",
+            what="--baseline, configured as ours",
+        ),
+        Config("base-exact", "baseline", scoring="extender", what="--baseline, as ours-exact"),
     )
 }
 #: What a run measures unless ``--configs`` says otherwise (the baselines join with
@@ -379,6 +397,19 @@ class Bench:
         finally:
             ours.process.stop()
 
+    def scheduler(self, config: Config, url: str | None) -> Process:
+        """kube-scheduler for ``config``: on the rendered configuration, or the harness's."""
+        name = f"kube-scheduler-{config.name}"
+        if config.scoring is not None:
+            rendered = rendered_configuration(config, url)
+            return start_rendered_scheduler(self.cp, name, rendered).process
+        return self.cp.start_scheduler(
+            name,
+            (QUEUE_SCHEDULER,),
+            url,
+            extender=None if config.prioritize else {"prioritizeVerb": ""},
+        )
+
     def round(self, scale: Scale, config: Config, index: int, timeout: float) -> Round:
         result = Round(config.name, index, scale.pods)
         namespace = self.kube.namespace(f"bench-{config.name}")
@@ -390,12 +421,7 @@ class Bench:
             ).start()
             scheduler: Process | None = None
             try:
-                scheduler = self.cp.start_scheduler(
-                    f"kube-scheduler-{config.name}",
-                    (QUEUE_SCHEDULER,),
-                    url,
-                    extender=None if config.prioritize else {"prioritizeVerb": ""},
-                )
+                scheduler = self.scheduler(config, url)
                 watch.done.wait(timeout)
             finally:
                 if scheduler is not None:
@@ -410,6 +436,18 @@ class Bench:
         result.failed_scheduling, result.failed_sample = failed_scheduling(self.core, namespace)
         delete_pods(self.core, namespace)
         return result
+
+
+def rendered_configuration(config: Config, url: str | None) -> Rendered:
+    """What ``queue-extender scheduler-config`` prints for the default conf with the
+    configuration's scoring, pointed at ``url``."""
+    assert config.scoring is not None and url is not None
+    return render_scheduler_config(
+        default_configuration(),
+        extender_url=url,
+        scheduler_names=[QUEUE_SCHEDULER],
+        scoring=config.scoring,
+    )
 
 
 def peak_rss_mib(pid: int) -> float | None:

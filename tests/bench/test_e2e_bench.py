@@ -15,6 +15,7 @@ from bench.e2e_bench import (
     main,
     peak_rss_mib,
     render,
+    rendered_configuration,
     summary,
 )
 
@@ -99,6 +100,11 @@ def test_the_target_ratios_are_reported_with_every_configuration() -> None:
 def test_ours_as_deployed_leaves_scoring_to_kube_scheduler() -> None:
     assert not ALL_CONFIGS["ours"].prioritize and not ALL_CONFIGS["noop-filter"].prioritize
     assert ALL_CONFIGS["ours-exact"].prioritize and ALL_CONFIGS["noop"].prioritize
+    url = "http://127.0.0.1:8888/"
+    [deployed] = rendered_configuration(ALL_CONFIGS["ours"], url).document["extenders"]
+    [exact] = rendered_configuration(ALL_CONFIGS["ours-exact"], url).document["extenders"]
+    assert "prioritizeVerb" not in deployed and deployed["filterVerb"] == "filter"
+    assert exact["prioritizeVerb"] == "prioritize" and exact["urlPrefix"] == url
 
 
 def test_peak_rss_is_read_from_the_process_status() -> None:
