@@ -30,7 +30,7 @@ from bench.synthetic import (
 )
 from scheduler_core.api.resource import ZERO
 from scheduler_core.cache.objects import collect
-from scheduler_core.cache.state import ClusterState
+from scheduler_core.cache.state import KINDS, ClusterState
 from scheduler_core.conf import default_configuration
 
 REPO = Path(__file__).resolve().parents[2]
@@ -217,3 +217,10 @@ def test_the_fit_cycle_reports_its_p50_over_the_plain_cycles(
         rows.append(Measurement("reclaim-cycle", "", samples=plain))
     fit_growth(rows)
     assert rows[0].extra.get("growth_vs_plain") == growth
+
+
+def test_feeding_the_cluster_marks_every_watched_kind_synced() -> None:
+    # A kind the cache watches but the feed never marks keeps the bench server unready.
+    state = ClusterState()
+    SyntheticCluster(ClusterSpec.at_scale(0.01)).feed(state)
+    assert state.has_synced(KINDS)
