@@ -1,5 +1,5 @@
 """The reclaim loop never evicts for a waiting pod the engine cannot judge (a claim not
-bound, a device claim not allocated, a volume type it does not model) and says so on the
+bound, a device claim whose class it does not know, a volume type it does not model) and says so on the
 pod with a ``NotEvaluable`` event; a pod whose bound volume pins it to a node is judged, and
 evictions happen only on that node."""
 
@@ -53,10 +53,10 @@ UNJUDGED = [
         "PersistentVolumeClaim ns/data is not bound (storage class fast, WaitForFirstConsumer)",
     ),
     (
-        "device claim not allocated",
+        "device claim of a class the cache does not hold",
         [resource_claim("gpu")],
         lambda p: with_resource_claims(p, "gpu"),
-        "ResourceClaim ns/gpu is not allocated",
+        "ResourceClaim ns/gpu: request req: DeviceClass gpu.example.com not in the cache",
     ),
     (
         "inline volume type not modelled",
