@@ -30,6 +30,7 @@ from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
 from scheduler_core.api.usage import JobUsage, job_usage
+from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.cache.changes import ChangeLog
 from scheduler_core.cache.convert import (
     ConversionError,
@@ -181,6 +182,14 @@ class ClusterState:
         self._storage = StorageCatalog()
         self._namespaces: dict[str, dict[str, str]] = {}
         self._placement = PlacementEpoch()
+        #: Each queue's usage over time, told of every change of what a queue holds (set by
+        #: whoever wants it measured: the live cache's builder); a fork reads it, never
+        #: feeds it (a what-if's pods were never held).
+        self.usage_history: UsageHistory | None = None
+        self._feeds_history = True
+        #: Queue name -> why its persisted usage history was refused (the leader reports
+        #: each as an event and drops it from here).
+        self.usage_refusals: dict[str, str] = {}
 
     # --- locking ------------------------------------------------------------------------
 
@@ -248,7 +257,10 @@ class ClusterState:
             self._put_node(node_to_info(obj))
         elif kind == "Queue":
             queue = queue_to_info(obj)
+            first = queue.name not in self._queues
             self._queues[queue.name] = queue
+            if first:
+                self._take_up_history(queue)
         elif kind == "PodGroup":
             self._put_podgroup(podgroup_to_info(obj))
         elif kind == "PriorityClass":
@@ -276,6 +288,8 @@ class ClusterState:
             self._remove_node(key)
         elif kind == "Queue":
             self._queues.pop(key, None)
+            if self.usage_history is not None and self._feeds_history:
+                self.usage_history.forget(key)
         elif kind == "PodGroup":
             self._remove_podgroup(key)
         elif kind == "PriorityClass":
@@ -459,6 +473,23 @@ class ClusterState:
             self._job_usage[job_id] = (job.queue, usage)
             usage.add_to(self._queue_usage.setdefault(job.queue, JobUsage.empty()))
             self._queue_jobs[job.queue] += 1
+        if self.usage_history is not None and self._feeds_history:
+            moved = {previous[0]} if previous is not None else set()
+            if job is not None:
+                moved.add(job.queue)
+            for queue in moved:
+                total = self._queue_usage.get(queue)
+                self.usage_history.held(
+                    queue, total.allocated if total is not None else Resource.empty()
+                )
+
+    def _take_up_history(self, queue: QueueInfo) -> None:
+        """The first sight of a queue: its persisted usage, if any, is taken up (once)."""
+        if self.usage_history is None or not self._feeds_history:
+            return
+        if queue.usage_record_error:
+            self.usage_refusals[queue.name] = queue.usage_record_error
+        self.usage_history.restore(queue.name, queue.usage_record)
 
     def _refresh_job_priorities(self) -> None:
         values, default = self.priority_values(), self._global_default()
@@ -545,6 +576,7 @@ class ClusterState:
             storage=self._storage,
             namespace_labels=self._namespaces,
             placement_epoch=self._placement,
+            usage_history=self.usage_history,
         )
 
     def fork(self) -> ClusterState:
@@ -581,6 +613,8 @@ class ClusterState:
             other._storage = self._storage.copy()
             other._namespaces = dict(self._namespaces)
             other._placement = PlacementEpoch(self._placement.value)
+            other.usage_history = self.usage_history
+            other._feeds_history = False
             return other
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:
