@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry
 
 from app.backend.conf_reload import ConfigurationWatcher
 from app.backend.engine import DEMO_CLUSTER, BackendOptions, EngineBackend, recent_evictions
+from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.cache.yaml_source import load_cluster_file, load_cluster_text
 from scheduler_core.conf import (
@@ -33,6 +34,7 @@ from scheduler_core.controller.reclaim import ReclaimLoop, ReclaimOptions
 from scheduler_core.controller.runtime import Controller, ControllerOptions
 from scheduler_core.controller.snapshot import anything_waiting, loop_snapshot
 from scheduler_core.engine import check_configuration
+from scheduler_core.plugins.usagehistory import configured_settings
 
 log = logging.getLogger("app.engine")
 
@@ -100,6 +102,7 @@ def build_backend(options: BuildOptions) -> EngineBackend:
         live_configuration(conf, max_evictions=options.reclaim.max_evictions)
     source = options.source
     if source.live:
+        history = measure_usage(state, conf)  # before the first event
         informers = _informers(state, source.kubeconfig, source.watch_stall_timeout)
         informers.start()
         where = "the API server (" + (source.kubeconfig or "in-cluster") + ")"
@@ -108,6 +111,7 @@ def build_backend(options: BuildOptions) -> EngineBackend:
             options.controller or ControllerOptions(),
             informers.registry,
         )
+        history.server_now = controller.rest.clock.now
         backend = EngineBackend(
             state,
             conf,
@@ -118,6 +122,7 @@ def build_backend(options: BuildOptions) -> EngineBackend:
         )
         start_requeuer(backend, informers)
         start_status_writer(backend)
+        start_usage_persister(backend, history)
         if options.reclaim is not None:
             backend.reclaim_loop = start_reclaim_loop(
                 options.reclaim, conf, state, controller, backend
@@ -199,6 +204,41 @@ def start_status_writer(backend: EngineBackend) -> None:
     writer.start()
     atexit.register(writer.stop)
     backend.status_writer = writer
+
+
+def measure_usage(state: ClusterState, conf: SchedulerConfiguration) -> UsageHistory:
+    """Every queue's usage over time, measured from the live cache's events whether or not
+    the configuration uses it yet (a reload may turn the plugin on: it then finds the
+    history measured since start). Decayed with the configured half-life, or a week until
+    one is configured (the plugin sets its own as it opens)."""
+    settings = configured_settings(conf)
+    history = UsageHistory(settings.half_life if settings is not None else 7 * 86400.0)
+    state.usage_history = history
+    return history
+
+
+def start_usage_persister(backend: EngineBackend, history: UsageHistory) -> None:
+    """The leader writes each queue's usage to its Queue while the configuration uses the
+    usage history plugin; with the status write-back (the leader's permission to write)."""
+    from scheduler_core.controller.usage_persist import UsagePersister
+
+    controller = backend.controller
+    if controller is None or not controller.options.write_status:
+        return
+    state = backend.state
+
+    def interval() -> float | None:
+        settings = configured_settings(backend.conf)
+        return settings.persist_interval if settings is not None else None
+
+    def refusals() -> dict[str, str]:
+        with state.locked():
+            taken, state.usage_refusals = state.usage_refusals, {}
+        return taken
+
+    persister = UsagePersister(controller, history, state.queues, refusals, interval).start()
+    atexit.register(persister.stop)
+    backend.usage_persister = persister
 
 
 def start_reclaim_loop(

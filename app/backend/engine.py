@@ -88,6 +88,7 @@ class EngineBackend:
         self.source = source
         self.controller = controller  # the leader's write-back (live clusters only)
         self.status_writer: Any = None
+        self.usage_persister: Any = None
         #: The reclaim loop, when one runs: it decides by the configuration too.
         self.reclaim_loop: ReclaimLoop | None = None
         #: The watcher of --conf, when the configuration came from a file it follows.
@@ -129,6 +130,7 @@ class EngineBackend:
             self.conf_watcher,
             self.reclaim_loop,
             self.status_writer,
+            self.usage_persister,
             self.requeuer,
             self.controller,
             self.informers,

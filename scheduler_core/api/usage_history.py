@@ -175,11 +175,19 @@ class UsageHistory:
             record.usage = advanced(record.usage, record.held, now - record.at, self._half_life)
             record.at = now
 
+    def _refresh(self) -> float:
+        return min(MAX_REFRESH, max(MIN_REFRESH, self._half_life / 100.0))
+
+    def epoch(self) -> int:
+        """Moves once per refresh interval: a session that read the history in an earlier
+        epoch sees usage older than a new one would (its holder may open it again)."""
+        return int(self._monotonic() // self._refresh())
+
     def reading(self) -> UsageReading:
         """Every queue's usage now, taken again at most once per refresh interval (a
         hundredth of the half-life, between ``MIN_REFRESH`` and ``MAX_REFRESH``)."""
         now = self._monotonic()
-        refresh = min(MAX_REFRESH, max(MIN_REFRESH, self._half_life / 100.0))
+        refresh = self._refresh()
         reading = self._reading
         if reading is not None and now - self._read_at < refresh:
             return reading

@@ -45,6 +45,11 @@ class QueueShare:
 
     allocated: Resource
     deserved: Resource
+    #: The deserved share on the queues' unadjusted weights, when a plugin moved the weights
+    #: for the queues' past usage (None: deserved is the weighted share), and in words
+    #: what moved it ("its usage over the last 7d (half-life)").
+    weighted: Resource | None = None
+    moved_by: str = ""
 
 
 @dataclass(frozen=True, slots=True)

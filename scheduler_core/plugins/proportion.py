@@ -47,7 +47,7 @@ from scheduler_core.framework.registry import (
     UsageChange,
     register_plugin,
 )
-from scheduler_core.framework.session import CycleState, Session
+from scheduler_core.framework.session import CycleState, QueueShare, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare import charging
 from scheduler_core.plugins.fairshare.attrs import (
@@ -625,6 +625,17 @@ class ProportionPlugin(QueueCharging, Plugin):
                 floor = self.weighted[name].clone().multi(adjustment.floor)
                 attr.deserved = res_max(attr.deserved, floor) or attr.deserved
             attr.share = proportion_share(attr)
+
+    def _queue_share(self, queue: QueueInfo) -> QueueShare | None:
+        """As the charging half has it, with the weighted share and what moved it when the
+        queue's weight was adjusted for its past usage (the eviction events say so)."""
+        share = super()._queue_share(queue)
+        adjustment = self.adjustments.get(queue.name)
+        weighted = self.weighted.get(queue.name)
+        if share is not None and adjustment is not None and weighted is not None:
+            share.weighted = weighted.clone()
+            share.moved_by = adjustment.reason
+        return share
 
     def _spec_memo(self, queues: int) -> dict[str, _QueueSpec]:
         """The shared spec memo for this session's totals (a fresh one if they changed, or
