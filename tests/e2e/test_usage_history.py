@@ -166,7 +166,7 @@ def test_history_survives_a_restart_and_a_broken_record_gets_an_event(
     restarted = stack.restart()
     after = stack.queue(q1)["history"]["usage"]["cpu"]
     assert after > 0.5 * before  # restored, decayed over the few seconds it was down
-    assert stack.queue(q2)["history"]["usage"] == {}
+    assert not any(stack.queue(q2)["history"]["usage"].values())  # from zero
 
     def refused() -> list[Any]:
         events = kube.core.list_namespaced_event(
