@@ -14,8 +14,10 @@ from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.conf import load_configuration
+from scheduler_core.insight.explain import explain_cached_pod
 from scheduler_core.insight.pending import pending_jobs
 from scheduler_core.insight.queues import queue_view, queue_views
+from scheduler_core.insight.whatif import WhatIfRequest, what_if
 from tests.builders import accounting, node, pod, podgroup, queue
 
 CONF = """
@@ -83,3 +85,21 @@ def test_without_the_plugin_the_views_carry_no_history() -> None:
     assert "USAGE SHARE" not in cli_queues(
         json.loads(dump(QueueList(queues=[Queue.model_validate(view)])))
     )
+
+
+def test_explain_says_what_past_usage_did_to_the_queue_share() -> None:
+    acct, _ = contended_with_history()
+    explanation = explain_cached_pod(acct, "ns", "q1-0")
+    [step] = [s for s in explanation.steps if s.name == "queue-share"]
+    assert step.numbers["usageShare"] == 1.0 and step.numbers["weightShare"] == 0.5
+    assert step.numbers["weightedDeserved"]["cpu"] == 4.0
+    assert step.numbers["deserved"]["cpu"] == 2.0
+
+
+def test_the_what_if_answers_with_the_history_included() -> None:
+    acct, _ = contended_with_history()
+    extra = pod("q2-extra", cpu="1", queue="q2")
+    result = what_if(acct, load_configuration(CONF), WhatIfRequest(add=[extra]))
+    after = {q.name: q.after for q in result.queues}
+    q1 = after["q1"]
+    assert q1 is not None and q1.deserved is not None and q1.deserved["cpu"] == 2.0
