@@ -11,6 +11,8 @@ change their weights before its deserved loop:
     w_q  = weight_q / sum_r weight_r                        (weight share)
     f_q  = clamp(1 - (u_q - w_q) / w_q, 1/M, M)             (M: usage.maxAdjustment)
 
+(``f_q`` in hundredths, rounded before the clamp.)
+
 The loop then runs on ``weight_q * f_q``, and proportion keeps every queue at no less than
 ``usage.floor`` times the deserved share the unchanged weights give it (and its guarantee,
 which the loop already keeps). A queue whose usage share equals its weight share keeps its
@@ -59,6 +61,8 @@ PERSIST_INTERVAL = "usage.persistInterval"
 DEFAULT_MAX_ADJUSTMENT = 2.0
 DEFAULT_FLOOR = 0.5
 DEFAULT_PERSIST_INTERVAL = 300.0
+#: Factors are kept to this many decimals (see ``adjust_weights``).
+FACTOR_DECIMALS = 2
 #: Fair-share plugins that ask for the adjustment: the plugin must open before them.
 ASKED_BY = ("proportion",)
 
@@ -185,9 +189,34 @@ def adjust_weights(
             default=0.0,
         )
         weight_share = weight / total_weight
-        factor = min(high, max(low, 1.0 - (used - weight_share) / weight_share))
+        # In hundredths: usage moves a little with every reading, and a factor that moved in
+        # its fifth digit would make proportion run its loop again for no visible change.
+        # Rounded before the bound is applied, so the bound holds exactly; both steps are
+        # monotone, so the factor still never rises with more usage.
+        raw = 1.0 - (used - weight_share) / weight_share
+        factor = min(high, max(low, round(raw, FACTOR_DECIMALS)))
         out[name] = WeightAdjustment(factor, settings.floor, used, weight_share, reason)
     return out
+
+
+#: The plugin's slot in ``Session.memos``.
+MEMO_SLOT = "usagehistory"
+
+
+@dataclass(slots=True)
+class AdjustmentMemo:
+    """The last adjustments worked out, with the reading, settings and weights they were
+    worked out from; replaced whole, so threads may share it."""
+
+    last: (
+        tuple[
+            UsageReading,
+            UsageSettings,
+            tuple[tuple[str, int], ...],
+            Mapping[str, WeightAdjustment],
+        ]
+        | None
+    ) = None
 
 
 @register_plugin
@@ -202,6 +231,7 @@ class UsageHistoryPlugin(Plugin):
         super().__init__(arguments)
         self.settings = usage_settings(arguments)
         self.reading: UsageReading | None = None
+        self._memo = AdjustmentMemo()
 
     @classmethod
     def conf_problems(cls, arguments: Arguments, conf: SchedulerConfiguration) -> list[str]:
@@ -237,12 +267,31 @@ class UsageHistoryPlugin(Plugin):
             return
         history.configure(self.settings.half_life)
         self.reading = history.reading()
+        self._memo = ssn.memos.slot(MEMO_SLOT, AdjustmentMemo)
         ssn.add_hook(ADJUST_WEIGHTS, self.name, self._adjust)
 
     def _adjust(self, weights: Mapping[str, int]) -> Mapping[str, WeightAdjustment]:
-        if self.reading is None:
+        """The adjustments for these weights on this session's reading: the last session's
+        when both are the same (a reading stands for its refresh interval, and sessions
+        open many times within it)."""
+        reading = self.reading
+        if reading is None:
             return {}
-        return adjust_weights(weights, self.reading.usage, self.settings)
+        asked = tuple(weights.items())
+        last = self._memo.last
+        if (
+            last is not None
+            and last[0] is reading
+            and (last[1], last[2])
+            == (
+                self.settings,
+                asked,
+            )
+        ):
+            return last[3]
+        adjustments = adjust_weights(weights, reading.usage, self.settings)
+        self._memo.last = (reading, self.settings, asked, adjustments)
+        return adjustments
 
     def can_follow(self, ssn: Session) -> bool:
         return True
