@@ -322,6 +322,10 @@ def deserved_shares(
         for name, attr in queue_opts.items():
             attr.deserved = last.deserved[name].clone()
             attr.share = proportion_share(attr)
+        if last.key != key:
+            # The same run on other inputs: recorded under these, so that whoever keys on
+            # this run's identity (the loop on adjusted weights) sees that they moved.
+            memo.last_fill = _Fill(key, last.deserved, last.rounds)
         return last.rounds
     water_fill(queue_opts, total)
     deserved = {name: attr.deserved.clone() for name, attr in queue_opts.items()}
@@ -416,6 +420,21 @@ class ProportionMemo:
 
     last_fill: _Fill | None = None
     specs: _SpecMemo | None = None
+    #: In the memo of the loop on adjusted weights: the last adjusted result.
+    adjusted: _Adjusted | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Adjusted:
+    """The deserved shares worked out on weights adjusted for past usage, with what they
+    were worked out from: the weighted loop's run and the adjustments (by identity). Its
+    maps are never changed after it is made."""
+
+    weighted_fill: _Fill
+    adjustments: Mapping[str, WeightAdjustment]
+    weighted: dict[str, Resource]
+    deserved: dict[str, Resource]
+    rounds: Sequence[FillRound]
 
 
 #: Proportion's slot in ``Session.memos``.
@@ -602,6 +621,22 @@ class ProportionPlugin(QueueCharging, Plugin):
         if not adjustments:
             return
         self.adjustments = dict(adjustments)
+        weighted_fill = self._memo.last_fill
+        last = self._adjusted_memo.adjusted
+        if (
+            last is not None
+            and last.weighted_fill is weighted_fill
+            and last.adjustments is adjustments
+            and not log.isEnabledFor(v(4))
+        ):
+            # The same weighted loop and the same adjustments (the plugin hands the same
+            # object back while its reading stands): the same result, without the work.
+            self.weighted = last.weighted
+            self.derivation = last.rounds
+            for name, attr in self.queue_opts.items():
+                attr.deserved = last.deserved[name].clone()
+                attr.share = proportion_share(attr)
+            return
         self.weighted = {name: attr.deserved.clone() for name, attr in self.queue_opts.items()}
         weights = {name: attr.weight for name, attr in self.queue_opts.items()}
         for name, attr in self.queue_opts.items():
@@ -625,6 +660,14 @@ class ProportionPlugin(QueueCharging, Plugin):
                 floor = self.weighted[name].clone().multi(adjustment.floor)
                 attr.deserved = res_max(attr.deserved, floor) or attr.deserved
             attr.share = proportion_share(attr)
+        if weighted_fill is not None:
+            self._adjusted_memo.adjusted = _Adjusted(
+                weighted_fill,
+                adjustments,
+                self.weighted,
+                {name: attr.deserved.clone() for name, attr in self.queue_opts.items()},
+                self.derivation,
+            )
 
     def _queue_share(self, queue: QueueInfo) -> QueueShare | None:
         """As the charging half has it, with the weighted share and what moved it when the

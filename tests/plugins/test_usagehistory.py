@@ -13,6 +13,7 @@ from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.conf import ConfigError, load_configuration
 from scheduler_core.engine import check_configuration, open_session
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.proportion import ProportionPlugin
 from scheduler_core.plugins.usagehistory import (
@@ -322,3 +323,24 @@ def test_settings_read_durations_and_defaults() -> None:
     assert check_configuration(load_configuration(conf_text())).warnings == []
     with pytest.raises(UsageSettingsError):
         usage_settings(Arguments({"usage.halfLife": True}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(first=clusters(), second=clusters(), usage=usages)
+def test_remembered_results_equal_a_fresh_session(
+    first: tuple[list[Obj], dict[str, int]],
+    second: tuple[list[Obj], dict[str, int]],
+    usage: dict[str, dict[str, float]],
+) -> None:
+    """Sessions of one owner reuse the last loops and adjustments: never a stale answer."""
+    history = history_with(usage)
+    memos = SessionMemos()
+    conf = load_configuration(conf_text())
+    for objs in (first[0], second[0], second[0], first[0]):
+        snap = snapshot(objs)
+        snap.usage_history = history
+        remembered = open_session(snap, conf, memos=memos).plugins["proportion"]
+        _, fresh = open_with(objs, conf_text(), history)
+        assert isinstance(remembered, ProportionPlugin)
+        assert same(remembered, fresh)
+        assert remembered.adjustments == fresh.adjustments
