@@ -17,6 +17,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
@@ -153,6 +154,21 @@ def same_sums(old: TaskInfo, new: TaskInfo) -> bool:
     )
 
 
+def _same_but_history(old: QueueInfo, new: QueueInfo) -> bool:
+    """Whether two versions of a queue differ at most in their persisted usage history."""
+    for spec in fields(QueueInfo):
+        name = spec.name
+        if name in ("usage_record", "usage_record_error"):
+            continue
+        was, now = getattr(old, name), getattr(new, name)
+        if isinstance(was, Resource) and isinstance(now, Resource):
+            if not was.semantic_equal(now):
+                return False
+        elif was != now:
+            return False
+    return True
+
+
 class ClusterState:
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -257,10 +273,14 @@ class ClusterState:
             self._put_node(node_to_info(obj))
         elif kind == "Queue":
             queue = queue_to_info(obj)
-            first = queue.name not in self._queues
+            old = self._queues.get(queue.name)
             self._queues[queue.name] = queue
-            if first:
+            if old is None:
                 self._take_up_history(queue)
+            elif _same_but_history(old, queue):
+                # The leader's periodic write of the queue's usage history: nothing a
+                # session derives moved (the record is read once, at first sight).
+                self._classified = True
         elif kind == "PodGroup":
             self._put_podgroup(podgroup_to_info(obj))
         elif kind == "PriorityClass":

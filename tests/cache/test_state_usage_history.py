@@ -87,3 +87,15 @@ def test_a_corrupt_annotation_is_refused_and_the_queue_starts_from_zero() -> Non
     assert cpu_usage(history, "q2") == 0.0
     assert "q2" in state.queues()  # the queue itself is fine
     assert "RFC 3339" in state.usage_refusals["q2"]
+
+
+def test_the_leaders_write_of_a_history_moves_no_decision() -> None:
+    state, _, clocks = measured_state()
+    before = state.decision_version
+    rewritten = queue("q1")
+    record = UsageRecord(clocks.server, H, {"cpu": 1.0})
+    rewritten["metadata"]["annotations"] = {USAGE_HISTORY_ANNOTATION: encode_record(record)}
+    put(state, rewritten)
+    assert state.decision_version == before
+    put(state, queue("q1", weight=3))  # a real change still counts
+    assert state.decision_version > before
