@@ -178,3 +178,44 @@ def test_history_survives_a_restart_and_a_broken_record_gets_an_event(
     assert event.type == "Warning"
     assert "its usage history starts from zero" in event.message
     assert restarted.process.alive()
+
+
+def test_a_killed_leaders_successor_carries_the_history_on(
+    kube: Kube, control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Two replicas on one lease, each measuring from its own cache: the leader is killed
+    (no goodbye), the standby takes the lease and keeps writing a history that only grew."""
+    conf = tmp_path / "usage.conf"
+    conf.write_text(USAGE_CONF)
+    ns, tag = four_nodes(kube)
+    q1 = kube.queue(f"{tag}-q1")
+    args = [*reclaim_args(f"e2e-usage-ha-{tag}"), "--conf", str(conf)]
+    replicas = [
+        control_plane.start_extender(f"usage-ha-{tag}-{i}", args=args).wait_ready()
+        for i in range(2)
+    ]
+    try:
+        run_alone(kube, ns, tag, q1, 4)
+
+        def leader() -> Extender | None:
+            leading = [r for r in replicas if metric(r, "queue_extender_leader") == 1.0]
+            return leading[0] if len(leading) == 1 else None
+
+        first = wait_for(leader, 30, "one leader")
+        wait_for(lambda: annotation(kube, q1), 30, "the leader to write q1's usage")
+        time.sleep(3)
+        written = json.loads(str(annotation(kube, q1)))
+        first.process.kill()
+        standby = next(r for r in replicas if r is not first)
+        wait_for(lambda: metric(standby, "queue_extender_leader") == 1.0, 30, "a new leader")
+
+        def rewritten() -> dict[str, Any] | None:
+            record = json.loads(str(annotation(kube, q1)))
+            return record if record["at"] > written["at"] else None
+
+        later = wait_for(rewritten, 30, "the new leader to write q1's usage")
+        # Held all along at 4 cpu: what the successor writes has only grown.
+        assert later["usage"]["cpu"] > written["usage"]["cpu"]
+    finally:
+        for replica in replicas:
+            replica.process.stop()
