@@ -50,6 +50,8 @@ BUDGETS: dict[str, Budget] = {
     "api-explain": Budget(n=50, seconds=20, warmup=2),
     "api-whatif": Budget(n=5, seconds=60, warmup=1),
     "reclaim-cycle": Budget(n=5, seconds=30, warmup=1),
+    "deserved-usage": Budget(n=50, seconds=20, warmup=3),
+    "reclaim-cycle-usage": Budget(n=5, seconds=30, warmup=1),
     "noop-http": Budget(n=2000, seconds=20, warmup=100),
     "filter-http": Budget(n=1000, seconds=40, warmup=20),
     "prioritize-http": Budget(n=300, seconds=30, warmup=5),

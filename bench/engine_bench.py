@@ -12,15 +12,22 @@ import gc
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from app.backend.engine import BackendOptions, EngineBackend
 from bench import Budget, Measurement, rss_mib, sample
 from bench.synthetic import SyntheticCluster
 from scheduler_core.api.resource import Resource
+from scheduler_core.api.usage_history import MAX_REFRESH, UsageHistory
 from scheduler_core.cache.state import ClusterState
-from scheduler_core.conf import SchedulerConfiguration, default_configuration, load_configuration
+from scheduler_core.conf import (
+    PluginOption,
+    SchedulerConfiguration,
+    Tier,
+    default_configuration,
+    load_configuration,
+)
 from scheduler_core.controller.decision import decide, live_configuration
 from scheduler_core.controller.snapshot import loop_snapshot
 from scheduler_core.engine import close_session, open_session, run_session
@@ -38,6 +45,8 @@ BENCHES: dict[str, str] = {
     "accounting-rebuild": "the extender's accounting session (every plugin) on the live state",
     "reclaim-session": "run_session(snapshot, conf, ['reclaim']) over the whole cluster",
     "reclaim-cycle": "the reclaim loop's cycle: its snapshot + decide() with the live rules",
+    "deserved-usage": "deserved with usagehistory before proportion, sessions a second apart",
+    "reclaim-cycle-usage": "reclaim-cycle with usagehistory on, cycles a second apart",
 }
 
 #: The fit variant's rows (``ClusterSpec.fit``): the same measurement on a cluster where 10 %
@@ -54,6 +63,10 @@ tiers:
 - plugins:
   - name: proportion
 """
+
+#: ``usagehistory`` before proportion, with a half-life of a week.
+USAGE_PLUGIN = "  - name: usagehistory\n    arguments:\n      usage.halfLife: 168h\n"
+WEEK = 7 * 86400.0
 
 FILTER_PODS = 4
 
@@ -123,6 +136,8 @@ def run(
         ("accounting-rebuild", bench_accounting),
         ("reclaim-session", bench_reclaim),
         ("reclaim-cycle", bench_reclaim_cycle),
+        ("deserved-usage", bench_deserved_usage),
+        ("reclaim-cycle-usage", bench_reclaim_cycle_usage),
     ):
         if name not in selected:
             continue
@@ -458,4 +473,136 @@ def bench_reclaim_cycle(fixture: EngineFixture, budget: Budget) -> Measurement:
         target=500.0,
         target_stat="p50",
         extra={**decisions, **parts},
+    )
+
+
+# --- usage history ----------------------------------------------------------------------------
+
+
+class _BenchClock:
+    """A monotonic clock the bench moves: each call reads the history anew (the worst case,
+    where every session's usage differs from the last one's and both loops run)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@contextmanager
+def usage_measured(state: ClusterState) -> Iterator[_BenchClock]:
+    """The state with a usage history in which every queue held what it holds now for a
+    week, and the queues' shares of that usage uneven (queue i held (i % 7 + 1) times its
+    allocation): removed again afterwards, so the other rows see the state they always did."""
+    clock = _BenchClock()
+    history = UsageHistory(WEEK, monotonic=clock)
+    with state.locked():
+        for i, (name, usage) in enumerate(sorted(state.queue_usage_view().items())):
+            history.held(name, usage.allocated.clone().multi(float(i % 7 + 1)))
+    clock.now = WEEK
+    with state.locked():
+        for name, usage in state.queue_usage_view().items():
+            history.held(name, usage.allocated)
+        state.usage_history = history
+    try:
+        yield clock
+    finally:
+        with state.locked():
+            state.usage_history = None
+
+
+def _fresh_reading_ms(call: Callable[[int], None], clock: _BenchClock, n: int = 5) -> float:
+    """The median time of ``call`` when every call reads the usage anew (the first session
+    after a refresh interval: both deserved loops may run)."""
+    times = []
+    for i in range(n):
+        clock.now += MAX_REFRESH
+        started = time.perf_counter()
+        call(i)
+        times.append((time.perf_counter() - started) * 1e3)
+    return round(sorted(times)[n // 2], 2)
+
+
+def bench_deserved_usage(fixture: EngineFixture, budget: Budget) -> Measurement:
+    """Sessions one second apart, as the accounting's are at most: the usage reading stands
+    for its refresh interval (30 s at a week's half-life), so most sessions reuse it;
+    ``fresh_reading_ms`` is the median of sessions that each read it anew."""
+    text = PROPORTION_ONLY.replace(
+        "  - name: proportion\n", USAGE_PLUGIN + "  - name: proportion\n"
+    )
+    conf = load_configuration(text, "usage history bench configuration")
+    state = fixture.state
+    seen: dict[str, Any] = {}
+    memos = SessionMemos()
+
+    with usage_measured(state) as clock:
+
+        def call(_: int) -> None:
+            with state.locked():
+                ssn = open_session(state.shared_snapshot(), conf, clone=False, memos=memos)
+            plugin = ssn.plugins["proportion"]
+            assert isinstance(plugin, ProportionPlugin)
+            seen["adjusted_queues"] = len(plugin.adjustments)
+            close_session(ssn, update_phases=False)
+
+        def one_second_later(i: int) -> None:
+            clock.now += 1.0
+            call(i)
+
+        samples = sample(one_second_later, budget)
+        seen["fresh_reading_ms"] = _fresh_reading_ms(call, clock)
+    return Measurement(
+        "deserved-usage",
+        BENCHES["deserved-usage"],
+        samples=samples,
+        target=5.0,
+        target_stat="p50",
+        extra=seen,
+    )
+
+
+def bench_reclaim_cycle_usage(fixture: EngineFixture, budget: Budget) -> Measurement:
+    """``reclaim-cycle`` with the plugin listed before proportion in the served tiers, one
+    cycle a second as the loop runs; ``fresh_reading_ms`` as in ``deserved-usage``."""
+    state = fixture.state
+    raw = fixture.conf
+    tiers = [
+        Tier(
+            [
+                *(
+                    [PluginOption("usagehistory", {}, {"usage.halfLife": "168h"})]
+                    if any(p.name == "proportion" for p in tier.plugins)
+                    else []
+                ),
+                *tier.plugins,
+            ]
+        )
+        for tier in raw.tiers
+    ]
+    conf = live_configuration(replace(raw, tiers=tiers))
+    parts: dict[str, Any] = {}
+    memos = SessionMemos()
+
+    with usage_measured(state) as clock:
+
+        def call(_: int) -> None:
+            decision = decide(loop_snapshot(state), conf, memos=memos)
+            for action, ms in decision.latency_ms.items():
+                parts[f"{action}_ms"] = round(ms, 1)
+            parts["evictions"] = len(decision.evictions)
+
+        def one_second_later(i: int) -> None:
+            clock.now += 1.0
+            call(i)
+
+        samples = sample(one_second_later, budget)
+        parts["fresh_reading_ms"] = _fresh_reading_ms(call, clock, n=3)
+    return Measurement(
+        "reclaim-cycle-usage",
+        BENCHES["reclaim-cycle-usage"],
+        samples=samples,
+        target=500.0,
+        target_stat="p50",
+        extra=parts,
     )

@@ -161,7 +161,7 @@ def render_index(
             f"<tr class='queue{' overused' if view.overused else ''}' data-queue="
             f"'{escape(view.name)}'><td style='padding-left:{8 + depth * 18}px'>"
             f"<a href='queues/{escape(view.name)}'>{escape(view.name)}</a></td>"
-            f"<td>{_state(view)}</td><td>{view.weight}</td>"
+            f"<td>{_state(view)}</td><td>{view.weight}{_factor(view)}</td>"
             f"<td>{_bars(view, branches.get(view.name))}</td>"
             f"<td>{view.share:.2f}</td><td>{view.jobs} / {view.pending_jobs}</td>"
             f"<td>{_pending_list(pending.get(view.name), PENDING_SHOWN)}</td></tr>"
@@ -174,6 +174,14 @@ def render_index(
         + "</table>"
     )
     return _page("queues", table + _evictions(evictions), root="")
+
+
+def _factor(view: QueueView) -> str:
+    """`` ×0.5`` after the weight when its past usage moved it."""
+    history = view.history
+    if history is None or not history.adjusted or history.factor is None:
+        return ""
+    return f" <span class=muted title='for its past usage'>&times;{history.factor:.3g}</span>"
 
 
 def _evictions(evictions: Sequence[RecentEviction] | None) -> str:
@@ -218,6 +226,34 @@ def _derivation(derivation: Derivation | None) -> str:
     )
 
 
+def _history_facts(view: QueueView) -> list[tuple[str, str]]:
+    """The queue's usage over time and what it did to the deserved share."""
+    history = view.history
+    if history is None:
+        return []
+    usage = ", ".join(
+        f"{name} {value:.4g}" for name, value in history.usage.items() if value is not None
+    )
+    facts = [
+        (
+            f"Usage (amount-hours, half-life {escape(history.half_life)})",
+            escape(usage) or "<span class=muted>none</span>",
+        )
+    ]
+    if history.adjusted and history.factor is not None:
+        facts.append(
+            (
+                "Usage share / weight share",
+                f"{history.usage_share or 0:.3f} / {history.weight_share or 0:.3f} "
+                f"(weight &times;{history.factor:.3g})",
+            )
+        )
+        facts.append(("Weighted deserved", _amount_cell(history.weighted_deserved)))
+    else:
+        facts.append(("Weighted deserved", "same as deserved (nothing contended to adjust)"))
+    return facts
+
+
 def render_queue(view: QueueView, pending: PendingPage, branch: Amounts | None = None) -> str:
     """``branch``: what the queue and its children hold, for a queue that has children."""
     parent = f"<a href='{escape(view.parent)}'>{escape(view.parent)}</a>" if view.parent else "-"
@@ -239,6 +275,7 @@ def render_queue(view: QueueView, pending: PendingPage, branch: Amounts | None =
     if view.devices:
         held = ", ".join(f"{name}: {count}" for name, count in sorted(view.devices.items()))
         facts.append(("Devices (DRA claims, not in the share)", escape(held)))
+    facts.extend(_history_facts(view))
     table = (
         "<table id=queue>"
         + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)

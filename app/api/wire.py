@@ -42,6 +42,23 @@ class Derivation(_Out):
     summary: str
 
 
+class UsageHistory(_Out):
+    half_life: str = Field(description="how fast past usage fades (usage.halfLife)")
+    usage: Amounts = Field(
+        description="decayed usage in amount-hours (core-hours, byte-hours, device-hours)"
+    )
+    adjusted: bool = Field(
+        description="whether its deserved share was moved for it (only where the queues "
+        "ask for more than the cluster holds and usage was measured)"
+    )
+    usage_share: float | None = Field(None, description="its share of the competing usage")
+    weight_share: float | None = Field(None, description="its share of the competing weights")
+    factor: float | None = Field(None, description="what its weight was multiplied by")
+    weighted_deserved: Amounts | None = Field(
+        None, description="its deserved share on the unadjusted weights"
+    )
+
+
 class Queue(_Out):
     name: str
     parent: str | None
@@ -66,6 +83,9 @@ class Queue(_Out):
         description="DRA devices its placed pods' allocated ResourceClaims hold, by "
         "deviceclass.resource.kubernetes.io/<device class> (the shares count them under each "
         "class's quota name)",
+    )
+    history: UsageHistory | None = Field(
+        None, description="its usage over time and its effect (usagehistory plugin on)"
     )
     derivation: Derivation | None = None
 

@@ -28,6 +28,7 @@ from app.verbs.ports import ExtenderBackend
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.cache.yaml_source import load_cluster_file, load_cluster_text
 from scheduler_core.conf import (
@@ -40,6 +41,7 @@ from scheduler_core.controller.reclaim import ReclaimLoop, ReclaimOptions
 from scheduler_core.controller.runtime import Controller, ControllerOptions
 from scheduler_core.controller.snapshot import anything_waiting, loop_snapshot
 from scheduler_core.engine import check_configuration
+from scheduler_core.plugins.usagehistory import configured_settings
 
 log = logging.getLogger("app.engine")
 
@@ -201,6 +203,7 @@ def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[En
     reclaim loop and the configuration watcher, started in that order."""
     source = options.source
     state = ClusterState()
+    history = measure_usage(state, conf)  # before the first event
     informers = _informers(state, source.kubeconfig, source.watch_stall_timeout)
     parts: list[Stoppable] = []
     try:
@@ -212,6 +215,7 @@ def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[En
             registry=informers.registry,
         ).start()
         parts.append(controller)
+        history.server_now = controller.server_now
         backend = EngineBackend(
             state,
             conf,
@@ -224,6 +228,9 @@ def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[En
         writer = start_status_writer(backend, controller)
         if writer is not None:
             parts.append(writer)
+        persister = start_usage_persister(backend, controller, history)
+        if persister is not None:
+            parts.append(persister)
         loop = None
         if options.reclaim is not None:
             loop = start_reclaim_loop(options.reclaim, conf, controller, backend)
@@ -358,6 +365,40 @@ class LoopCluster:
 
     def reserve(self, task: TaskInfo, job: JobInfo) -> None:
         self._backend.reserve(task, job)
+
+
+def measure_usage(state: ClusterState, conf: SchedulerConfiguration) -> UsageHistory:
+    """Every queue's usage over time, measured from the live cache's events whether or not
+    the configuration uses it yet (a reload may turn the plugin on: it then finds the
+    history measured since start). Decayed with the configured half-life, or a week until
+    one is configured (the plugin sets its own as it opens)."""
+    settings = configured_settings(conf)
+    history = UsageHistory(settings.half_life if settings is not None else 7 * 86400.0)
+    state.usage_history = history
+    return history
+
+
+def start_usage_persister(
+    backend: EngineBackend, controller: Controller, history: UsageHistory
+) -> Stoppable | None:
+    """The leader writes each queue's usage to its Queue while the configuration uses the
+    usage history plugin; with the status write-back (the leader's permission to write)."""
+    from scheduler_core.controller.usage_persist import UsagePersister
+
+    if not controller.options.write_status:
+        return None
+    state = backend.state
+
+    def interval() -> float | None:
+        settings = configured_settings(backend.conf)
+        return settings.persist_interval if settings is not None else None
+
+    def refusals() -> dict[str, str]:
+        with state.locked():
+            taken, state.usage_refusals = state.usage_refusals, {}
+        return taken
+
+    return UsagePersister(controller, history, state.queues, refusals, interval).start()
 
 
 def start_reclaim_loop(

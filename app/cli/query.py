@@ -180,7 +180,41 @@ def render_queues(doc: Doc) -> str:
         for q in doc["queues"]
     ]
     headers = ["QUEUE", "PARENT", "STATE", "WEIGHT", "ALLOCATED", "DESERVED", "CAPABILITY"]
-    return table([*headers, "SHARE", "OVERUSED", "PENDING"], rows)
+    headers += ["SHARE", "OVERUSED", "PENDING"]
+    if any(q.get("history") for q in doc["queues"]):
+        # With the usage history plugin on: what past usage did to each deserved share.
+        headers += ["USAGE SHARE", "WEIGHTED DESERVED"]
+        for row, q in zip(rows, doc["queues"], strict=True):
+            row.extend(_history_cells(q.get("history")))
+    return table(headers, rows)
+
+
+def _history_cells(history: Doc | None) -> list[str]:
+    if not history or not history.get("adjusted"):
+        return ["-", "(same)" if history else "-"]
+    return [
+        f"{history['usageShare']:.2f} (weight x{history['factor']:.3g})",
+        fmt_resources(history["weightedDeserved"]),
+    ]
+
+
+def _history_facts(history: Doc | None) -> list[tuple[str, str]]:
+    if not history:
+        return []
+    usage = ", ".join(f"{k} {v:.4g}" for k, v in history["usage"].items() if v is not None)
+    facts = [(f"Usage (amount-hours, half-life {history['halfLife']})", usage or "none")]
+    if history.get("adjusted"):
+        facts.append(
+            (
+                "Usage / weight share",
+                f"{history['usageShare']:.3f} / {history['weightShare']:.3f} "
+                f"(weight x{history['factor']:.3g})",
+            )
+        )
+        facts.append(("Weighted deserved", fmt_resources(history["weightedDeserved"])))
+    else:
+        facts.append(("Weighted deserved", "same as deserved (nothing contended to adjust)"))
+    return facts
 
 
 def render_queue(doc: Doc) -> str:
@@ -196,6 +230,7 @@ def render_queue(doc: Doc) -> str:
         ("Assumed", f"{fmt_resources(doc['assumed'])} ({doc['assumedPods']} pods)"),
         ("Deserved", fmt_resources(doc["deserved"])),
         ("Share", f"{doc['share']:.3f}"),
+        *_history_facts(doc.get("history")),
     ]
     width = max(len(k) for k, _ in facts) + 1
     text = "".join(f"{k + ':':<{width}} {v}\n" for k, v in facts)

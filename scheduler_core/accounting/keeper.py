@@ -35,6 +35,7 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
+from scheduler_core.framework.hooks import ADJUST_WEIGHTS
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
@@ -107,6 +108,8 @@ class QueueAccounting:
         self._session: Session | None = None
         self._version = -1
         self._built_at = 0.0
+        #: The usage history's epoch when the session opened (``_usage_moved``).
+        self._usage_epoch = 0
         self._reconfigured = False
         #: The session counts only the cache's jobs, with the cache's own sums (no job of an
         #: assumed pod the cache has not shown yet): only then can it follow changes in place.
@@ -134,7 +137,8 @@ class QueueAccounting:
         """The current read-only session, kept current with the cluster's decisions-relevant
         changes (rate-limited): followed in place where it can be, else rebuilt."""
         now = self.clock()
-        if self._session is None or self._reconfigured or self._unseen_ended:
+        usage_moved = self._usage_moved() and now - self._built_at >= self.min_refresh_interval
+        if self._session is None or self._reconfigured or self._unseen_ended or usage_moved:
             self._rebuild(now)
         elif (
             self.state.decision_version != self._version
@@ -148,6 +152,16 @@ class QueueAccounting:
                 self._rebuild(now)
         assert self._session is not None
         return self._session
+
+    def _usage_moved(self) -> bool:
+        """Whether the session's deserved shares weigh past usage that has moved on since
+        it opened (usage fades with time, not with cluster events: only a new session
+        reads it again)."""
+        ssn = self._session
+        history = self.state.usage_history
+        if ssn is None or history is None or not ssn.hook_fns(ADJUST_WEIGHTS):
+            return False
+        return history.epoch() != self._usage_epoch
 
     def _rebuild(self, now: float) -> None:
         if self._session is not None:
@@ -165,6 +179,8 @@ class QueueAccounting:
             ssn = open_session(snapshot, self.conf, clone=False, read_only=True, memos=self.memos)
             self.replay_assumptions(ssn)
         self._session, self._version, self._built_at = ssn, version, now
+        history = self.state.usage_history
+        self._usage_epoch = history.epoch() if history is not None else 0
         self._reconfigured = self._unseen_ended = False
         self.refreshes += 1
         log.log(

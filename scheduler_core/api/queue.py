@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.types import QueueState
+from scheduler_core.api.usage_history import UsageRecord
 
 ROOT_QUEUE = "root"
 DEFAULT_QUEUE = "default"
@@ -34,6 +35,10 @@ class QueueInfo:
     implicit: bool = False
     #: Default minimum runtime (seconds) of this queue's pods before reclaim may take them.
     min_runtime: float | None = None
+    #: The decayed usage its annotation carries over from an earlier process (None: none),
+    #: or why that annotation cannot be taken up (``usage_record_error``).
+    usage_record: UsageRecord | None = None
+    usage_record_error: str = ""
 
     @property
     def uid(self) -> str:

@@ -12,6 +12,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.usage import JobUsage, job_usage
+from scheduler_core.api.usage_history import UsageHistory
 
 
 @dataclass(slots=True)
@@ -60,6 +61,9 @@ class ClusterSnapshot:
     #: Claims, volumes, storage classes, CSI nodes, resource claims: the live cache's own
     #: catalog, shared by every copy (looked up by key, never changed by a session).
     storage: StorageCatalog = field(default_factory=StorageCatalog)
+    #: Each queue's usage over time, when the source measures it (the live cache): shared
+    #: by every copy, read by the usage history plugin.
+    usage_history: UsageHistory | None = None
 
     def clone(self) -> ClusterSnapshot:
         jobs = {uid: job.clone() for uid, job in self.jobs.items()}
@@ -118,4 +122,5 @@ class ClusterSnapshot:
                 else None
             ),
             storage=self.storage,
+            usage_history=self.usage_history,
         )

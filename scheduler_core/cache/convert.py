@@ -32,6 +32,12 @@ from scheduler_core.api.task import (
     Toleration,
 )
 from scheduler_core.api.types import PodGroupPhase, QueueState, task_status_from_pod
+from scheduler_core.api.usage_history import (
+    USAGE_HISTORY_ANNOTATION,
+    UsageRecord,
+    UsageRecordError,
+    decode_record,
+)
 from scheduler_core.cache import convert_constraints
 
 log = logging.getLogger(__name__)
@@ -469,6 +475,7 @@ def queue_to_info(queue: Mapping[str, Any]) -> QueueInfo:
     except ValueError as exc:
         raise ConversionError(f"{where}: status.state {state_text!r} is not a queue state") from exc
     annotations = _str_map(meta.get("annotations"))
+    record, record_error = _usage_record(annotations)
     return QueueInfo(
         name=name,
         weight=_int_field(spec.get("weight"), f"{where}: spec.weight", 1),
@@ -485,7 +492,21 @@ def queue_to_info(queue: Mapping[str, Any]) -> QueueInfo:
         hierarchy_weights=annotations.get(HIERARCHY_WEIGHTS_ANNOTATION, ""),
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
         min_runtime=_min_runtime(annotations, where),
+        usage_record=record,
+        usage_record_error=record_error,
     )
+
+
+def _usage_record(annotations: Mapping[str, str]) -> tuple[UsageRecord | None, str]:
+    """The queue's persisted usage history, or why it is refused: a bad record must not
+    make the whole Queue unreadable (its spec is fine), only start its history from zero."""
+    text = annotations.get(USAGE_HISTORY_ANNOTATION)
+    if text is None:
+        return None, ""
+    try:
+        return decode_record(text), ""
+    except UsageRecordError as exc:
+        return None, f"annotation {USAGE_HISTORY_ANNOTATION} refused ({exc})"
 
 
 @dataclass(slots=True)

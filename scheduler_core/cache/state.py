@@ -17,6 +17,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import fields
 from types import MappingProxyType
 from typing import Any
 
@@ -31,6 +32,7 @@ from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
 from scheduler_core.api.usage import JobUsage, job_usage
+from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.cache.changes import ChangeLog
 from scheduler_core.cache.convert import (
     ConversionError,
@@ -157,6 +159,21 @@ def same_sums(old: TaskInfo, new: TaskInfo) -> bool:
     )
 
 
+def _same_but_history(old: QueueInfo, new: QueueInfo) -> bool:
+    """Whether two versions of a queue differ at most in their persisted usage history."""
+    for spec in fields(QueueInfo):
+        name = spec.name
+        if name in ("usage_record", "usage_record_error"):
+            continue
+        was, now = getattr(old, name), getattr(new, name)
+        if isinstance(was, Resource) and isinstance(now, Resource):
+            if not was.semantic_equal(now):
+                return False
+        elif was != now:
+            return False
+    return True
+
+
 class ClusterState:
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -199,6 +216,14 @@ class ClusterState:
         self._storage = StorageCatalog()
         self._namespaces: dict[str, dict[str, str]] = {}
         self._placement = PlacementEpoch()
+        #: Each queue's usage over time, told of every change of what a queue holds (set by
+        #: whoever wants it measured: the live cache's builder); a fork reads it, never
+        #: feeds it (a what-if's pods were never held).
+        self.usage_history: UsageHistory | None = None
+        self._feeds_history = True
+        #: Queue name -> why its persisted usage history was refused (the leader reports
+        #: each as an event and drops it from here).
+        self.usage_refusals: dict[str, str] = {}
 
     # --- locking ------------------------------------------------------------------------
 
@@ -269,7 +294,14 @@ class ClusterState:
             self._put_node(self._with_devices(base))
         elif kind == "Queue":
             queue = queue_to_info(obj)
+            old = self._queues.get(queue.name)
             self._queues[queue.name] = queue
+            if old is None:
+                self._take_up_history(queue)
+            elif _same_but_history(old, queue):
+                # The leader's periodic write of the queue's usage history: nothing a
+                # session derives moved (the record is read once, at first sight).
+                self._classified = True
         elif kind == "PodGroup":
             self._put_podgroup(podgroup_to_info(obj))
         elif kind == "PriorityClass":
@@ -326,6 +358,8 @@ class ClusterState:
             self._remove_node(key)
         elif kind == "Queue":
             self._queues.pop(key, None)
+            if self.usage_history is not None and self._feeds_history:
+                self.usage_history.forget(key)
         elif kind == "PodGroup":
             self._remove_podgroup(key)
         elif kind == "PriorityClass":
@@ -748,6 +782,23 @@ class ClusterState:
             self._job_usage[job_id] = (job.queue, usage)
             usage.add_to(self._queue_usage.setdefault(job.queue, JobUsage.empty()))
             self._queue_jobs[job.queue] += 1
+        if self.usage_history is not None and self._feeds_history:
+            moved = {previous[0]} if previous is not None else set()
+            if job is not None:
+                moved.add(job.queue)
+            for queue in moved:
+                total = self._queue_usage.get(queue)
+                self.usage_history.held(
+                    queue, total.allocated if total is not None else Resource.empty()
+                )
+
+    def _take_up_history(self, queue: QueueInfo) -> None:
+        """The first sight of a queue: its persisted usage, if any, is taken up (once)."""
+        if self.usage_history is None or not self._feeds_history:
+            return
+        if queue.usage_record_error:
+            self.usage_refusals[queue.name] = queue.usage_record_error
+        self.usage_history.restore(queue.name, queue.usage_record)
 
     def _refresh_job_priorities(self) -> None:
         values, default = self.priority_values(), self._global_default()
@@ -837,6 +888,7 @@ class ClusterState:
             storage=self._storage,
             namespace_labels=self._namespaces,
             placement_epoch=self._placement,
+            usage_history=self.usage_history,
         )
 
     def fork(self) -> ClusterState:
@@ -878,6 +930,8 @@ class ClusterState:
             other._storage = self._storage.copy()
             other._namespaces = dict(self._namespaces)
             other._placement = PlacementEpoch(self._placement.value)
+            other.usage_history = self.usage_history
+            other._feeds_history = False
             return other
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:

@@ -30,12 +30,13 @@ from scheduler_core.actions.util.reclaim_rules import (
     reclaimed_dimensions,
 )
 from scheduler_core.api.job import JobInfo
-from scheduler_core.api.resource import Resource
+from scheduler_core.api.resource import MIN_RESOURCE, Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.hooks import ADJUST_WEIGHTS
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.registry import action_builder
 from scheduler_core.framework.session import QueueShare, Session
@@ -149,7 +150,10 @@ def decide(
     result = CycleDecision()
     try:
         before = result.shares = {name: ssn.queue_share(q) for name, q in ssn.queues.items()}
-        result.time_sensitive = _min_runtime_anywhere(ssn, conf)
+        # Past usage fades with time: the same cluster may be decided otherwise later.
+        result.time_sensitive = bool(ssn.hook_fns(ADJUST_WEIGHTS)) or _min_runtime_anywhere(
+            ssn, conf
+        )
         for name in cycle_actions(conf):
             builder = action_builder(name)
             if builder is None:
@@ -213,7 +217,8 @@ def _planned(
         dims = over
         rule = (
             f"queue {victim_queue} is overused (allocated {format_dims(share.allocated, dims)} > "
-            f"deserved {format_dims(share.deserved, dims)}); reclaimed for {who}"
+            f"deserved {format_dims(share.deserved, dims)}{_moved(share, dims)}); "
+            f"reclaimed for {who}"
         )
     elif action == "reclaim":
         rule = f"queue {victim_queue} lends beyond its share; reclaimed for {who}"
@@ -230,6 +235,20 @@ def _planned(
         preemptor_node=preemptor.node_name if preemptor is not None else "",
         rule=rule,
     )
+
+
+def _moved(share: QueueShare, dims: list[str]) -> str:
+    """`` (weighted 8, reduced by its usage over the last 7d (half-life))`` when the queue's
+    past usage moved its deserved share on these dimensions; else nothing."""
+    weighted = share.weighted
+    if weighted is None:
+        return ""
+    lower = any(share.deserved.get(d) < weighted.get(d) - MIN_RESOURCE for d in dims)
+    higher = any(share.deserved.get(d) > weighted.get(d) + MIN_RESOURCE for d in dims)
+    if not lower and not higher:
+        return ""
+    how = "reduced" if lower else "raised"
+    return f" (weighted {format_dims(weighted, dims)}, {how} by {share.moved_by})"
 
 
 def format_dims(resource: Resource, dims: list[str]) -> str:

@@ -45,6 +45,29 @@ class QueueShare:
 
     allocated: Resource
     deserved: Resource
+    #: The deserved share on the queues' unadjusted weights, when a plugin moved the weights
+    #: for the queues' past usage (None: deserved is the weighted share), and in words
+    #: what moved it ("its usage over the last 7d (half-life)").
+    weighted: Resource | None = None
+    moved_by: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WeightAdjustment:
+    """How a queue's weight is to be changed before the fair-share plugin works deserved
+    shares out, and why (a plugin that weighs the queues' past against their weights).
+
+    ``factor`` multiplies the weight (1: unchanged); ``floor`` is the fraction of the
+    deserved share the unchanged weights give that the queue keeps whatever the factor;
+    ``usage`` is the queue's usage share and ``weight_share`` its weight share, both in
+    [0, 1], as the factor was derived from them; ``reason`` says in words what moved it
+    ("its usage over the last 7d")."""
+
+    factor: float
+    floor: float
+    usage: float
+    weight_share: float
+    reason: str
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -98,6 +121,12 @@ PREEMPTIVE: Hook[Callable[[QueueInfo, list[TaskInfo]], bool]] = Hook(
     "preemptive", "enablePreemptive"
 )
 ALLOCATABLE: Hook[Callable[[QueueInfo, TaskInfo], Vote]] = Hook("allocatable", "enabledAllocatable")
+#: Queue name -> weight of the queues competing for more than the cluster holds, to the
+#: adjustment of each (queues left out keep their weight). Asked by the fair-share plugin
+#: before its deserved loop; the plugins that fill it must therefore open before it.
+ADJUST_WEIGHTS: Hook[Callable[[Mapping[str, int]], Mapping[str, WeightAdjustment]]] = Hook(
+    "adjustWeights", None
+)
 
 # jobs
 JOB_READY: Hook[Callable[[JobInfo], bool]] = Hook("jobReady", "enableJobReady")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from scheduler_core.api.usage import JobUsage
+from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.arguments import Arguments
 
 if TYPE_CHECKING:
@@ -43,6 +44,15 @@ class Plugin(ABC):
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+
+    @classmethod
+    def conf_problems(cls, arguments: Arguments, conf: SchedulerConfiguration) -> list[str]:
+        """Why the configuration cannot run this plugin as it names it (its arguments, its
+        place in the tiers); each a sentence a person can act on. Checked when a
+        configuration is loaded, at start and on reload, so a bad one is refused there
+        rather than failing, or silently doing nothing, in every session."""
+        del arguments, conf
+        return []
 
     @abstractmethod
     def on_session_open(self, ssn: Session) -> None:
@@ -102,3 +112,17 @@ def action_builder(name: str) -> Callable[[], Action] | None:
 
 def plugin_names() -> frozenset[str]:
     return frozenset(_PLUGINS)
+
+
+def plugin_conf_problems(conf: SchedulerConfiguration, source: str = "configuration") -> list[str]:
+    """Every registered plugin's ``conf_problems`` for ``conf``, each saying where."""
+    problems: list[str] = []
+    for i, tier in enumerate(conf.tiers):
+        for j, option in enumerate(tier.plugins):
+            cls = _PLUGINS.get(option.name)
+            if isinstance(cls, type) and issubclass(cls, Plugin):
+                problems.extend(
+                    f"{source}: tiers[{i}].plugins[{j}] ({option.name}): {problem}"
+                    for problem in cls.conf_problems(Arguments(option.arguments), conf)
+                )
+    return problems

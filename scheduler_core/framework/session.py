@@ -26,6 +26,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration, Tier
 from scheduler_core.framework.fit import PERMITTED, Vote
 from scheduler_core.framework.hooks import (
+    ADJUST_WEIGHTS,
     ALLOCATABLE,
     BATCH_NODE_ORDER,
     CYCLE_STATE,
@@ -54,6 +55,7 @@ from scheduler_core.framework.hooks import (
     CompareFn,
     Hook,
     VictimsFn,
+    WeightAdjustment,
 )
 from scheduler_core.framework.hooks import CycleState as CycleState
 from scheduler_core.framework.hooks import QueueShare as QueueShare
@@ -289,6 +291,16 @@ class Session:
             if share is not None:
                 return share
         return None
+
+    def weight_adjustments(self, weights: Mapping[str, int]) -> Mapping[str, WeightAdjustment]:
+        """The first non-empty answer of the plugins that adjust queue weights, in tier
+        order; empty (every weight stands) when no plugin filled the hook or none adjusts
+        any of these queues."""
+        for fn in self._all(ADJUST_WEIGHTS):
+            adjustments = fn(weights)
+            if adjustments:
+                return adjustments
+        return {}
 
     def preemptive(self, queue: QueueInfo, candidates: list[TaskInfo]) -> bool:
         return all(fn(queue, candidates) for fn in self._all(PREEMPTIVE))

@@ -37,6 +37,7 @@ from scheduler_core.insight.lookup import (
     find_podgroup,
     first_pending,
 )
+from scheduler_core.insight.queues import UsageView, usage_views
 from scheduler_core.report import queue_attrs
 
 Verdict = Literal["pass", "fail", "skip", "info"]
@@ -361,6 +362,7 @@ def _queue_steps(ctx: PodContext) -> list[Step]:
                 "realCapability": amounts(attr.real_capability) if attr else None,
                 "share": round(float(attr.share), 6) if attr else None,
                 "overused": ssn.overused(queue) if attr else False,
+                **_usage_numbers(usage_views(ssn).get(queue.name)),
             },
         )
     )
@@ -556,3 +558,15 @@ def _eviction_steps(ctx: PodContext, victims: list[NodeVictimsView]) -> list[Ste
         )
     )
     return steps
+
+
+def _usage_numbers(view: UsageView | None) -> dict[str, Any]:
+    """What the queue's past usage did to the deserved share above, when it moved it: its
+    usage share, its weight share and the deserved share its weight alone would give."""
+    if view is None or not view.adjusted:
+        return {}
+    return {
+        "usageShare": view.usage_share,
+        "weightShare": view.weight_share,
+        "weightedDeserved": view.weighted_deserved,
+    }

@@ -11,6 +11,8 @@ from scheduler_core.api.types import TaskStatus, completed_status
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
 from scheduler_core.insight.derivation import Derivation, queue_derivation
+from scheduler_core.plugins.proportion import ProportionPlugin
+from scheduler_core.plugins.usagehistory import PLUGIN_NAME, UsageHistoryPlugin, format_span
 from scheduler_core.report import queue_attrs
 
 
@@ -40,6 +42,56 @@ class QueueView:
     #: ``deviceclass.resource.kubernetes.io/<device class>``: the per-class detail of what
     #: the shares count under each class's quota name (see docs/dra.md).
     devices: dict[str, int] = field(default_factory=dict)
+    #: Its usage over time and what it did to the deserved share (None: the usage history
+    #: plugin is not on, or nothing measures usage here).
+    history: UsageView | None = None
+
+
+@dataclass(slots=True)
+class UsageView:
+    """A queue's decayed usage (amount-hours: core-hours, byte-hours, device-hours), its
+    usage share and weight share among the queues competing now, the factor its weight was
+    multiplied by, and its deserved share on the unadjusted weights. ``adjusted`` is False
+    when nothing is contended or no usage is measured: deserved is then the weighted one."""
+
+    half_life: str
+    usage: Amounts
+    adjusted: bool
+    usage_share: float | None = None
+    weight_share: float | None = None
+    factor: float | None = None
+    weighted_deserved: Amounts | None = None
+
+
+def usage_views(ssn: Session) -> dict[str, UsageView]:
+    """Every queue's ``UsageView`` in this session; empty without the plugin."""
+    plugin = ssn.plugins.get(PLUGIN_NAME)
+    if not isinstance(plugin, UsageHistoryPlugin) or plugin.reading is None:
+        return {}
+    fair = ssn.plugins.get("proportion")
+    adjustments = fair.adjustments if isinstance(fair, ProportionPlugin) else {}
+    weighted = fair.weighted if isinstance(fair, ProportionPlugin) else {}
+    span = format_span(plugin.reading.half_life)
+    out: dict[str, UsageView] = {}
+    for name in ssn.queues:
+        held = Resource.empty()
+        for dimension, amount in plugin.reading.of(name).items():
+            if dimension == "cpu":
+                held.milli_cpu = amount / 3600.0
+            elif dimension == "memory":
+                held.memory = amount / 3600.0
+            else:
+                held.set_scalar(dimension, amount / 3600.0)
+        adjustment = adjustments.get(name)
+        view = UsageView(half_life=span, usage=amounts(held) or {}, adjusted=False)
+        if adjustment is not None:
+            view.adjusted = True
+            view.usage_share = round(adjustment.usage, 6)
+            view.weight_share = round(adjustment.weight_share, 6)
+            view.factor = round(adjustment.factor, 6)
+            view.weighted_deserved = amounts(weighted.get(name))
+        out[name] = view
+    return out
 
 
 def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list[QueueView]:
@@ -49,6 +101,7 @@ def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list
     attrs = queue_attrs(ssn)
     assumed = _assumed_by_queue(acct)
     devices = devices_by_queue(ssn)
+    history = usage_views(ssn)
     jobs_by_queue: dict[str, list[int]] = {}
     for job in ssn.jobs.values():
         counts = jobs_by_queue.setdefault(job.queue, [0, 0])
@@ -90,6 +143,7 @@ def queue_views(acct: QueueAccounting, *, with_derivation: bool = False) -> list
                 pending_jobs=npending,
                 derivation=queue_derivation(ssn, name) if with_derivation else None,
                 devices=devices.get(name, {}),
+                history=history.get(name),
             )
         )
     return views

@@ -11,7 +11,7 @@ queue stays within it on the dimensions the task asks for, and queues with the l
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import cast, overload
@@ -39,6 +39,7 @@ from scheduler_core.framework.hooks import (
     QUEUE_ORDER,
     RECLAIMABLE,
     SIMULATE_ALLOCATABLE,
+    WeightAdjustment,
 )
 from scheduler_core.framework.registry import (
     FollowStep,
@@ -46,7 +47,7 @@ from scheduler_core.framework.registry import (
     UsageChange,
     register_plugin,
 )
-from scheduler_core.framework.session import CycleState, Session
+from scheduler_core.framework.session import CycleState, QueueShare, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare import charging
 from scheduler_core.plugins.fairshare.attrs import (
@@ -321,6 +322,10 @@ def deserved_shares(
         for name, attr in queue_opts.items():
             attr.deserved = last.deserved[name].clone()
             attr.share = proportion_share(attr)
+        if last.key != key:
+            # The same run on other inputs: recorded under these, so that whoever keys on
+            # this run's identity (the loop on adjusted weights) sees that they moved.
+            memo.last_fill = _Fill(key, last.deserved, last.rounds)
         return last.rounds
     water_fill(queue_opts, total)
     deserved = {name: attr.deserved.clone() for name, attr in queue_opts.items()}
@@ -415,10 +420,30 @@ class ProportionMemo:
 
     last_fill: _Fill | None = None
     specs: _SpecMemo | None = None
+    #: In the memo of the loop on adjusted weights: the last adjusted result.
+    adjusted: _Adjusted | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Adjusted:
+    """The deserved shares worked out on weights adjusted for past usage, with what they
+    were worked out from: the weighted loop's run and the adjustments (by identity). Its
+    maps are never changed after it is made."""
+
+    weighted_fill: _Fill
+    adjustments: Mapping[str, WeightAdjustment]
+    weighted: dict[str, Resource]
+    deserved: dict[str, Resource]
+    rounds: Sequence[FillRound]
 
 
 #: Proportion's slot in ``Session.memos``.
 MEMO_SLOT = "proportion"
+#: Its slot for the last loop on weights adjusted for past usage (kept apart: both loops
+#: run in every such session, and one memo would always hold the other's run).
+USAGE_MEMO_SLOT = "proportion.usage"
+#: Adjusted weights are the weights times their factor times this, rounded.
+ADJUSTED_WEIGHT_SCALE = 1000
 
 
 def _trace_pass(attr: QueueAttr, met: str) -> None:
@@ -464,6 +489,16 @@ class ProportionPlugin(QueueCharging, Plugin):
         self.unschedulable_reasons: dict[str, str] = {}
         self._ssn: Session | None = None
         self._memo = ProportionMemo()
+        self._adjusted_memo = ProportionMemo()
+        #: The session's ``weight_adjustments`` (None before the session opens).
+        self._weight_adjustments: (
+            Callable[[Mapping[str, int]], Mapping[str, WeightAdjustment]] | None
+        ) = None
+        #: Queue name -> the adjustment its past usage made to its weight this session
+        #: (empty: no plugin adjusted, no usage to weigh, or nothing contended).
+        self.adjustments: dict[str, WeightAdjustment] = {}
+        #: Queue name -> its deserved share on the unadjusted weights, when adjusted.
+        self.weighted: dict[str, Resource] = {}
 
     # --- session --------------------------------------------------------------------------
 
@@ -511,9 +546,9 @@ class ProportionPlugin(QueueCharging, Plugin):
                     trace(log, v(4), "Added Queue <%s> attributes.", queue.name)
                 job_usage(job).add_to(attr)
 
-        self.derivation = deserved_shares(
-            self.queue_opts, self.total_resource, self._memo, spec_keys
-        )
+        self._weight_adjustments = ssn.weight_adjustments
+        self._adjusted_memo = ssn.memos.slot(USAGE_MEMO_SLOT, ProportionMemo)
+        self._derive(spec_keys)
 
         ssn.add_hook(QUEUE_ORDER, self.name, self._queue_order)
         ssn.add_hook(RECLAIMABLE, self.name, self._reclaimable)
@@ -561,10 +596,88 @@ class ProportionPlugin(QueueCharging, Plugin):
             for attr in self.queue_opts.values():
                 attr.deserved = Resource.empty()
                 attr.share = 0.0
-            self.derivation = deserved_shares(self.queue_opts, self.total_resource, self._memo)
+            self._derive(None)
         else:
             for attr in fresh.values():
                 attr.share = proportion_share(attr)
+
+    def _derive(self, spec_keys: Mapping[str, tuple[object, ...]] | None) -> None:
+        """Every queue's deserved share: the weighted loop, then, where the queues ask for
+        more than the cluster holds and a plugin adjusts their weights for their past usage
+        (``adjustWeights``), the loop again on the adjusted weights, each queue kept at no
+        less than its adjustment's floor of the weighted result (and its guarantee, which
+        the loop keeps). Without an adjustment the first loop's answer stands untouched:
+        exactly Volcano's."""
+        self.weighted = {}
+        self.adjustments = {}
+        self.derivation = deserved_shares(
+            self.queue_opts, self.total_resource, self._memo, spec_keys
+        )
+        adjust = self._weight_adjustments
+        if adjust is None or not _contended(self.queue_opts.values(), self.total_resource):
+            return
+        adjustments = adjust({name: attr.weight for name, attr in self.queue_opts.items()})
+        if not adjustments:
+            return
+        self.adjustments = dict(adjustments)
+        weighted_fill = self._memo.last_fill
+        last = self._adjusted_memo.adjusted
+        if (
+            last is not None
+            and last.weighted_fill is weighted_fill
+            and last.adjustments is adjustments
+            and not log.isEnabledFor(v(4))
+        ):
+            # The same weighted loop and the same adjustments (the plugin hands the same
+            # object back while its reading stands): the same result, without the work.
+            self.weighted = last.weighted
+            self.derivation = last.rounds
+            for name, attr in self.queue_opts.items():
+                attr.deserved = last.deserved[name].clone()
+                attr.share = proportion_share(attr)
+            return
+        self.weighted = {name: attr.deserved.clone() for name, attr in self.queue_opts.items()}
+        weights = {name: attr.weight for name, attr in self.queue_opts.items()}
+        for name, attr in self.queue_opts.items():
+            adjustment = adjustments.get(name)
+            factor = adjustment.factor if adjustment is not None else 1.0
+            # Whole numbers, as the loop and its record take weights: a thousandth of the
+            # weight is finer than any share a person reads.
+            attr.weight = max(1, round(attr.weight * factor * ADJUSTED_WEIGHT_SCALE))
+            attr.deserved = Resource.empty()
+            attr.share = 0.0
+        try:
+            self.derivation = deserved_shares(
+                self.queue_opts, self.total_resource, self._adjusted_memo
+            )
+        finally:
+            for name, attr in self.queue_opts.items():
+                attr.weight = weights[name]
+        for name, attr in self.queue_opts.items():
+            adjustment = adjustments.get(name)
+            if adjustment is not None and adjustment.floor > 0:
+                floor = self.weighted[name].clone().multi(adjustment.floor)
+                attr.deserved = res_max(attr.deserved, floor) or attr.deserved
+            attr.share = proportion_share(attr)
+        if weighted_fill is not None:
+            self._adjusted_memo.adjusted = _Adjusted(
+                weighted_fill,
+                adjustments,
+                self.weighted,
+                {name: attr.deserved.clone() for name, attr in self.queue_opts.items()},
+                self.derivation,
+            )
+
+    def _queue_share(self, queue: QueueInfo) -> QueueShare | None:
+        """As the charging half has it, with the weighted share and what moved it when the
+        queue's weight was adjusted for its past usage (the eviction events say so)."""
+        share = super()._queue_share(queue)
+        adjustment = self.adjustments.get(queue.name)
+        weighted = self.weighted.get(queue.name)
+        if share is not None and adjustment is not None and weighted is not None:
+            share.weighted = weighted.clone()
+            share.moved_by = adjustment.reason
+        return share
 
     def _spec_memo(self, queues: int) -> dict[str, _QueueSpec]:
         """The shared spec memo for this session's totals (a fresh one if they changed, or
@@ -759,6 +872,15 @@ def _attr_from_spec(spec: QueueAttr, usage: JobUsage) -> QueueAttr:
         real_capability=spec.real_capability,
         guarantee=spec.guarantee,
     )
+
+
+def _contended(attrs: Iterable[QueueAttr], total: Resource) -> bool:
+    """Whether the queues together ask for more than the cluster holds on some dimension:
+    only then does how the weights split it make a difference worth adjusting."""
+    asked = Resource.empty()
+    for attr in attrs:
+        asked.add(attr.request)
+    return not asked.less_equal(total, ZERO)
 
 
 def _added_to_zero(amount: Resource) -> Resource:

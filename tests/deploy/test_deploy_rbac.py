@@ -87,6 +87,7 @@ STATUS_GRANTS: set[Grant] = (
         for verb in ("get", "update", "patch")
     }
     | {("*", "scheduling.volcano.sh", "queues/status", "*", verb) for verb in ("update", "patch")}
+    | {("*", "scheduling.volcano.sh", "queues", "*", "patch")}
 )
 
 DELEGATED_AUTH_GRANTS: set[Grant] = {

@@ -30,6 +30,13 @@ NO_BINPACK_CONF = DEFAULT_CONF.replace(
 BROKEN_CONF = "actions: [enqueue\ntiers: {"
 UNKNOWN_ACTION_CONF = DEFAULT_CONF.replace("reclaim", "reclaimm", 1)
 MISSPELT_PLUGIN_CONF = DEFAULT_CONF.replace("name: proportion", "name: proportionn")
+USAGE_NO_HALF_LIFE_CONF = DEFAULT_CONF.replace(
+    "  - name: proportion\n", "  - name: usagehistory\n  - name: proportion\n"
+)
+USAGE_ZERO_HALF_LIFE_CONF = DEFAULT_CONF.replace(
+    "  - name: proportion\n",
+    "  - name: usagehistory\n    arguments:\n      usage.halfLife: 0s\n  - name: proportion\n",
+)
 DEMO = json.loads(DEMO_FILTER_BODY)
 
 
@@ -139,7 +146,12 @@ def test_an_unchanged_file_is_not_reloaded(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("text", "error"),
-    [(BROKEN_CONF, "malformed YAML"), (UNKNOWN_ACTION_CONF, "unknown action 'reclaimm'")],
+    [
+        (BROKEN_CONF, "malformed YAML"),
+        (UNKNOWN_ACTION_CONF, "unknown action 'reclaimm'"),
+        (USAGE_NO_HALF_LIFE_CONF, "(usagehistory): usage.halfLife is missing"),
+        (USAGE_ZERO_HALF_LIFE_CONF, "(usagehistory): usage.halfLife is 0"),
+    ],
 )
 def test_a_file_that_does_not_load_keeps_the_old_configuration_and_says_so(
     tmp_path: Path, text: str, error: str, caplog: pytest.LogCaptureFixture
@@ -219,6 +231,21 @@ def test_a_configuration_the_reclaim_loop_refuses_is_not_swapped_in(tmp_path: Pa
     assert engine.conf is before and "proportion" in engine.accounting.session().plugins
     (warning,) = configuration_warnings(engine, follower)()
     assert volume.path in warning and "reclaim.minRuntime" in warning
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (USAGE_NO_HALF_LIFE_CONF, "usage.halfLife is missing"),
+        (USAGE_ZERO_HALF_LIFE_CONF, "usage.halfLife is 0"),
+    ],
+)
+def test_usage_history_without_a_half_life_is_refused_at_start(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    volume = ConfigMapVolume(tmp_path, text)
+    with pytest.raises(ValueError, match=error):
+        backend(volume)
 
 
 def test_no_watcher_without_a_file_or_with_a_zero_interval(tmp_path: Path) -> None:

@@ -1,0 +1,346 @@
+"""usagehistory: the formula, its effect on proportion's deserved shares, and its settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler_core.api.resource import ZERO, Resource
+from scheduler_core.api.usage_history import UsageHistory
+from scheduler_core.conf import ConfigError, load_configuration
+from scheduler_core.engine import check_configuration, open_session
+from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.memo import SessionMemos
+from scheduler_core.framework.session import Session
+from scheduler_core.plugins.proportion import ProportionPlugin
+from scheduler_core.plugins.usagehistory import (
+    UsageSettings,
+    UsageSettingsError,
+    adjust_weights,
+    format_span,
+    usage_settings,
+)
+from tests.builders import Obj, node, pod, podgroup, queue, snapshot
+
+DAY = 86400.0
+ON = {"usage.halfLife": "168h"}
+
+
+def conf_text(arguments: Mapping[str, object] | None = ON, *, with_history: bool = True) -> str:
+    lines = ['actions: ""', "tiers:", "- plugins:"]
+    if with_history:
+        lines.append("  - name: usagehistory")
+        if arguments:
+            lines.append("    arguments:")
+            lines.extend(f"      {key}: {value}" for key, value in arguments.items())
+    lines.append("  - name: proportion")
+    return "\n".join(lines) + "\n"
+
+
+class FakeMonotonic:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def history_with(
+    usage: Mapping[str, Mapping[str, float]], half_life: float = 7 * DAY
+) -> UsageHistory:
+    """A history in which each queue held ``usage`` (per dimension) for one half-life."""
+    clock = FakeMonotonic()
+    history = UsageHistory(half_life, monotonic=clock, server_now=lambda: 1e9)
+    for name, amounts in usage.items():
+        held = Resource(amounts.get("cpu", 0.0), amounts.get("memory", 0.0))
+        for dim, amount in amounts.items():
+            if dim not in ("cpu", "memory"):
+                held.set_scalar(dim, amount)
+        history.held(name, held)
+    clock.now = half_life
+    for name in usage:
+        history.held(name, Resource.empty())
+    return history
+
+
+def cluster(requests: Mapping[str, int], weights: Mapping[str, int] | None = None) -> list[Obj]:
+    """An 8-cpu node; per queue one pending group of ``requests[q]`` one-cpu pods."""
+    objs: list[Obj] = [node("n1", cpu="8", memory="64Gi")]
+    for name, count in requests.items():
+        objs.append(queue(name, (weights or {}).get(name, 1)))
+        objs.append(podgroup(f"{name}-pg", queue=name, phase="Inqueue"))
+        objs.extend(
+            pod(f"{name}-{i}", cpu="1", memory="1Gi", group=f"{name}-pg") for i in range(count)
+        )
+    return objs
+
+
+def open_with(
+    objs: list[Obj], conf: str, history: UsageHistory | None
+) -> tuple[Session, ProportionPlugin]:
+    snap = snapshot(objs)
+    snap.usage_history = history
+    ssn = open_session(snap, load_configuration(conf))
+    plugin = ssn.plugins["proportion"]
+    assert isinstance(plugin, ProportionPlugin)
+    return ssn, plugin
+
+
+def deserved_cpu(plugin: ProportionPlugin) -> dict[str, float]:
+    return {name: attr.deserved.milli_cpu for name, attr in plugin.queue_opts.items()}
+
+
+# --- the formula ---------------------------------------------------------------------------
+
+SETTINGS = UsageSettings(half_life=7 * DAY, max_adjustment=2.0, floor=0.5)
+
+
+@pytest.mark.parametrize(
+    ("weights", "usage", "factors"),
+    [
+        # equal weights, one queue used everything: it halves, the other doubles (bound 2)
+        ({"a": 1, "b": 1}, {"a": {"cpu": 10.0}}, {"a": 0.5, "b": 2.0}),
+        # usage exactly at the weight shares: nothing moves
+        ({"a": 1, "b": 1}, {"a": {"cpu": 5.0}, "b": {"cpu": 5.0}}, {"a": 1.0, "b": 1.0}),
+        # a quarter used against a half's weight: 1 - (0.25 - 0.5)/0.5 = 1.5
+        ({"a": 1, "b": 1}, {"a": {"cpu": 1.0}, "b": {"cpu": 3.0}}, {"a": 1.5, "b": 0.5}),
+        # weight 3 of 4, used 60 %: 1 - (0.6 - 0.75)/0.75 = 1.2; b: 1 - (0.4-0.25)/0.25 = 0.4
+        # bounded to 0.5
+        ({"a": 3, "b": 1}, {"a": {"cpu": 6.0}, "b": {"cpu": 4.0}}, {"a": 1.2, "b": 0.5}),
+        # the dominant dimension decides: a used all the gpu though little cpu
+        (
+            {"a": 1, "b": 1},
+            {"a": {"cpu": 1.0, "nvidia.com/gpu": 4.0}, "b": {"cpu": 9.0}},
+            {"a": 0.5, "b": 0.5},
+        ),
+    ],
+)
+def test_formula_moves_weight_by_how_far_usage_share_is_from_weight_share(
+    weights: dict[str, int], usage: dict[str, dict[str, float]], factors: dict[str, float]
+) -> None:
+    got = adjust_weights(weights, usage, SETTINGS)
+    assert {name: round(a.factor, 6) for name, a in got.items()} == factors
+    assert all(a.floor == 0.5 for a in got.values())
+
+
+@pytest.mark.parametrize(
+    ("weights", "usage", "max_adjustment"),
+    [
+        ({"a": 1, "b": 1}, {}, 2.0),  # no usage measured
+        ({"a": 1, "b": 1}, {"a": {}, "b": {"cpu": 0.0}}, 2.0),  # none worth weighing
+        ({"a": 1, "b": 1}, {"a": {"cpu": 10.0}}, 1.0),  # a bound of 1 allows no move
+        ({"a": 0}, {"a": {"cpu": 10.0}}, 2.0),  # no positive weight
+    ],
+)
+def test_formula_adjusts_nothing_without_usage_or_room(
+    weights: dict[str, int], usage: dict[str, dict[str, float]], max_adjustment: float
+) -> None:
+    tight = UsageSettings(half_life=DAY, max_adjustment=max_adjustment)
+    assert adjust_weights(weights, usage, tight) == {}
+
+
+def test_formula_reason_names_the_half_life() -> None:
+    got = adjust_weights({"a": 1, "b": 1}, {"a": {"cpu": 1.0}}, SETTINGS)
+    assert got["a"].reason == "its usage over the last 7d (half-life)"
+    assert format_span(90.0) == "90s"
+    assert format_span(36 * 3600.0) == "36h"
+
+
+# --- the effect on deserved shares ----------------------------------------------------------
+
+
+def test_queue_with_history_deserves_less_when_both_ask_for_more_than_the_cluster() -> None:
+    objs = cluster({"q1": 8, "q2": 8})
+    _, plain = open_with(objs, conf_text(with_history=False), None)
+    assert deserved_cpu(plain) == {"q1": 4000.0, "q2": 4000.0}
+    _, adjusted = open_with(objs, conf_text(), history_with({"q1": {"cpu": 8000.0}}))
+    got = deserved_cpu(adjusted)
+    assert got["q1"] < 4000.0 < got["q2"]
+    assert got["q1"] >= 0.5 * 4000.0  # the floor
+    assert adjusted.weighted["q1"].milli_cpu == 4000.0
+    assert adjusted.adjustments["q1"].factor == 0.5
+
+
+def test_floor_keeps_a_share_of_the_weighted_deserved() -> None:
+    objs = cluster({"q1": 8, "q2": 8})
+    args = {**ON, "usage.maxAdjustment": 100, "usage.floor": 0.75}
+    _, adjusted = open_with(objs, conf_text(args), history_with({"q1": {"cpu": 8000.0}}))
+    assert deserved_cpu(adjusted)["q1"] == pytest.approx(3000.0)
+
+
+def test_no_contention_means_no_adjustment() -> None:
+    objs = cluster({"q1": 3, "q2": 3})
+    _, adjusted = open_with(objs, conf_text(), history_with({"q1": {"cpu": 8000.0}}))
+    assert adjusted.adjustments == {}
+    assert deserved_cpu(adjusted) == {"q1": 3000.0, "q2": 3000.0}
+
+
+def test_without_a_measured_history_the_plugin_changes_nothing() -> None:
+    objs = cluster({"q1": 8, "q2": 8})
+    _, adjusted = open_with(objs, conf_text(), None)
+    assert adjusted.adjustments == {}
+    assert deserved_cpu(adjusted) == {"q1": 4000.0, "q2": 4000.0}
+
+
+# --- properties ----------------------------------------------------------------------------
+
+QUEUES = ("q1", "q2", "q3")
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[list[Obj], dict[str, int]]:
+    """Up to three queues of random weight, guarantee and backlog on one or two nodes."""
+    objs: list[Obj] = [node("n1", cpu=str(draw(st.integers(2, 12))), memory="32Gi")]
+    if draw(st.booleans()):
+        objs.append(node("n2", cpu=str(draw(st.integers(1, 8))), memory="16Gi"))
+    requests: dict[str, int] = {}
+    for name in QUEUES[: draw(st.integers(2, 3))]:
+        guarantee = draw(st.sampled_from([None, "1", "2"]))
+        objs.append(
+            queue(
+                name,
+                draw(st.integers(1, 4)),
+                guarantee={"cpu": guarantee} if guarantee else None,
+            )
+        )
+        count = draw(st.integers(0, 10))
+        requests[name] = count
+        objs.append(podgroup(f"{name}-pg", queue=name, phase="Inqueue"))
+        memory = draw(st.sampled_from(["1Gi", "3Gi"]))
+        objs.extend(
+            pod(f"{name}-{i}", cpu="1", memory=memory, group=f"{name}-pg") for i in range(count)
+        )
+    return objs, requests
+
+
+usages = st.dictionaries(
+    st.sampled_from(QUEUES),
+    st.fixed_dictionaries(
+        {"cpu": st.floats(0, 1e4), "memory": st.floats(0, 1e10)},
+    ),
+    max_size=3,
+)
+
+
+def same(left: ProportionPlugin, right: ProportionPlugin) -> bool:
+    return left.queue_opts.keys() == right.queue_opts.keys() and all(
+        repr(attr.deserved) == repr(right.queue_opts[name].deserved)
+        and attr.share == right.queue_opts[name].share
+        for name, attr in left.queue_opts.items()
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=clusters(), usage=usages)
+def test_off_or_without_usage_means_exactly_proportion_alone(
+    case: tuple[list[Obj], dict[str, int]], usage: dict[str, dict[str, float]]
+) -> None:
+    objs, _ = case
+    _, alone = open_with(objs, conf_text(with_history=False), history_with(usage))
+    _, unmeasured = open_with(objs, conf_text(), None)
+    _, nothing_used = open_with(objs, conf_text(), history_with({}))
+    assert same(alone, unmeasured)
+    assert same(alone, nothing_used)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    case=clusters(),
+    usage=usages,
+    who=st.sampled_from(QUEUES),
+    more=st.floats(1.0, 1e4),
+)
+def test_more_past_usage_never_raises_deserved(
+    case: tuple[list[Obj], dict[str, int]],
+    usage: dict[str, dict[str, float]],
+    who: str,
+    more: float,
+) -> None:
+    objs, _ = case
+    _, before = open_with(objs, conf_text(), history_with(usage))
+    grown = {name: dict(amounts) for name, amounts in usage.items()}
+    mine = grown.setdefault(who, {})
+    mine["cpu"] = mine.get("cpu", 0.0) + more
+    _, after = open_with(objs, conf_text(), history_with(grown))
+    if who in after.queue_opts:
+        assert after.queue_opts[who].deserved.less_equal(before.queue_opts[who].deserved, ZERO)
+
+
+@settings(max_examples=80, deadline=None)
+@given(case=clusters(), usage=usages, floor=st.sampled_from([0.0, 0.3, 0.5, 1.0]))
+def test_guarantee_and_floor_always_hold(
+    case: tuple[list[Obj], dict[str, int]],
+    usage: dict[str, dict[str, float]],
+    floor: float,
+) -> None:
+    objs, _ = case
+    args = {**ON, "usage.maxAdjustment": 4, "usage.floor": floor}
+    _, plain = open_with(objs, conf_text(with_history=False), None)
+    _, adjusted = open_with(objs, conf_text(args), history_with(usage))
+    for name, attr in adjusted.queue_opts.items():
+        assert attr.guarantee.less_equal(attr.deserved, ZERO)
+        weighted = plain.queue_opts[name].deserved.clone().multi(floor)
+        assert weighted.less_equal(attr.deserved, ZERO)
+
+
+# --- settings ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reason"),
+    [
+        ({}, "usage.halfLife is missing"),
+        ({"usage.halfLife": 0}, "usage.halfLife is 0"),
+        ({"usage.halfLife": '"0s"'}, "usage.halfLife is 0"),
+        ({"usage.halfLife": "soon"}, "usage.halfLife"),
+        ({**ON, "usage.maxAdjustment": 0.5}, "must be at least 1"),
+        ({**ON, "usage.floor": 2}, "between 0 and 1"),
+        ({**ON, "usage.persistInterval": '"0s"'}, "usage.persistInterval"),
+    ],
+)
+def test_configuration_that_would_make_the_plugin_a_no_op_or_wrong_is_refused(
+    arguments: dict[str, object], reason: str
+) -> None:
+    conf = load_configuration(conf_text(arguments))
+    with pytest.raises(ConfigError, match=reason) as refused:
+        check_configuration(conf, "volcano.conf")
+    assert "tiers[0].plugins[0] (usagehistory)" in str(refused.value)
+
+
+def test_plugin_after_proportion_is_refused() -> None:
+    text = 'actions: ""\ntiers:\n- plugins:\n  - name: proportion\n  - name: usagehistory\n'
+    text += "    arguments:\n      usage.halfLife: 1h\n"
+    with pytest.raises(ConfigError, match="must be listed before proportion"):
+        check_configuration(load_configuration(text))
+
+
+def test_settings_read_durations_and_defaults() -> None:
+    got = usage_settings(Arguments({"usage.halfLife": "168h", "usage.persistInterval": "1m"}))
+    assert got == UsageSettings(7 * DAY, 2.0, 0.5, 60.0)
+    assert check_configuration(load_configuration(conf_text())).warnings == []
+    with pytest.raises(UsageSettingsError):
+        usage_settings(Arguments({"usage.halfLife": True}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(first=clusters(), second=clusters(), usage=usages)
+def test_remembered_results_equal_a_fresh_session(
+    first: tuple[list[Obj], dict[str, int]],
+    second: tuple[list[Obj], dict[str, int]],
+    usage: dict[str, dict[str, float]],
+) -> None:
+    """Sessions of one owner reuse the last loops and adjustments: never a stale answer."""
+    history = history_with(usage)
+    memos = SessionMemos()
+    conf = load_configuration(conf_text())
+    for objs in (first[0], second[0], second[0], first[0]):
+        snap = snapshot(objs)
+        snap.usage_history = history
+        remembered = open_session(snap, conf, memos=memos).plugins["proportion"]
+        _, fresh = open_with(objs, conf_text(), history)
+        assert isinstance(remembered, ProportionPlugin)
+        assert same(remembered, fresh)
+        assert remembered.adjustments == fresh.adjustments
