@@ -1,7 +1,7 @@
 """The reclaim loop never evicts for a waiting pod the engine cannot judge (a claim not
-bound, a device claim whose class it does not know, a volume type it does not model) and says so on the
-pod with a ``NotEvaluable`` event; a pod whose bound volume pins it to a node is judged, and
-evictions happen only on that node."""
+bound, a device claim whose class it does not know, a volume type it does not model) and
+says so on the pod with a ``NotEvaluable`` event; a pod whose bound volume pins it to a node
+is judged, and evictions happen only on that node."""
 
 from __future__ import annotations
 
