@@ -47,10 +47,11 @@ from kubernetes.watch.watch import iter_resp_lines
 from app.schedconfig.render import Rendered, Scoring, render_scheduler_config
 from bench import load_average, machine_facts, subprocess_env
 from scheduler_core.conf import default_configuration
-from tests.e2e.controlplane import ControlPlane, Extender, Process, find_binaries, free_port
+from tests.e2e.controlplane import ControlPlane, Extender, Process, find_binaries
 from tests.e2e.controlplane import wait_for as wait_until
 from tests.e2e.kube import QUEUE_SCHEDULER, Kube
 from tests.e2e.rendered import start_rendered_scheduler
+from tests.ports import free_port
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -28,6 +27,8 @@ import trustme
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "deploy" / "crds"
@@ -63,13 +64,6 @@ def find_binaries() -> Path:
     if missing:
         raise BinariesMissing(f"{directory} lacks {', '.join(missing)}: " + HOW_TO_GET)
     return directory
-
-
-def free_port() -> int:
-    """A port nothing listens on now (bound and released; the caller binds it next)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
@@ -282,11 +276,14 @@ class ControlPlane:
             ],
             env=env,
         )
-        wait_for(
-            lambda: _get(f"http://127.0.0.1:{self.etcd_port}/health") == 200,
-            30,
-            "etcd to answer /health",
-        )
+        etcd = self.etcd
+
+        def healthy() -> bool:
+            if not etcd.alive():
+                raise RuntimeError("etcd exited:\n" + etcd.tail())
+            return _get(f"http://127.0.0.1:{self.etcd_port}/health") == 200
+
+        wait_for(healthy, 30, "etcd to answer /health")
 
     def etcd_call(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
         """One call to etcd's JSON gateway (``/v3/kv/range``, ``/v3/kv/compaction``, ...)."""

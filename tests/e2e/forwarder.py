@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 
-from tests.e2e.controlplane import free_port
+from tests.ports import free_port
 
 
 class Forwarder:

@@ -36,7 +36,8 @@ from typing import Any
 
 import yaml
 
-from tests.e2e.controlplane import ControlPlane, Process, free_port, wait_for
+from tests.e2e.controlplane import ControlPlane, Process, wait_for
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 #: Kept between runs on one machine; `make clean` removes it.

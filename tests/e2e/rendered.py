@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.schedconfig.render import Rendered
-from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane, Process, _get, free_port, wait_for
+from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane, Process, _get, wait_for
+from tests.ports import free_port
 
 
 @dataclass

@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from tests.e2e.churn import rss_bytes, scrape
-from tests.e2e.controlplane import ControlPlane, Extender, Process, free_port, wait_for
+from tests.e2e.controlplane import ControlPlane, Extender, Process, wait_for
 from tests.e2e.kube import Kube
+from tests.ports import free_port
 
 PROFILE = "listener-scheduler"
 PODS = 50

@@ -168,11 +168,13 @@ def test_a_local_volume_on_one_node_confines_the_evictions_to_it(
     assert not any(m.startswith("NotEvaluable: ") for m in events(kube, ns, "b0"))
 
 
-def test_no_eviction_for_a_pod_whose_device_claim_is_not_allocated(
+def test_no_eviction_for_a_pod_whose_device_claim_names_a_device_class_that_does_not_exist(
     kube: Kube, reclaimer: Any, api: Any
 ) -> None:
-    """No DRA driver publishes devices here: the claim stays unallocated, kube-scheduler
-    cannot place the pod, and the loop must not evict for it."""
+    """An unallocated claim is judged by simulating its allocation against the DeviceClass it
+    names. Here no DeviceClass ``gpu.example.com`` exists: kube-scheduler cannot allocate the
+    claim, the loop cannot judge where the pod would fit, so it says NotEvaluable, naming the
+    missing class, and evicts nothing."""
     ns, _tag, _q1, q2, _ = first_queue_fills_two_nodes(kube)
     client.ResourceV1Api(api).create_namespaced_resource_claim(
         ns,
@@ -208,7 +210,8 @@ def test_no_eviction_for_a_pod_whose_device_claim_is_not_allocated(
         },
     )
     note = kube.wait_message(ns, "b0", "NotEvaluable: ", timeout=60)
-    assert f"ResourceClaim {ns}/gpu is not allocated" in note
+    assert f"ResourceClaim {ns}/gpu" in note
+    assert "DeviceClass gpu.example.com not in the cache" in note
     time.sleep(QUIET / 2)
     assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
     assert "b0" not in kube.bound(ns)

@@ -20,6 +20,7 @@ from app.backend.build import Built
 from app.cli.serve import backend_from_args, banner, build_servers, run_serve
 from app.cli.serve_flags import add_serve_parser, listener_limits, settings_from_args
 from app.serving.listeners import serve_all
+from tests.ports import free_port
 
 from ..fake_backend import FakeBackend
 
@@ -28,12 +29,6 @@ def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="queue-extender")
     add_serve_parser(parser.add_subparsers(dest="command", required=True))
     return parser.parse_args(["serve", *argv])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_defaults() -> None:

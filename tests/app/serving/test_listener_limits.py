@@ -23,9 +23,9 @@ from app.cli.serve import backend_from_args, build_servers
 from app.serving.guard import ListenerLimits, raise_open_files_limit
 from app.serving.listeners import serve_all
 from app.serving.server import ServerSettings, create_app, create_metrics_app
-from tests.app.cli.test_serve_cli import free_port
 from tests.app.fake_backend import FakeBackend
 from tests.app.live import serve
+from tests.ports import free_port
 
 #: Generous against a loaded machine; the limits under test are far below it.
 WAIT = 10.0

@@ -15,7 +15,7 @@ from app.cli.flag_types import host_port
 from app.cli.main import build_parser
 from app.cli.serve import backend_from_args, build_servers
 from app.serving.listeners import serve_all
-from tests.app.cli.test_serve_cli import free_port
+from tests.ports import free_port
 
 
 def test_both_listeners_serve_and_the_status_one_has_no_verbs(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ import uvicorn
 from app.backend.build import Built
 from app.cli.serve import build_servers
 from app.serving.tls_reload import ReloadingServerContext
-from tests.app.cli.test_serve_cli import free_port, parse
+from tests.app.cli.test_serve_cli import parse
+from tests.ports import free_port
 
 from ..fake_backend import FakeBackend
 
