@@ -28,6 +28,7 @@ from tests.deploy.deploy_manifests import (
     scheduler_configuration,
 )
 from tests.e2e.controlplane import ControlPlane, Extender
+from tests.ports import free_port
 
 #: The chart's values for this run: every switch whose rights the tests here exercise.
 CHART_VALUES: dict[str, Any] = {"extender": {"delegatedAuth": {"enabled": True}}}
@@ -46,6 +47,10 @@ STRANGER_TOKEN = "e2e-stranger-token"
 RBAC_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 #: Flags of the chart's container that only make sense inside a pod.
 POD_ONLY_FLAGS = {"--in-cluster": 0, "--host": 1, "--port": 1, "--conf": 1}
+#: The chart's side listeners, on fixed ports of every address: each extender started here
+#: gets them on free loopback ports instead, so that two extenders of one test (the chart's
+#: ServiceAccount and a stranger) never contend for one port (the second would exit).
+SIDE_LISTENER_FLAGS = ("--metrics-bind-address", "--status-address")
 
 
 def _sa_groups(user: str) -> tuple[str, ...]:
@@ -117,6 +122,9 @@ def extender_args(documents: list[dict[str, Any]], conf_dir: Path) -> list[str]:
                 next(rest)
             continue
         kept.append(arg)
+        if arg in SIDE_LISTENER_FLAGS:
+            next(rest)
+            kept.append(f"127.0.0.1:{free_port()}")
     conf = conf_dir / "volcano-scheduler.conf"
     conf.write_text(engine_configuration_text(documents))
     return [*kept, "--conf", str(conf)]

@@ -53,6 +53,10 @@ def test_an_identity_without_the_charts_roles_never_gets_ready(
         )
         wait_for(lambda: stranger.status("/healthz") == 200, 30, "the extender to listen")
         assert stranger.status("/readyz") == 503
+        # Refused, it keeps serving (unready) rather than exiting.
+        time.sleep(1)
+        assert stranger.process.alive(), stranger.process.tail()
+        assert stranger.status("/readyz") == 503
         assert STRANGER_USER in stranger.process.log_path.read_text(errors="replace")
     finally:
         stranger.process.stop()
