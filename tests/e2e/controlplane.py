@@ -133,6 +133,19 @@ class Process:
             self.kill(signal.SIGKILL)
             self.popen.wait(5)
 
+    def answers(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        context: ssl.SSLContext | None = None,
+    ) -> bool:
+        """Whether ``url`` answers 200; raises with the log's tail if the process has exited,
+        so that a wait on a component that died reports why rather than only a timeout."""
+        if not self.alive():
+            raise RuntimeError(f"{self.name} exited:\n" + self.tail())
+        return _get(url, token=token, context=context) == 200
+
     def tail(self, lines: int = 80) -> str:
         try:
             text = self.log_path.read_text(errors="replace").splitlines()
@@ -276,14 +289,8 @@ class ControlPlane:
             ],
             env=env,
         )
-        etcd = self.etcd
-
-        def healthy() -> bool:
-            if not etcd.alive():
-                raise RuntimeError("etcd exited:\n" + etcd.tail())
-            return _get(f"http://127.0.0.1:{self.etcd_port}/health") == 200
-
-        wait_for(healthy, 30, "etcd to answer /health")
+        etcd, url = self.etcd, f"http://127.0.0.1:{self.etcd_port}/health"
+        wait_for(lambda: etcd.answers(url), 30, "etcd to answer /health")
 
     def etcd_call(self, method: str, body: dict[str, Any]) -> dict[str, Any]:
         """One call to etcd's JSON gateway (``/v3/kv/range``, ``/v3/kv/compaction``, ...)."""
@@ -346,9 +353,7 @@ class ControlPlane:
 
         def ready() -> bool:
             assert self.apiserver is not None
-            if not self.apiserver.alive():
-                raise RuntimeError("kube-apiserver exited:\n" + self.apiserver.tail())
-            return _get(url, token=ADMIN_TOKEN, context=context) == 200
+            return self.apiserver.answers(url, token=ADMIN_TOKEN, context=context)
 
         wait_for(ready, timeout, "kube-apiserver /readyz", interval=0.25)
 
@@ -489,12 +494,8 @@ class ControlPlane:
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE
 
-        def healthy() -> bool:
-            if not proc.alive():
-                raise RuntimeError(f"{name} exited:\n" + proc.tail())
-            return _get(f"https://127.0.0.1:{port}/healthz", context=insecure) == 200
-
-        wait_for(healthy, 60, f"{name} /healthz", interval=0.25)
+        url = f"https://127.0.0.1:{port}/healthz"
+        wait_for(lambda: proc.answers(url, context=insecure), 60, f"{name} /healthz", interval=0.25)
         return proc
 
     # --- the extender -------------------------------------------------------------------
@@ -551,9 +552,7 @@ class Extender:
     url: str
 
     def ready(self) -> bool:
-        if not self.process.alive():
-            raise RuntimeError("the extender exited:\n" + self.process.tail())
-        return _get(self.url + "/readyz") == 200
+        return self.process.answers(self.url + "/readyz")
 
     def wait_ready(self, timeout: float = 60) -> Extender:
         wait_for(self.ready, timeout, "the extender's /readyz", interval=0.1)

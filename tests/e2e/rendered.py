@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.schedconfig.render import Rendered
-from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane, Process, _get, wait_for
+from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane, Process, wait_for
 from tests.ports import free_port
 
 
@@ -70,12 +70,8 @@ def start_rendered_scheduler(
         ],
     )
 
-    def healthy() -> bool:
-        if not proc.alive():
-            raise RuntimeError(f"{name} exited:\n" + proc.tail())
-        return _get(f"https://127.0.0.1:{port}/healthz", context=_insecure()) == 200
-
-    wait_for(healthy, 60, f"{name} /healthz", interval=0.25)
+    url, insecure = f"https://127.0.0.1:{port}/healthz", _insecure()
+    wait_for(lambda: proc.answers(url, context=insecure), 60, f"{name} /healthz", interval=0.25)
     return RenderedScheduler(proc, port)
 
 
