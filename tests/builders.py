@@ -168,6 +168,7 @@ def pod(
     preemption_policy: str = "",
     deleting: bool = False,
     disruption_target: bool = False,
+    unschedulable: bool = False,
     scheduler: str = "",
     host_ports: Iterable[Mapping[str, Any]] = (),
     spread: Iterable[Mapping[str, Any]] = (),
@@ -229,10 +230,15 @@ def pod(
         status["startTime"] = started
     if nominated:
         status["nominatedNodeName"] = nominated
+    conditions: list[Obj] = []
     if disruption_target:
-        status["conditions"] = [
+        conditions.append(
             {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
-        ]
+        )
+    if unschedulable:
+        conditions.append({"type": "PodScheduled", "status": "False", "reason": "Unschedulable"})
+    if conditions:
+        status["conditions"] = conditions
     return {"kind": "Pod", "metadata": meta, "spec": body, "status": status}
 
 

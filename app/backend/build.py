@@ -39,7 +39,7 @@ from scheduler_core.conf import (
 from scheduler_core.controller.decision import live_configuration
 from scheduler_core.controller.reclaim import ReclaimLoop, ReclaimOptions
 from scheduler_core.controller.runtime import Controller, ControllerOptions
-from scheduler_core.controller.snapshot import anything_waiting, loop_snapshot
+from scheduler_core.controller.snapshot import anything_unschedulable, loop_snapshot
 from scheduler_core.engine import check_configuration
 from scheduler_core.plugins.usagehistory import configured_settings
 
@@ -354,7 +354,7 @@ class LoopCluster:
         return loop_snapshot(self._state)
 
     def waiting(self) -> bool:
-        return anything_waiting(self._state)
+        return anything_unschedulable(self._state)
 
     def version(self) -> int:
         return self._state.version

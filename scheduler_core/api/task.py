@@ -78,6 +78,10 @@ class TaskInfo:
     start_time: str = ""
     gated: bool = False
     disruption_target: bool = False
+    #: kube-scheduler tried it and found no node (``PodScheduled=False``, reason
+    #: ``Unschedulable``): only such a pod is worth a reclaim or preempt cycle, as only a
+    #: failed Filter runs kube-scheduler's own PostFilter.
+    unschedulable: bool = False
     node_selector: dict[str, str] = field(default_factory=dict)
     required_affinity: tuple[tuple[NodeSelectorRequirement, ...], ...] = ()
     preferred_affinity: tuple[tuple[int, tuple[NodeSelectorRequirement, ...]], ...] = ()
@@ -132,6 +136,7 @@ class TaskInfo:
             start_time=self.start_time,
             gated=self.gated,
             disruption_target=self.disruption_target,
+            unschedulable=self.unschedulable,
             node_selector=self.node_selector,
             required_affinity=self.required_affinity,
             preferred_affinity=self.preferred_affinity,

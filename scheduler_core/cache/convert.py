@@ -322,6 +322,19 @@ def _disruption_target(status: Mapping[str, Any]) -> bool:
     )
 
 
+def _unschedulable(status: Mapping[str, Any]) -> bool:
+    """Whether kube-scheduler's last attempt found no node for it. A gated pod
+    (``SchedulingGated``) or one whose attempt failed for another cause
+    (``SchedulerError``) was not found unschedulable."""
+    return any(
+        isinstance(c, dict)
+        and c.get("type") == "PodScheduled"
+        and c.get("status") == "False"
+        and c.get("reason") == "Unschedulable"
+        for c in _list(status, "conditions")
+    )
+
+
 def synthesized_group_name(pod_uid: str) -> str:
     """The PodGroup name Volcano's PodGroup controller gives a lone pod."""
     return f"podgroup-{pod_uid}"
@@ -406,6 +419,7 @@ def pod_to_task(
         volumes=pod_volumes(name, spec),
         resource_claims=pod_resource_claims(spec, status),
         disruption_target=_disruption_target(status),
+        unschedulable=_unschedulable(status),
         node_selector=_str_map(spec.get("nodeSelector")),
         required_affinity=_required_affinity(spec),
         preferred_affinity=_preferred_affinity(spec),

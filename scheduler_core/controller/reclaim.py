@@ -157,7 +157,8 @@ class ReclaimMetrics:
         self.skipped = Counter(
             "queue_extender_reclaim_cycles_skipped",
             "Cycles not run, by reason (not-leader, not-synced, stale-cache, "
-            "awaiting-informers, nothing-waiting, unchanged, error).",
+            "awaiting-informers, nothing-waiting: no waiting pod kube-scheduler found "
+            "unschedulable, unchanged, error).",
             ["reason"],
             registry=registry,
         )
@@ -182,7 +183,8 @@ class ReclaimCluster(Protocol):
     silent past its bound (whether the cache synced at all is ``ready``'s business);
     ``heard_since(t)``: every watch delivered an event or bookmark after monotonic time
     ``t``; ``snapshot``: a private copy of the cluster (the lock held for the copy only);
-    ``waiting``: whether any pod waits to be placed (without one a cycle decides nothing);
+    ``waiting``: whether any waiting pod was found unschedulable by kube-scheduler (without
+    one a cycle decides nothing);
     ``version``: the cluster's change counter; ``task``: a pod by key, from the cache;
     ``reserve``: keep a preemptor's queue share for it."""
 

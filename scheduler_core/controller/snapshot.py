@@ -29,9 +29,15 @@ def loop_snapshot(state: ClusterState) -> ClusterSnapshot:
         return sharing_tasks(state.shared_snapshot())
 
 
-def anything_waiting(state: ClusterState) -> bool:
-    """Whether any pod waits to be placed. Preempt and reclaim evict only for a waiting pod,
-    so without one a cycle decides nothing, and need not copy anything to find that out."""
+def anything_unschedulable(state: ClusterState) -> bool:
+    """Whether any waiting pod was found unschedulable by kube-scheduler. Preempt and
+    reclaim evict only for a waiting pod, and kube-scheduler runs its own preemption only
+    after a failed Filter: a pod it has not tried yet may still find room, so until one
+    fails a cycle decides nothing, and need not copy anything to find that out. Without
+    this a burst of new pods made every cycle order thousands of them, to evict nothing."""
     with state.locked():
-        jobs = state.shared_snapshot().jobs
-        return any(job.status_index.get(TaskStatus.PENDING) for job in jobs.values())
+        for job in state.shared_snapshot().jobs.values():
+            pending = job.status_index.get(TaskStatus.PENDING)
+            if pending and any(task.unschedulable for task in pending.values()):
+                return True
+        return False

@@ -106,6 +106,27 @@ def test_pod_status_fields() -> None:
     assert t.disruption_target
 
 
+@pytest.mark.parametrize(
+    ("condition", "unschedulable"),
+    [
+        ({"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}, True),
+        ({"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}, False),
+        ({"type": "PodScheduled", "status": "False", "reason": "SchedulerError"}, False),
+        ({"type": "PodScheduled", "status": "True"}, False),
+        ({"type": "Ready", "status": "False", "reason": "Unschedulable"}, False),
+        (None, False),
+    ],
+)
+def test_a_pod_is_unschedulable_only_when_kube_scheduler_found_no_node_for_it(
+    condition: dict[str, str] | None, unschedulable: bool
+) -> None:
+    p = pod("p", cpu="1")
+    if condition is not None:
+        p["status"]["conditions"] = [condition]
+    assert pod_to_task(p).unschedulable is unschedulable
+    assert pod_to_task(p).clone().unschedulable is unschedulable
+
+
 def test_invalid_quantity_names_the_pod_and_the_field() -> None:
     p = pod("p", spec={"containers": [{"resources": {"requests": {"cpu": "1.2.3"}}}]})
     with pytest.raises(ConversionError) as err:
