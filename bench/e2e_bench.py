@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import statistics
 import sys
@@ -157,6 +158,9 @@ class Round:
     extender_counts: dict[str, float] = field(default_factory=dict)
     #: The serving process's peak resident memory (``VmHWM``, MiB), for ours and the baseline.
     peak_rss_mib: float | None = None
+    #: CPU seconds the extender process spent from the pods' creation to the round's end:
+    #: on a machine kube-scheduler and the API server share, it is taken from them.
+    extender_cpu: float | None = None
 
     @property
     def complete(self) -> bool:
@@ -363,10 +367,11 @@ class Bench:
         delete_pods(self.core, namespace)
 
     @contextlib.contextmanager
-    def extender(self, config: Config) -> Iterator[tuple[str | None, Extender | None]]:
-        """The extender of ``config`` (URL and, for ours, the handle), stopped afterwards."""
+    def extender(self, config: Config) -> Iterator[tuple[str | None, Extender | None, int | None]]:
+        """The extender of ``config`` (URL, for ours the handle, and its process id), stopped
+        afterwards."""
         if config.extender is None:
-            yield None, None
+            yield None, None, None
             return
         if config.extender in ("noop", "watch"):
             port = free_port()
@@ -377,7 +382,7 @@ class Bench:
             url = f"http://127.0.0.1:{port}"
             try:
                 Extender(process, url).wait_ready(120)
-                yield url + "/", None
+                yield url + "/", None, process.pid
             finally:
                 process.stop()
             return
@@ -394,7 +399,7 @@ class Bench:
             ours = self.cp.start_extender(f"{config.name}-extender", args=OURS_ARGS)
         try:
             ours.wait_ready(120)
-            yield ours.url + "/", ours
+            yield ours.url + "/", ours, ours.process.pid
         finally:
             ours.process.stop()
 
@@ -414,7 +419,8 @@ class Bench:
     def round(self, scale: Scale, config: Config, index: int, timeout: float) -> Round:
         result = Round(config.name, index, scale.pods)
         namespace = self.kube.namespace(f"bench-{config.name}")
-        with self.extender(config) as (url, ours):
+        with self.extender(config) as (url, ours, pid):
+            cpu_before = cpu_seconds(pid)
             create_pods(self.core, namespace, scale.pods, scale.pod_cpu)
             listed: Any = self.core.list_namespaced_pod(namespace, limit=1)
             watch = BindWatch(
@@ -431,6 +437,9 @@ class Bench:
             result.binds = sorted(watch.bound.values())
             if watch.error:
                 self.log(f"{config.name} round {index}: the bind watch failed: {watch.error}")
+            cpu_after = cpu_seconds(pid)
+            if cpu_before is not None and cpu_after is not None:
+                result.extender_cpu = cpu_after - cpu_before
             if ours is not None:
                 result.extender_counts = extender_counts(ours.metrics())
                 result.peak_rss_mib = peak_rss_mib(ours.process.pid)
@@ -449,6 +458,17 @@ def rendered_configuration(config: Config, url: str | None) -> Rendered:
         scheduler_names=[QUEUE_SCHEDULER],
         scoring=config.scoring,
     )
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User and system CPU seconds the process has used so far; None if unreadable."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def peak_rss_mib(pid: int) -> float | None:
@@ -535,6 +555,20 @@ def render(scale: Scale, rounds: Sequence[Round]) -> str:
     if peaks:
         lines.append(
             "serve's peak RSS: " + ", ".join(f"{c} {v:,.0f} MiB" for c, v in peaks.items())
+        )
+    cpu = {
+        config: statistics.median(
+            1000 * r.extender_cpu / r.pods
+            for r in rounds
+            if r.config == config and r.extender_cpu is not None
+        )
+        for config in configs
+        if any(r.config == config and r.extender_cpu is not None for r in rounds)
+    }
+    if cpu:
+        lines.append(
+            "extender CPU per pod (median of rounds): "
+            + ", ".join(f"{c} {v:.2f} ms" for c, v in cpu.items())
         )
     for config in configs:
         totals: dict[str, float] = {}

@@ -11,6 +11,7 @@ from bench.e2e_bench import (
     ALL_CONFIGS,
     SCALES,
     Round,
+    cpu_seconds,
     extender_counts,
     main,
     peak_rss_mib,
@@ -91,10 +92,12 @@ def test_the_target_ratios_are_reported_with_every_configuration() -> None:
     rates = {"plain": 0.01, "noop": 0.04, "noop-filter": 0.02, "ours": 0.025, "ours-exact": 0.05}
     rounds = [bound_round(config, 1, [0.0, gap]) for config, gap in rates.items()]
     rounds[3].peak_rss_mib = 180.0
+    rounds[3].extender_cpu = 0.5  # two pods: 250 ms each
     text = render(SCALES["small"], rounds)
     # 100, 25, 50, 40 and 20 pods/s.
     assert "ours/plain 0.40, ours/noop-filter 0.80, ours-exact/noop 0.80" in text
     assert "serve's peak RSS: ours 180 MiB" in text
+    assert "extender CPU per pod (median of rounds): ours 250.00 ms" in text
 
 
 def test_ours_as_deployed_leaves_scoring_to_kube_scheduler() -> None:
@@ -111,6 +114,14 @@ def test_peak_rss_is_read_from_the_process_status() -> None:
     peak = peak_rss_mib(os.getpid())
     assert peak is not None and peak > 1
     assert peak_rss_mib(2**22 + 12345) is None
+
+
+def test_cpu_seconds_grow_with_the_work_the_process_does() -> None:
+    before = cpu_seconds(os.getpid())
+    sum(i * i for i in range(2_000_000))
+    after = cpu_seconds(os.getpid())
+    assert before is not None and after is not None and after > before
+    assert cpu_seconds(None) is None and cpu_seconds(2**22 + 12345) is None
 
 
 @pytest.mark.parametrize(
