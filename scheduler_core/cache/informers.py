@@ -242,7 +242,9 @@ class InformerSet:
             return False, "informers not started"
         if self._stopped:
             return False, "informers stopped"
-        waiting = [s for s in self.statuses() if not s.synced]
+        # Asked on every filter call: the statuses (one object per informer) are built only
+        # to name the laggards.
+        waiting = [] if self.has_synced() else [s for s in self.statuses() if not s.synced]
         if waiting:
             parts = [f"{status.name} ({status.describe()})" for status in waiting]
             return False, "waiting for initial sync: " + ", ".join(parts)

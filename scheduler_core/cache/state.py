@@ -209,6 +209,9 @@ class ClusterState:
         self._queue_usage: dict[str, JobUsage] = {}
         self._queue_jobs: Counter[str] = Counter()
         self._unplaced: dict[str, dict[str, TaskInfo]] = {}  # node name -> tasks awaiting it
+        #: Keys of the waiting pods kube-scheduler found no node for: the reclaim loop asks
+        #: whether there is one on every tick, and must not walk every waiting pod for it.
+        self._unschedulable: set[str] = set()
         self._queues: dict[str, QueueInfo] = {}
         self._podgroups: dict[str, PodGroupInfo] = {}
         self._priority_classes: dict[str, tuple[int, bool]] = {}
@@ -622,6 +625,8 @@ class ClusterState:
             kept = None
         self._remove_pod(task.key, keep_job=kept is not None)
         self._tasks[task.key] = task
+        if task.unschedulable and task.status == TaskStatus.PENDING:
+            self._unschedulable.add(task.key)
         job = self._jobs.get(job_id)
         if kept is not None and fresh is not None:
             respec_synthesized(kept, fresh)
@@ -698,6 +703,7 @@ class ClusterState:
         task = self._tasks.pop(key, None)
         if task is None:
             return
+        self._unschedulable.discard(key)
         job = self._jobs.get(task.job)
         if job is not None:
             job.delete_task_info(task)
@@ -829,6 +835,18 @@ class ClusterState:
     def task(self, key: str) -> TaskInfo | None:
         return self._tasks.get(key)
 
+    def any_unschedulable(self) -> bool:
+        """Whether some waiting pod was found unschedulable by kube-scheduler, of a job a
+        session sees: one whose PodGroup has arrived, in a queue that exists (as
+        ``shared_snapshot`` has them). Hold the lock while asking."""
+        for key in self._unschedulable:
+            job = self._jobs.get(self._tasks[key].job)
+            if job is not None and (
+                job.queue in self._queues or job.queue in (DEFAULT_QUEUE, ROOT_QUEUE)
+            ):
+                return True
+        return False
+
     def nodes_view(self) -> Mapping[str, NodeInfo]:
         """The live node mapping, read-only; hold the lock while using it."""
         return MappingProxyType(self._nodes)
@@ -923,6 +941,7 @@ class ClusterState:
             other._queue_usage = {q: u.clone() for q, u in self._queue_usage.items()}
             other._queue_jobs = Counter(self._queue_jobs)
             other._unplaced = {node: dict(waiting) for node, waiting in self._unplaced.items()}
+            other._unschedulable = set(self._unschedulable)
             other._queues = dict(self._queues)
             other._podgroups = dict(self._podgroups)
             other._priority_classes = dict(self._priority_classes)

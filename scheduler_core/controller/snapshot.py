@@ -10,7 +10,6 @@ jobs' and nodes' maps and sums is enough: a few dict copies per job and node, un
 from __future__ import annotations
 
 from scheduler_core.api.snapshot import ClusterSnapshot
-from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
 
 
@@ -36,8 +35,4 @@ def anything_unschedulable(state: ClusterState) -> bool:
     fails a cycle decides nothing, and need not copy anything to find that out. Without
     this a burst of new pods made every cycle order thousands of them, to evict nothing."""
     with state.locked():
-        for job in state.shared_snapshot().jobs.values():
-            pending = job.status_index.get(TaskStatus.PENDING)
-            if pending and any(task.unschedulable for task in pending.values()):
-                return True
-        return False
+        return state.any_unschedulable()

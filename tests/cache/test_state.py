@@ -201,6 +201,7 @@ EVENT = st.one_of(
         st.sampled_from([None, "g1", "g2"]),
         st.sampled_from(["", "n1", "n2"]),
         st.sampled_from(["1", "2"]),
+        st.booleans(),  # kube-scheduler found it unschedulable
     ),
     st.tuples(st.just("del-pod"), st.sampled_from(NAMES)),
     st.tuples(st.just("node"), st.sampled_from(["n1", "n2"]), st.sampled_from(["4", "8"])),
@@ -229,7 +230,9 @@ def test_incremental_state_equals_a_fresh_build_of_the_final_objects(
     for event in events:
         op = event[0]
         if op == "pod":
-            obj = pod(event[1], group=event[2], node_name=event[3], cpu=event[4])
+            obj = pod(
+                event[1], group=event[2], node_name=event[3], cpu=event[4], unschedulable=event[5]
+            )
         elif op == "node":
             obj = node(event[1], event[2])
         elif op == "pg":
@@ -258,6 +261,11 @@ def test_incremental_state_equals_a_fresh_build_of_the_final_objects(
     assert kept is not None
     assert kept.milli_cpu == sum(n.allocatable.milli_cpu for n in fresh.nodes.values())
     assert_queue_sums_match(state)
+    waiting = [t for job in fresh.jobs.values() for t in job.tasks.values()]
+    unschedulable = any(t.unschedulable and t.status == TaskStatus.PENDING for t in waiting)
+    with state.locked():
+        assert state.any_unschedulable() == unschedulable
+    assert state.fork().any_unschedulable() == unschedulable
 
 
 def amounts(r: Resource) -> dict[str, float]:

@@ -55,3 +55,9 @@ def test_a_cycle_runs_only_once_kube_scheduler_found_a_waiting_pod_unschedulable
     assert anything_unschedulable(state)
     state.upsert("Pod", pod("new", cpu="1", node_name="n1"))  # bound after all: no longer waits
     assert not anything_unschedulable(state)
+    state.upsert("Pod", pod("member", cpu="1", group="g", unschedulable=True))
+    assert not anything_unschedulable(state)  # its PodGroup has not arrived: no job's yet
+    state.upsert("PodGroup", podgroup("g", 1))
+    assert anything_unschedulable(state)
+    state.delete("Pod", "ns/member")
+    assert not anything_unschedulable(state)
