@@ -312,27 +312,26 @@ def _min_runtime(annotations: Mapping[str, str], where: str) -> float | None:
         return None
 
 
-def _disruption_target(status: Mapping[str, Any]) -> bool:
+def _has_condition(status: Mapping[str, Any], kind: str, value: str, reason: str) -> bool:
+    """Whether the pod's status carries condition ``kind`` with that status and reason."""
     return any(
         isinstance(c, dict)
-        and c.get("type") == "DisruptionTarget"
-        and c.get("status") == "True"
-        and c.get("reason") == "PreemptionByScheduler"
+        and c.get("type") == kind
+        and c.get("status") == value
+        and c.get("reason") == reason
         for c in _list(status, "conditions")
     )
+
+
+def _disruption_target(status: Mapping[str, Any]) -> bool:
+    return _has_condition(status, "DisruptionTarget", "True", "PreemptionByScheduler")
 
 
 def _unschedulable(status: Mapping[str, Any]) -> bool:
     """Whether kube-scheduler's last attempt found no node for it. A gated pod
     (``SchedulingGated``) or one whose attempt failed for another cause
     (``SchedulerError``) was not found unschedulable."""
-    return any(
-        isinstance(c, dict)
-        and c.get("type") == "PodScheduled"
-        and c.get("status") == "False"
-        and c.get("reason") == "Unschedulable"
-        for c in _list(status, "conditions")
-    )
+    return _has_condition(status, "PodScheduled", "False", "Unschedulable")
 
 
 def synthesized_group_name(pod_uid: str) -> str:
