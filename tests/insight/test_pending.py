@@ -42,6 +42,23 @@ def test_pending_jobs_come_in_serving_order_with_their_reasons() -> None:
     assert by["ns/gang"].first_pod == "ns/g0"
 
 
+def test_a_passing_job_says_whether_kube_scheduler_has_tried_its_pod_yet() -> None:
+    objects = cluster()
+    acct, _ = accounting(objects)
+    [untried] = [j for j in pending_jobs(acct, "a").jobs if j.job == "ns/later-high"]
+    assert "waiting for kube-scheduler to try it" in untried.reason
+    objects = [
+        pod("h0", group="later-high", cpu="1", priority=100, unschedulable=True)
+        if o["kind"] == "Pod" and o["metadata"]["name"] == "h0"
+        else o
+        for o in objects
+    ]
+    acct, _ = accounting(objects)
+    [tried] = [j for j in pending_jobs(acct, "a").jobs if j.job == "ns/later-high"]
+    assert tried.code == "filter-passes"
+    assert "kube-scheduler's last attempt found no node for it" in tried.reason
+
+
 def test_the_page_is_limited_but_the_total_counts_every_job() -> None:
     acct, _ = accounting(cluster())
     page = pending_jobs(acct, "a", limit=1)
