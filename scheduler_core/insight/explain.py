@@ -542,6 +542,9 @@ def _eviction_steps(ctx: PodContext, victims: list[NodeVictimsView]) -> list[Ste
             f"victims on {len(reclaim)} node(s), e.g. {reclaim[0].node}: "
             f"{', '.join(reclaim[0].victims)}"
         )
+        if not task.unschedulable:
+            # The live loop acts only for pods kube-scheduler has tried and found no node for.
+            detail += "; the reclaim loop acts once kube-scheduler has found no node for it"
     steps.append(
         Step(
             "reclaim",
@@ -554,6 +557,7 @@ def _eviction_steps(ctx: PodContext, victims: list[NodeVictimsView]) -> list[Ste
                 "queuePreemptive": preemptive,
                 "reclaimableQueues": lenders,
                 "nodes": {v.node: v.victims for v in reclaim},
+                "kubeSchedulerFoundNoNode": task.unschedulable,
             },
         )
     )

@@ -101,8 +101,9 @@ def test_a_queue_at_its_share_holds_the_pod_with_filters_own_reason() -> None:
     assert answer.reason in by["queue-share"].detail
 
 
-def test_reclaim_names_the_overused_queue_and_its_victims() -> None:
-    objs = [
+def queue_b_above_its_share() -> list[Any]:
+    """Queue b holds the whole node; pod ns/f of queue a waits for its share."""
+    return [
         node("n1", cpu="4"),
         queue("a"),
         queue("b"),
@@ -112,6 +113,10 @@ def test_reclaim_names_the_overused_queue_and_its_victims() -> None:
         podgroup("fair", 1, queue="a", priority_class="low", phase="Inqueue"),
         member("f", "fair", "1"),
     ]
+
+
+def test_reclaim_names_the_overused_queue_and_its_victims() -> None:
+    objs = queue_b_above_its_share()
     acct, _ = accounting(objs)
     answer = explain_cached_pod(acct, "ns", "f")
     by = steps(answer)
@@ -120,6 +125,20 @@ def test_reclaim_names_the_overused_queue_and_its_victims() -> None:
     assert by["reclaim"].numbers["queuePreemptive"] is True
     assert [v.mode for v in answer.victims] == ["reclaim"]
     assert answer.victims[0].victims[0].startswith("ns/g")
+    assert by["reclaim"].numbers["kubeSchedulerFoundNoNode"] is False
+    assert "the reclaim loop acts once kube-scheduler has found no node" in by["reclaim"].detail
+
+
+def test_reclaim_for_a_pod_kube_scheduler_found_no_node_for_says_nothing_of_waiting() -> None:
+    objs = queue_b_above_its_share()
+    objs[-1]["status"]["conditions"] = [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    ]
+    acct, _ = accounting(objs)
+    by = steps(explain_cached_pod(acct, "ns", "f"))
+    assert by["reclaim"].verdict == "pass"
+    assert by["reclaim"].numbers["kubeSchedulerFoundNoNode"] is True
+    assert "kube-scheduler" not in by["reclaim"].detail
 
 
 def test_a_closed_queue_and_an_invalid_gang_fail_their_own_steps() -> None:
