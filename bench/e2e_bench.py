@@ -163,6 +163,10 @@ class Round:
     extender_cpu: float | None = None
 
     @property
+    def cpu_ms_per_pod(self) -> float | None:
+        return None if self.extender_cpu is None else 1000 * self.extender_cpu / self.pods
+
+    @property
     def complete(self) -> bool:
         return len(self.binds) == self.pods
 
@@ -485,6 +489,18 @@ def peak_rss_mib(pid: int) -> float | None:
 # --- the report -------------------------------------------------------------------------------
 
 
+def per_config(
+    rounds: Sequence[Round], configs: Sequence[str], value: Callable[[Round], float | None]
+) -> dict[str, list[float]]:
+    """Each configuration's non-empty values over its rounds (none measured: left out)."""
+    out: dict[str, list[float]] = {}
+    for config in configs:
+        values = [v for r in rounds if r.config == config and (v := value(r)) is not None]
+        if values:
+            out[config] = values
+    return out
+
+
 def fmt(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -548,22 +564,15 @@ def render(scale: Scale, rounds: Sequence[Round]) -> str:
     if shown:
         lines += ["", "ratios of medians: " + ", ".join(shown)]
     peaks = {
-        config: max(r.peak_rss_mib for r in rounds if r.config == config and r.peak_rss_mib)
-        for config in configs
-        if any(r.config == config and r.peak_rss_mib for r in rounds)
+        c: max(v) for c, v in per_config(rounds, configs, lambda r: r.peak_rss_mib or None).items()
     }
     if peaks:
         lines.append(
             "serve's peak RSS: " + ", ".join(f"{c} {v:,.0f} MiB" for c, v in peaks.items())
         )
     cpu = {
-        config: statistics.median(
-            1000 * r.extender_cpu / r.pods
-            for r in rounds
-            if r.config == config and r.extender_cpu is not None
-        )
-        for config in configs
-        if any(r.config == config and r.extender_cpu is not None for r in rounds)
+        c: statistics.median(v)
+        for c, v in per_config(rounds, configs, lambda r: r.cpu_ms_per_pod).items()
     }
     if cpu:
         lines.append(

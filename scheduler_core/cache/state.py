@@ -839,13 +839,13 @@ class ClusterState:
         """Whether some waiting pod was found unschedulable by kube-scheduler, of a job a
         session sees: one whose PodGroup has arrived, in a queue that exists (as
         ``shared_snapshot`` has them). Hold the lock while asking."""
-        for key in self._unschedulable:
-            job = self._jobs.get(self._tasks[key].job)
-            if job is not None and (
-                job.queue in self._queues or job.queue in (DEFAULT_QUEUE, ROOT_QUEUE)
-            ):
-                return True
-        return False
+        if not self._unschedulable:
+            return False
+        queues = self.queues()
+        return any(
+            (job := self._jobs.get(self._tasks[key].job)) is not None and job.queue in queues
+            for key in self._unschedulable
+        )
 
     def nodes_view(self) -> Mapping[str, NodeInfo]:
         """The live node mapping, read-only; hold the lock while using it."""

@@ -87,17 +87,14 @@ def pending_jobs(acct: QueueAccounting, queue: str, limit: int = DEFAULT_LIMIT) 
                     "passes the queue and gang checks; the extender cannot judge where it "
                     f"fits ({'; '.join(unjudged.reasons)}) and never evicts for it"
                 )
-            elif rejection is None and task.unschedulable:
+            elif rejection is None:
                 code = "filter-passes"
                 reason = (
                     "passes the queue and gang checks; kube-scheduler's last attempt found no "
                     "node for it (the reclaim loop, where it runs, looks for room for it)"
-                )
-            elif rejection is None:
-                code = "filter-passes"
-                reason = (
-                    "passes the queue and gang checks: waiting for kube-scheduler to try it "
-                    "(the reclaim loop acts only for pods kube-scheduler found no node for)"
+                    if task.unschedulable
+                    else "passes the queue and gang checks: waiting for kube-scheduler to try "
+                    "it (the reclaim loop acts only for pods kube-scheduler found no node for)"
                 )
             else:
                 code, reason = rejection.reason_code, rejection.message
