@@ -312,26 +312,26 @@ def _min_runtime(annotations: Mapping[str, str], where: str) -> float | None:
         return None
 
 
-def _has_condition(status: Mapping[str, Any], kind: str, value: str, reason: str) -> bool:
-    """Whether the pod's status carries condition ``kind`` with that status and reason."""
-    return any(
-        isinstance(c, dict)
-        and c.get("type") == kind
-        and c.get("status") == value
-        and c.get("reason") == reason
-        for c in _list(status, "conditions")
-    )
+def _condition_flags(status: Mapping[str, Any]) -> tuple[bool, bool]:
+    """(disruption target, unschedulable), read in one pass over the pod's conditions:
+    every pod event is converted, so the list is walked once, not once per question.
 
-
-def _disruption_target(status: Mapping[str, Any]) -> bool:
-    return _has_condition(status, "DisruptionTarget", "True", "PreemptionByScheduler")
-
-
-def _unschedulable(status: Mapping[str, Any]) -> bool:
-    """Whether kube-scheduler's last attempt found no node for it. A gated pod
-    (``SchedulingGated``) or one whose attempt failed for another cause
-    (``SchedulerError``) was not found unschedulable."""
-    return _has_condition(status, "PodScheduled", "False", "Unschedulable")
+    - Disruption target: ``DisruptionTarget=True`` with reason ``PreemptionByScheduler``
+      (kube-scheduler's preemption has chosen the pod as a victim).
+    - Unschedulable: ``PodScheduled=False`` with reason ``Unschedulable``, kube-scheduler's
+      last attempt found no node for it. A gated pod (``SchedulingGated``) or one whose
+      attempt failed for another cause (``SchedulerError``) was not found unschedulable.
+    """
+    disruption = unschedulable = False
+    for c in _list(status, "conditions"):
+        if not isinstance(c, dict):
+            continue
+        kind, value, reason = c.get("type"), c.get("status"), c.get("reason")
+        if kind == "DisruptionTarget":
+            disruption = disruption or (value == "True" and reason == "PreemptionByScheduler")
+        elif kind == "PodScheduled":
+            unschedulable = unschedulable or (value == "False" and reason == "Unschedulable")
+    return disruption, unschedulable
 
 
 def synthesized_group_name(pod_uid: str) -> str:
@@ -387,6 +387,7 @@ def pod_to_task(
     node_name = str(spec.get("nodeName") or "")
     deleting = bool(meta.get("deletionTimestamp"))
     job_id, _ = pod_job_id(pod)
+    disruption_target, unschedulable = _condition_flags(status)
     try:
         ports = convert_constraints.host_ports(spec)
         affinity = convert_constraints.pod_affinity(spec, namespace, labels)
@@ -417,8 +418,8 @@ def pod_to_task(
         scheduling_gates=_scheduling_gates(spec),
         volumes=pod_volumes(name, spec),
         resource_claims=pod_resource_claims(spec, status),
-        disruption_target=_disruption_target(status),
-        unschedulable=_unschedulable(status),
+        disruption_target=disruption_target,
+        unschedulable=unschedulable,
         node_selector=_str_map(spec.get("nodeSelector")),
         required_affinity=_required_affinity(spec),
         preferred_affinity=_preferred_affinity(spec),
