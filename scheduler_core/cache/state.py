@@ -187,6 +187,13 @@ class ClusterState:
         self.rejected: Counter[str] = Counter()
         self._synced: set[str] = set()
         self._tasks: dict[str, TaskInfo] = {}  # pod key -> task
+        #: Pod key -> (uid, resourceVersion, PriorityClass generation) of the pod object its
+        #: task was converted from, for the tasks that are exactly that conversion (see
+        #: ``cached_task``).
+        self._converted: dict[str, tuple[str, str, int]] = {}
+        #: Bumped on every PriorityClass change: a pod without ``spec.priority`` takes its
+        #: class's value at conversion, so a task converted before may differ from one now.
+        self._priority_generation = 0
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}  # job id -> tasks awaiting a PodGroup
         self._nodes: dict[str, NodeInfo] = {}
@@ -268,6 +275,7 @@ class ClusterState:
         """Apply a whole static cluster (a YAML file) and mark every kind synced."""
         with self._lock:
             self._priority_classes.update(objects.priority_classes)
+            self._priority_generation += 1
             self._storage.merge(objects.storage)
             for node in objects.nodes:
                 self._node_base[node.name] = node
@@ -310,6 +318,7 @@ class ClusterState:
         elif kind == "PriorityClass":
             name, value, global_default = priority_class_value(obj)
             self._priority_classes[name] = (value, global_default)
+            self._priority_generation += 1
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             pdb = pdb_to_info(obj)
@@ -367,6 +376,7 @@ class ClusterState:
             self._remove_podgroup(key)
         elif kind == "PriorityClass":
             self._priority_classes.pop(key, None)
+            self._priority_generation += 1
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             self._pdbs.pop(key, None)
@@ -625,6 +635,12 @@ class ClusterState:
             kept = None
         self._remove_pod(task.key, keep_job=kept is not None)
         self._tasks[task.key] = task
+        stored = _stored_version(pod)
+        if stored is not None and not task.resource_claims:
+            # (A pod with device claims is charged its claims' devices here: its task is
+            # more than the conversion.)
+            _, uid, version = stored
+            self._converted[task.key] = (uid, version, self._priority_generation)
         if task.unschedulable and task.status == TaskStatus.PENDING:
             self._unschedulable.add(task.key)
         job = self._jobs.get(job_id)
@@ -703,6 +719,7 @@ class ClusterState:
         task = self._tasks.pop(key, None)
         if task is None:
             return
+        self._converted.pop(key, None)
         self._unschedulable.discard(key)
         job = self._jobs.get(task.job)
         if job is not None:
@@ -835,6 +852,23 @@ class ClusterState:
     def task(self, key: str) -> TaskInfo | None:
         return self._tasks.get(key)
 
+    def cached_task(self, pod: Mapping[str, Any]) -> TaskInfo | None:
+        """The cache's own task for ``pod`` when it was converted from this very version of
+        the pod (same uid and resourceVersion, no PriorityClass changed since), else None.
+
+        The API server never gives two versions of a pod one resourceVersion, so the task
+        equals what ``pod_to_task`` would make of ``pod`` now. Only for pods as the API
+        server stored them (kube-scheduler's calls): a hand-edited pod may keep the
+        version it was copied at. The task is the cache's: copy it before changing it.
+        Hold the lock while asking."""
+        stored = _stored_version(pod)
+        if stored is None:
+            return None
+        key, uid, version = stored
+        if self._converted.get(key) != (uid, version, self._priority_generation):
+            return None
+        return self._tasks.get(key)
+
     def any_unschedulable(self) -> bool:
         """Whether some waiting pod was found unschedulable by kube-scheduler, of a job a
         session sees: one whose PodGroup has arrived, in a queue that exists (as
@@ -927,6 +961,7 @@ class ClusterState:
             other.changes = ChangeLog(self.changes.version)
             other._synced = set(self._synced)
             other._tasks = dict(self._tasks)
+            # (``_converted`` starts empty: a fork converts the pods it is given.)
             other._jobs = {uid: job.copy_sharing_tasks() for uid, job in self._jobs.items()}
             other._orphans = {job: dict(waiting) for job, waiting in self._orphans.items()}
             other._nodes = {name: node.copy_sharing_tasks() for name, node in self._nodes.items()}
@@ -974,3 +1009,16 @@ class ClusterState:
             for name in node_names:
                 snapshot.nodes[name] = self._nodes[name].clone(tasks)
             return snapshot
+
+
+def _stored_version(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(key, uid, resourceVersion) of a pod as the API server stored it, the key as its
+    task has it; None without a version (a static file's pod, a hand-made one)."""
+    meta = pod.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    version, name, namespace = meta.get("resourceVersion"), meta.get("name"), meta.get("namespace")
+    if not version or not isinstance(version, str) or not isinstance(name, str):
+        return None
+    key = f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{name}"
+    return key, str(meta.get("uid") or ""), version

@@ -22,11 +22,19 @@ log = logging.getLogger("scheduler_core.extender.context")
 class PodContext:
     """The requesting pod as the engine sees it: its task, job, queue and the session that
     knows them (the shared accounting session, or a one-off one when the cache has not
-    seen the pod or its job yet)."""
+    seen the pod or its job yet).
 
-    def __init__(self, acct: QueueAccounting, pod: dict[str, Any]) -> None:
+    ``as_stored``: the pod is as the API server stored it (kube-scheduler's calls send its
+    informer's copy), so at a resourceVersion the cache has converted, the cache's task is
+    copied instead of converting the pod again (a sixth of a filter answer). Off for the
+    people's API: a pod edited by hand may keep the version it was copied at.
+    """
+
+    def __init__(
+        self, acct: QueueAccounting, pod: dict[str, Any], *, as_stored: bool = False
+    ) -> None:
         self.acct = acct
-        self.task: TaskInfo = pod_to_task(pod, acct.state.priority_values())
+        self.task: TaskInfo = request_task(acct, pod, as_stored=as_stored)
         self.task.status = TaskStatus.PENDING
         self.task.node_name = ""
         job_id, self.synthesized = pod_job_id(pod)
@@ -64,3 +72,13 @@ class PodContext:
     @property
     def queue(self) -> QueueInfo | None:
         return self.ssn.queues.get(self.queue_name)
+
+
+def request_task(acct: QueueAccounting, pod: dict[str, Any], *, as_stored: bool) -> TaskInfo:
+    """The task of a pod a verb judges, its own object (the caller may change its status
+    and node): the cache's copied when ``as_stored`` and the cache converted this version
+    of the pod (``ClusterState.cached_task``), else converted. Hold the state's lock."""
+    cached = acct.state.cached_task(pod) if as_stored else None
+    if cached is not None:
+        return cached.clone()
+    return pod_to_task(pod, acct.state.priority_values())

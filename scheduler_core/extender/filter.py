@@ -148,7 +148,7 @@ def room_for(wanted: Resource, nodes: Iterable[NodeInfo]) -> Resource:
 
 
 def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
-    ctx = PodContext(acct, pod)
+    ctx = PodContext(acct, pod, as_stored=True)  # kube-scheduler's pod, as stored
     # A pod filtered again (its bind failed, or the scheduler retried) must not be counted
     # against itself: release its own assumption before judging it.
     acct.release(ctx.task.key)

@@ -39,7 +39,7 @@ def preempt_pod(
     remembered (``acct.grants``) until the cluster shows the outcome, so back-to-back calls
     never promise the same room twice.
     """
-    ctx = PodContext(acct, pod)
+    ctx = PodContext(acct, pod, as_stored=True)  # kube-scheduler's pod, as stored
     if ctx.job is None or ctx.queue is None or not ctx.queue.is_open():
         log.log(v(3), "Pod <%s> has no usable job or queue: no victims", ctx.task.key)
         return {}

@@ -13,7 +13,7 @@ from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.cache.convert import pod_to_task
+from scheduler_core.extender.context import request_task
 from scheduler_core.framework.node_scores import FloatArray
 from scheduler_core.framework.session import Session
 
@@ -66,10 +66,10 @@ def prioritize_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[
 
     Node order needs only the pod and the nodes, never the pod's job, so the shared
     accounting session serves every request (no per-pod session even for a pod the cache
-    has not seen yet).
+    has not seen yet). The pod is kube-scheduler's, as stored: see ``request_task``.
     """
     ssn = acct.session()
-    task = pod_to_task(pod, acct.state.priority_values())
+    task = request_task(acct, pod, as_stored=True)
     task.status, task.node_name = TaskStatus.PENDING, ""
     return host_scores(ssn, task, node_names)
 

@@ -1,16 +1,33 @@
 """A pod the cache has not seen yet is judged in a one-off session that starts from the cache's
-per-queue sums; its queue attributes equal those of a session that walks every job."""
+per-queue sums; its queue attributes equal those of a session that walks every job. A pod
+kube-scheduler sends at a version the cache has converted is the cache's task, copied, and
+that copy is exactly what converting the pod again would give."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from scheduler_core.api.resource import Resource
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.convert import pod_to_task
 from scheduler_core.engine import open_session
 from scheduler_core.extender.context import PodContext
 from scheduler_core.report import queue_attrs
-from tests.builders import accounting, node, pod, podgroup, queue
+from tests.builders import (
+    accounting,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    queue,
+    with_resource_claims,
+)
 
 
 def cluster() -> list[dict[str, Any]]:
@@ -94,3 +111,144 @@ def test_accounting_with_an_unseen_assumed_pod_keeps_the_cache_sums_and_equals_a
             )
     after = {q: amounts(u.request) for q, u in acct.state.shared_snapshot().queue_usage.items()}
     assert after == before, "the cache's own sums are untouched"
+
+
+# --- the cache's task for a pod at a version it has converted ---------------------------------
+
+
+def stored(p: dict[str, Any], version: str = "7") -> dict[str, Any]:
+    """``p`` as the API server stored it: with a resourceVersion."""
+    p["metadata"]["resourceVersion"] = version
+    return p
+
+
+def task_fields(task: TaskInfo) -> dict[str, Any]:
+    """Every field of a task, requests by their amounts (a Resource has no value equality)."""
+    out = {}
+    for f in dataclasses.fields(task):
+        value = getattr(task, f.name)
+        out[f.name] = value.to_quantities() if isinstance(value, Resource) else value
+    return out
+
+
+def as_judged(p: dict[str, Any], priorities: dict[str, int]) -> dict[str, Any]:
+    """What converting ``p`` now gives, as a verb judges it: waiting, on no node."""
+    fresh = pod_to_task(p, priorities)
+    fresh.status, fresh.node_name = TaskStatus.PENDING, ""
+    return task_fields(fresh)
+
+
+def live_accounting(*objs: dict[str, Any]) -> Any:
+    acct, _ = accounting([node("n1", cpu="8"), queue("a", 1), priority_class("high", 100)])
+    for obj in objs:
+        acct.state.upsert(str(obj["kind"]), obj)
+    return acct
+
+
+def test_a_stored_pod_at_the_cached_version_is_the_cache_task_copied() -> None:
+    p = stored(pod("p", queue="a", priority_class="high", unschedulable=True))
+    acct = live_accounting(p)
+    cached = acct.state.task("ns/p")
+    ctx = PodContext(acct, p, as_stored=True)
+    assert ctx.task is not cached, "a copy: the verb changes its status and node"
+    assert ctx.task.resreq is cached.resreq, "copied from the cache, not converted again"
+    assert cached.status == TaskStatus.PENDING and ctx.task.status == TaskStatus.PENDING
+    assert task_fields(ctx.task) == as_judged(p, acct.state.priority_values())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "another-version",
+        "another-uid",
+        "no-version",
+        "priority-class-changed",
+        "priority-class-deleted",
+        "resource-claims",
+        "not-as-stored",
+        "not-in-cache",
+    ],
+)
+def test_the_pod_is_converted_again_unless_the_cache_holds_this_very_version(change: str) -> None:
+    p = stored(pod("p", queue="a", priority_class="high"))
+    if change == "resource-claims":
+        with_resource_claims(p, "gpu-claim")
+    acct = live_accounting(p) if change != "not-in-cache" else live_accounting()
+    asked = dict(p, metadata=dict(p["metadata"]))
+    if change == "another-version":
+        asked["metadata"]["resourceVersion"] = "8"
+    elif change == "another-uid":
+        asked["metadata"]["uid"] = "recreated"
+    elif change == "no-version":
+        del asked["metadata"]["resourceVersion"]
+    elif change == "priority-class-changed":
+        acct.state.upsert("PriorityClass", priority_class("high", 5))
+    elif change == "priority-class-deleted":
+        acct.state.delete("PriorityClass", "high")
+    ctx = PodContext(acct, asked, as_stored=change != "not-as-stored")
+    cached = acct.state.task("ns/p")
+    assert cached is None or ctx.task.resreq is not cached.resreq
+    assert task_fields(ctx.task) == as_judged(asked, acct.state.priority_values())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    priority=st.none() | st.integers(-5, 5),
+    class_name=st.sampled_from(["", "high", "low", "absent"]),
+    node_name=st.sampled_from(["", "n1"]),
+    phase=st.sampled_from([None, "Pending", "Running", "Succeeded"]),
+    flags=st.fixed_dictionaries(
+        {
+            "unschedulable": st.booleans(),
+            "disruption_target": st.booleans(),
+            "deleting": st.booleans(),
+            "preemptable": st.none() | st.booleans(),
+        }
+    ),
+    classes_change=st.sampled_from(["none", "raise-low", "delete-high", "add-absent"]),
+    ask_version=st.sampled_from(["7", "8"]),
+)
+def test_a_verb_task_always_equals_converting_the_pod_now(
+    priority: int | None,
+    class_name: str,
+    node_name: str,
+    phase: str | None,
+    flags: dict[str, Any],
+    classes_change: str,
+    ask_version: str,
+) -> None:
+    """Whatever the pod, whatever happened to the PriorityClasses since the cache converted
+    it, and whether or not kube-scheduler asks at the cached version: the task a verb
+    judges is the pod converted now."""
+    p = stored(
+        pod(
+            "p",
+            queue="a",
+            priority=priority,
+            priority_class=class_name,
+            node_name=node_name,
+            phase=phase,
+            **flags,
+        )
+    )
+    acct = live_accounting(priority_class("low", 1), p)
+    if classes_change == "raise-low":
+        acct.state.upsert("PriorityClass", priority_class("low", 50))
+    elif classes_change == "delete-high":
+        acct.state.delete("PriorityClass", "high")
+    elif classes_change == "add-absent":
+        acct.state.upsert("PriorityClass", priority_class("absent", 9))
+    asked = stored(
+        pod(
+            "p",
+            queue="a",
+            priority=priority,
+            priority_class=class_name,
+            node_name=node_name,
+            phase=phase,
+            **flags,
+        ),
+        ask_version,
+    )
+    ctx = PodContext(acct, asked, as_stored=True)
+    assert task_fields(ctx.task) == as_judged(asked, acct.state.priority_values())
