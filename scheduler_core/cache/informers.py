@@ -169,12 +169,15 @@ class InformerSet:
                 Reflector(spec, api_client, scope_sink, namespace=ns, options=self.options)
                 for ns, scope_sink in zip(scopes, sinks, strict=True)
             ]
+        #: Every reflector in one tuple, and whether all have synced (a reflector that has
+        #: synced stays synced): readiness is asked on every filter call.
+        self._flat: tuple[Reflector, ...] = tuple(r for g in self.reflectors.values() for r in g)
+        self._all_synced = False
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(InformerCollector(self))
 
     def all_reflectors(self) -> Iterator[Reflector]:
-        for group in self.reflectors.values():
-            yield from group
+        return iter(self._flat)
 
     def start(self) -> None:
         """Start every reflector; returns at once (see :meth:`wait_for_sync`)."""
@@ -201,7 +204,9 @@ class InformerSet:
             self.api_client.close()
 
     def has_synced(self) -> bool:
-        return all(r.has_synced() for r in self.all_reflectors())
+        if not self._all_synced:
+            self._all_synced = all(r.has_synced() for r in self._flat)
+        return self._all_synced
 
     def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Block until every informer has synced or ``timeout`` passes; says which."""
@@ -217,7 +222,7 @@ class InformerSet:
         nothing heard within the stall bound), each as ``name (why)``; empty when fresh."""
         now = time.monotonic()
         found = []
-        for reflector in self.all_reflectors():
+        for reflector in self._flat:
             why = reflector.stale(now)
             if why:
                 found.append(f"{reflector.name} ({why})")
