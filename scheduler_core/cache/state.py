@@ -39,6 +39,7 @@ from scheduler_core.cache.convert import (
     PodGroupInfo,
     namespace_labels,
     node_to_info,
+    object_name,
     pdb_to_info,
     pod_job_id,
     pod_queue_annotation,
@@ -187,13 +188,11 @@ class ClusterState:
         self.rejected: Counter[str] = Counter()
         self._synced: set[str] = set()
         self._tasks: dict[str, TaskInfo] = {}  # pod key -> task
-        #: Pod key -> (uid, resourceVersion, PriorityClass generation) of the pod object its
-        #: task was converted from, for the tasks that are exactly that conversion (see
-        #: ``cached_task``).
-        self._converted: dict[str, tuple[str, str, int]] = {}
-        #: Bumped on every PriorityClass change: a pod without ``spec.priority`` takes its
-        #: class's value at conversion, so a task converted before may differ from one now.
-        self._priority_generation = 0
+        #: Pod key -> resourceVersion of the pod object its task was converted from, for
+        #: the tasks that are exactly that conversion (see ``cached_task``). Emptied on every
+        #: PriorityClass change: a pod without ``spec.priority`` takes its class's value at
+        #: conversion, so a task converted before may differ from one converted now.
+        self._converted: dict[str, str] = {}
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}  # job id -> tasks awaiting a PodGroup
         self._nodes: dict[str, NodeInfo] = {}
@@ -275,7 +274,7 @@ class ClusterState:
         """Apply a whole static cluster (a YAML file) and mark every kind synced."""
         with self._lock:
             self._priority_classes.update(objects.priority_classes)
-            self._priority_generation += 1
+            self._converted.clear()
             self._storage.merge(objects.storage)
             for node in objects.nodes:
                 self._node_base[node.name] = node
@@ -318,7 +317,7 @@ class ClusterState:
         elif kind == "PriorityClass":
             name, value, global_default = priority_class_value(obj)
             self._priority_classes[name] = (value, global_default)
-            self._priority_generation += 1
+            self._converted.clear()
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             pdb = pdb_to_info(obj)
@@ -376,7 +375,7 @@ class ClusterState:
             self._remove_podgroup(key)
         elif kind == "PriorityClass":
             self._priority_classes.pop(key, None)
-            self._priority_generation += 1
+            self._converted.clear()
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             self._pdbs.pop(key, None)
@@ -633,16 +632,16 @@ class ClusterState:
         kept = self._jobs.get(job_id) if old is not None and old.job == job_id else None
         if kept is None or fresh is None or not kept.synthesized or kept.queue != fresh.queue:
             kept = None
-        self._remove_pod(task.key, keep_job=kept is not None)
-        self._tasks[task.key] = task
-        stored = _stored_version(pod)
-        if stored is not None and not task.resource_claims:
+        key = task.key  # one string for both maps' keys
+        self._remove_pod(key, keep_job=kept is not None)
+        self._tasks[key] = task
+        version = _stored_version(pod)
+        if version and not task.resource_claims:
             # (A pod with device claims is charged its claims' devices here: its task is
             # more than the conversion.)
-            _, uid, version = stored
-            self._converted[task.key] = (uid, version, self._priority_generation)
+            self._converted[key] = version
         if task.unschedulable and task.status == TaskStatus.PENDING:
-            self._unschedulable.add(task.key)
+            self._unschedulable.add(key)
         job = self._jobs.get(job_id)
         if kept is not None and fresh is not None:
             respec_synthesized(kept, fresh)
@@ -854,20 +853,23 @@ class ClusterState:
 
     def cached_task(self, pod: Mapping[str, Any]) -> TaskInfo | None:
         """The cache's own task for ``pod`` when it was converted from this very version of
-        the pod (same uid and resourceVersion, no PriorityClass changed since), else None.
+        the pod (same resourceVersion and uid, no PriorityClass changed since), else None.
 
         The API server never gives two versions of a pod one resourceVersion, so the task
         equals what ``pod_to_task`` would make of ``pod`` now. Only for pods as the API
         server stored them (kube-scheduler's calls): a hand-edited pod may keep the
         version it was copied at. The task is the cache's: copy it before changing it.
         Hold the lock while asking."""
-        stored = _stored_version(pod)
-        if stored is None:
+        version = _stored_version(pod)
+        if not version:
             return None
-        key, uid, version = stored
-        if self._converted.get(key) != (uid, version, self._priority_generation):
+        namespace, name = object_name(pod, "Pod")
+        key = f"{namespace or 'default'}/{name}"
+        if self._converted.get(key) != version:
             return None
-        return self._tasks.get(key)
+        task = self._tasks.get(key)
+        uid = pod["metadata"].get("uid")
+        return task if task is not None and task.uid == str(uid or key) else None
 
     def any_unschedulable(self) -> bool:
         """Whether some waiting pod was found unschedulable by kube-scheduler, of a job a
@@ -1011,14 +1013,9 @@ class ClusterState:
             return snapshot
 
 
-def _stored_version(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """(key, uid, resourceVersion) of a pod as the API server stored it, the key as its
-    task has it; None without a version (a static file's pod, a hand-made one)."""
+def _stored_version(pod: Mapping[str, Any]) -> str:
+    """The resourceVersion of a pod as the API server stored it; "" without one (a static
+    file's pod, a hand-made one)."""
     meta = pod.get("metadata")
-    if not isinstance(meta, dict):
-        return None
-    version, name, namespace = meta.get("resourceVersion"), meta.get("name"), meta.get("namespace")
-    if not version or not isinstance(version, str) or not isinstance(name, str):
-        return None
-    key = f"{namespace if isinstance(namespace, str) and namespace else 'default'}/{name}"
-    return key, str(meta.get("uid") or ""), version
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else ""
