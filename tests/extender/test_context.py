@@ -220,17 +220,15 @@ def test_a_verb_task_always_equals_converting_the_pod_now(
     """Whatever the pod, whatever happened to the PriorityClasses since the cache converted
     it, and whether or not kube-scheduler asks at the cached version: the task a verb
     judges is the pod converted now."""
-    p = stored(
-        pod(
-            "p",
-            queue="a",
-            priority=priority,
-            priority_class=class_name,
-            node_name=node_name,
-            phase=phase,
-            **flags,
-        )
-    )
+    shape: dict[str, Any] = {
+        "queue": "a",
+        "priority": priority,
+        "priority_class": class_name,
+        "node_name": node_name,
+        "phase": phase,
+        **flags,
+    }
+    p = stored(pod("p", **shape))
     acct = live_accounting(priority_class("low", 1), p)
     if classes_change == "raise-low":
         acct.state.upsert("PriorityClass", priority_class("low", 50))
@@ -238,17 +236,6 @@ def test_a_verb_task_always_equals_converting_the_pod_now(
         acct.state.delete("PriorityClass", "high")
     elif classes_change == "add-absent":
         acct.state.upsert("PriorityClass", priority_class("absent", 9))
-    asked = stored(
-        pod(
-            "p",
-            queue="a",
-            priority=priority,
-            priority_class=class_name,
-            node_name=node_name,
-            phase=phase,
-            **flags,
-        ),
-        ask_version,
-    )
+    asked = stored(pod("p", **shape), ask_version)  # a fresh copy, at either version
     ctx = PodContext(acct, asked, as_stored=True)
     assert task_fields(ctx.task) == as_judged(asked, acct.state.priority_values())
