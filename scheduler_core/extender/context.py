@@ -35,8 +35,6 @@ class PodContext:
     ) -> None:
         self.acct = acct
         self.task: TaskInfo = request_task(acct, pod, as_stored=as_stored)
-        self.task.status = TaskStatus.PENDING
-        self.task.node_name = ""
         job_id, self.synthesized = pod_job_id(pod)
         self.job_id = job_id
         ssn = acct.session()
@@ -75,10 +73,20 @@ class PodContext:
 
 
 def request_task(acct: QueueAccounting, pod: dict[str, Any], *, as_stored: bool) -> TaskInfo:
-    """The task of a pod a verb judges, its own object (the caller may change its status
-    and node): the cache's copied when ``as_stored`` and the cache converted this version
-    of the pod (``ClusterState.cached_task``), else converted. Hold the state's lock."""
+    """The task of a pod a verb judges, waiting and on no node, its own object: the cache's
+    copied when ``as_stored`` and the cache converted this version of the pod
+    (``ClusterState.cached_task``), else converted. Hold the state's lock."""
     cached = acct.state.cached_task(pod) if as_stored else None
     if cached is not None:
-        return cached.clone()
-    return pod_to_task(pod, acct.state.priority_values())
+        return waiting_copy(cached)
+    task = pod_to_task(pod, acct.state.priority_values())
+    task.status, task.node_name = TaskStatus.PENDING, ""
+    return task
+
+
+def waiting_copy(task: TaskInfo) -> TaskInfo:
+    """A copy of ``task`` as a verb judges it: waiting, on no node. The cache's own task is
+    never changed."""
+    copy = task.clone()
+    copy.status, copy.node_name = TaskStatus.PENDING, ""
+    return copy

@@ -90,11 +90,11 @@ def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
     """
     job = ctx.job
     assert job is not None
-    if job.min_available - job.ready_task_num() - job.waiting_task_num() <= 1:
+    placed = job.ready_task_num() + job.waiting_task_num()
+    if job.min_available - placed <= 1:
         return None  # at most this pod is missing, whatever else is promised: no gang to hold
     promised = ctx.acct.promised_members(job, exclude=ctx.task.key)
-    have = job.ready_task_num() + job.waiting_task_num() + len(promised)
-    need = job.min_available - have
+    need = job.min_available - placed - len(promised)
     if need <= 1:
         return None
     pending = sorted(

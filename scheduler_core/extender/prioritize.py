@@ -12,7 +12,6 @@ import numpy.typing as npt
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import TaskStatus
 from scheduler_core.extender.context import request_task
 from scheduler_core.framework.node_scores import FloatArray
 from scheduler_core.framework.session import Session
@@ -69,9 +68,7 @@ def prioritize_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[
     has not seen yet). The pod is kube-scheduler's, as stored: see ``request_task``.
     """
     ssn = acct.session()
-    task = request_task(acct, pod, as_stored=True)
-    task.status, task.node_name = TaskStatus.PENDING, ""
-    return host_scores(ssn, task, node_names)
+    return host_scores(ssn, request_task(acct, pod, as_stored=True), node_names)
 
 
 class _Offered:

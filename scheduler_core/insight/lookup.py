@@ -6,7 +6,7 @@ from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.context import PodContext
+from scheduler_core.extender.context import PodContext, waiting_copy
 
 
 class NotFoundError(LookupError):
@@ -20,9 +20,7 @@ class CachedPodContext(PodContext):
 
     def __init__(self, acct: QueueAccounting, task: TaskInfo) -> None:
         self.acct = acct
-        self.task = task.clone()
-        self.task.status = TaskStatus.PENDING
-        self.task.node_name = ""
+        self.task = waiting_copy(task)
         self.job_id = task.job
         ssn = acct.session()
         job = ssn.jobs.get(task.job)
