@@ -7,8 +7,8 @@ seconds) is held forever; its ``limit_concurrency`` answers 503 but still accept
 every connection (each an open file); and it resumes reading after every response even while
 requests already read wait in its pipeline, so a client that pipelines without reading grows
 that queue without bound. ``GuardedHttpToolsProtocol`` is uvicorn's httptools protocol with
-those four holes closed; everything else (the parser, flow control, the ASGI cycle) is
-uvicorn's own.
+those four holes closed, writing each answer in one piece (``app.serving.coalesce``);
+everything else (the parser, flow control, the ASGI cycle) is uvicorn's own.
 
 Each listener has its own ``ListenerLimits`` (uvicorn keeps one connection set per server),
 so connections to the metrics or status listener never count against the verbs' listener.
@@ -27,6 +27,7 @@ import uvicorn
 import uvloop
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from app.serving.coalesce import CoalescingTransport
 from app.telemetry.metrics import ListenerCounts
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self.limits: ListenerLimits = limits if limits is not None else ListenerLimits()
         self._read_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
+        self._out: CoalescingTransport | None = None
 
     # --- connections --------------------------------------------------------------------
 
@@ -104,6 +106,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             transport.abort()
             return
         super().connection_made(transport)
+        # Flow control keeps the real transport; the answers go out one write each.
+        self._out = CoalescingTransport(transport, self.loop)
+        self.transport = self._out
         self._arm_read_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -173,6 +178,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
+        # The whole answer is written: it leaves now, head and body in one writev.
+        if self._out is not None:
+            self._out.flush()
         super().on_response_complete()
         # uvicorn resumes reading after every response; while read-ahead requests still
         # wait, reading more would only lengthen their queue.

@@ -1,0 +1,120 @@
+"""One write per answer: a transport that holds a response's pieces until it is complete.
+
+uvicorn writes a response's status line and headers as soon as the application starts it,
+and the body when the application sends it: two ``write`` calls, two syscalls and two TCP
+segments for every verb's answer. kube-scheduler's HTTP client then reads the head, finds
+the body not yet there, and waits on its socket a second time, inside its scheduling cycle.
+
+``CoalescingTransport`` keeps what is written within one step of the event loop and hands it
+to the real transport as one ``writelines`` (a single ``writev``) when the response
+completes (``flush``, called by the protocol), when the connection is closed, or, for
+anything that does not complete in this step (a ``100 Continue``, a streamed body), at the
+end of the loop's current round of callbacks. Nothing waits longer than that round, and the
+bytes and their order are exactly those uvicorn wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+
+class CoalescingTransport(asyncio.Transport):
+    """Forwards everything to ``transport``; ``write`` and ``writelines`` are held back until
+    ``flush``, ``close``, ``write_eof`` or the loop's next round, whichever comes first."""
+
+    __slots__ = ("_loop", "_pending", "_scheduled", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._transport = transport
+        self._loop = loop
+        self._pending: list[bytes | bytearray | memoryview] = []
+        self._scheduled: asyncio.Handle | None = None
+
+    # --- writing ------------------------------------------------------------------------
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        self._pending.append(data)
+        if self._scheduled is None:
+            self._scheduled = self._loop.call_soon(self._flush_soon)
+
+    def writelines(self, list_of_data: Any) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def flush(self) -> None:
+        """Hands what is held to the real transport now: one ``writev`` for all of it."""
+        if self._scheduled is not None:
+            self._scheduled.cancel()
+            self._scheduled = None
+        pending = self._pending
+        if not pending:
+            return
+        self._pending = []
+        if self._transport.is_closing():
+            return  # what asyncio's transports do with a write after close: drop it
+        if len(pending) == 1:
+            self._transport.write(pending[0])
+        else:
+            self._transport.writelines(pending)
+
+    def _flush_soon(self) -> None:
+        self._scheduled = None
+        self.flush()
+
+    def get_write_buffer_size(self) -> int:
+        held = sum(len(data) for data in self._pending)
+        return held + self._transport.get_write_buffer_size()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self._transport.can_write_eof()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+    # --- closing ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        """Drops what is held, as the real transport drops its own buffer."""
+        if self._scheduled is not None:
+            self._scheduled.cancel()
+            self._scheduled = None
+        self._pending = []
+        self._transport.abort()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    # --- everything else is the real transport's ----------------------------------------
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
