@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
@@ -218,3 +220,28 @@ def test_openapi_version_is_the_installed_distributions(svc: Live) -> None:
 
     schema = svc.client.get("/openapi.json").json()
     assert schema["info"]["version"] == metadata.version("kube-queue-extender")
+
+
+def test_requests_ask_no_opentelemetry_provider(svc: Live, monkeypatch: pytest.MonkeyPatch) -> None:
+    """FastAPI's own instrumentation is off: with only the OpenTelemetry API installed it
+    could record nothing, and it asked the global providers on every request."""
+    import opentelemetry.metrics
+    import opentelemetry.trace
+
+    asked: list[str] = []
+
+    def counting(name: str, real: Callable[[], object]) -> Callable[[], object]:
+        def provider() -> object:
+            asked.append(name)
+            return real()
+
+        return provider
+
+    for module, name in (
+        (opentelemetry.trace, "get_tracer_provider"),
+        (opentelemetry.metrics, "get_meter_provider"),
+    ):
+        monkeypatch.setattr(module, name, counting(name, getattr(module, name)))
+    assert svc.client.post("/filter", content=b'{"Pod": {}, "NodeNames": ["a"]}').is_success
+    assert svc.client.get("/healthz").is_success
+    assert asked == []

@@ -31,9 +31,10 @@ class NoDelayProbe(HttpToolsProtocol):
 
 
 def test_accepted_sockets_have_tcp_nodelay() -> None:
-    """uvicorn writes an answer's headers and its body in two writes; without TCP_NODELAY
-    (uvloop sets it on every accepted TCP socket) Nagle's algorithm would hold the body
-    until the client's delayed ACK, ~40 ms an answer."""
+    """uvicorn's own protocol writes an answer's headers and its body in two writes (ours
+    joins them, ``app.serving.coalesce``, but a streamed answer still leaves piece by
+    piece); without TCP_NODELAY (uvloop sets it on every accepted TCP socket) Nagle's
+    algorithm would hold the second piece until the client's delayed ACK, ~40 ms."""
     app = Starlette(routes=[Route("/hello", _hello)])
     with serve(app, http=NoDelayProbe) as url:
         conn = http.client.HTTPConnection(urlsplit(url).netloc, timeout=10)
