@@ -2,8 +2,9 @@
 
 uvicorn writes a response's status line and headers as soon as the application starts it,
 and the body when the application sends it: two ``write`` calls, two syscalls and two TCP
-segments for every verb's answer. kube-scheduler's HTTP client then reads the head, finds
-the body not yet there, and waits on its socket a second time, inside its scheduling cycle.
+segments for every verb's answer, each write paid by the event loop while it holds the GIL,
+and a client that reads the head before the body has arrived waits on its socket a second
+time (kube-scheduler does so inside its scheduling cycle).
 
 ``CoalescingTransport`` keeps what is written within one step of the event loop and hands it
 to the real transport as one ``writelines`` (a single ``writev``) when the response
