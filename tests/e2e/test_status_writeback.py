@@ -83,8 +83,13 @@ def test_a_gang_goes_pending_inqueue_running_as_its_pods_start(kube: Kube) -> No
     scheduled = condition(pg, "Scheduled")
     assert scheduled is not None and scheduled["status"] == "True"
     assert condition(pg, "Unschedulable")["status"] == "False"  # type: ignore[index]
-    reasons = {e.reason for e in events_on(kube, ns, "gang")}
-    assert {"Inqueue", "Running"} <= reasons
+    # The phase's event is queued once its status write has landed and is written by the
+    # recorder's own thread: it can reach the API server just after the status does.
+    wait_for(
+        lambda: {"Inqueue", "Running"} <= {e.reason for e in events_on(kube, ns, "gang")},
+        20,
+        "the Inqueue and Running events",
+    )
 
 
 def test_a_gang_that_cannot_fit_its_queue_is_unschedulable_with_the_queues_reason(
