@@ -48,9 +48,7 @@ class CoalescingTransport(asyncio.Transport):
 
     def flush(self) -> None:
         """Hands what is held to the real transport now: one ``writev`` for all of it."""
-        if self._scheduled is not None:
-            self._scheduled.cancel()
-            self._scheduled = None
+        self._unschedule()
         pending = self._pending
         if not pending:
             return
@@ -65,6 +63,11 @@ class CoalescingTransport(asyncio.Transport):
     def _flush_soon(self) -> None:
         self._scheduled = None
         self.flush()
+
+    def _unschedule(self) -> None:
+        if self._scheduled is not None:
+            self._scheduled.cancel()
+            self._scheduled = None
 
     def get_write_buffer_size(self) -> int:
         held = sum(len(data) for data in self._pending)
@@ -91,9 +94,7 @@ class CoalescingTransport(asyncio.Transport):
 
     def abort(self) -> None:
         """Drops what is held, as the real transport drops its own buffer."""
-        if self._scheduled is not None:
-            self._scheduled.cancel()
-            self._scheduled = None
+        self._unschedule()
         self._pending = []
         self._transport.abort()
 

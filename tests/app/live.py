@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 import uvicorn
 
@@ -59,6 +60,16 @@ def serve(
         _stopping.append(thread)
         if wait_stop:
             join_stopped_servers()
+
+
+@contextmanager
+def serve_address(app: Any, limits: ListenerLimits) -> Iterator[tuple[str, int]]:
+    """``serve`` under the guarded protocol, yielding the listener's (host, port) for raw
+    sockets."""
+    with serve(app, limits=limits) as url:
+        parts = urlsplit(url)
+        assert parts.hostname is not None and parts.port is not None
+        yield parts.hostname, parts.port
 
 
 _stopping: list[threading.Thread] = []

@@ -9,7 +9,6 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -19,7 +18,7 @@ from uvicorn.server import ServerState
 
 from app.serving.coalesce import CoalescingTransport
 from app.serving.guard import GuardedHttpToolsProtocol, LimitedConfig, ListenerLimits
-from tests.app.live import serve
+from tests.app.live import serve_address
 
 WAIT = 10.0
 
@@ -199,11 +198,11 @@ def test_an_unreadable_request_is_still_answered_400_before_the_close() -> None:
 
 @contextmanager
 def _socket_to_listener() -> Iterator[socket.socket]:
-    with serve(_app(), limits=ListenerLimits()) as url:
-        parts = urlsplit(url)
-        assert parts.hostname is not None and parts.port is not None
-        with socket.create_connection((parts.hostname, parts.port), timeout=WAIT) as sock:
-            yield sock
+    with (
+        serve_address(_app(), ListenerLimits()) as address,
+        socket.create_connection(address, timeout=WAIT) as sock,
+    ):
+        yield sock
 
 
 def _read_until(sock: socket.socket, marker: bytes) -> bytes:

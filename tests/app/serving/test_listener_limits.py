@@ -8,7 +8,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack
 from urllib.parse import urlsplit
 
 import httpx
@@ -24,7 +24,7 @@ from app.serving.guard import ListenerLimits, raise_open_files_limit
 from app.serving.listeners import serve_all
 from app.serving.server import ServerSettings, create_app, create_metrics_app
 from tests.app.fake_backend import FakeBackend
-from tests.app.live import serve
+from tests.app.live import serve, serve_address
 from tests.ports import free_port
 
 #: Generous against a loaded machine; the limits under test are far below it.
@@ -39,12 +39,8 @@ def _app() -> Starlette:
     return Starlette(routes=[Route("/hello", _hello)])
 
 
-@contextmanager
-def _listener(limits: ListenerLimits) -> Iterator[tuple[str, int]]:
-    with serve(_app(), limits=limits) as url:
-        parts = urlsplit(url)
-        assert parts.hostname is not None and parts.port is not None
-        yield parts.hostname, parts.port
+def _listener(limits: ListenerLimits) -> AbstractContextManager[tuple[str, int]]:
+    return serve_address(_app(), limits)
 
 
 def _connect(address: tuple[str, int]) -> socket.socket:
