@@ -100,6 +100,19 @@ class Tier:
     plugins: list[PluginOption] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class NetworkTopologyConf:
+    """``networkTopology``: whether a PodGroup's ``spec.networkTopology`` is honoured, and
+    where the tree comes from. On by default, so that a user who writes a request sees it
+    hold without editing the scheduler's configuration; ``enabled: false`` turns it off (said
+    at load, and to each such gang in explain). ``labelLevels`` lists node label keys from
+    the widest level to the narrowest: with it the tree is built from node labels and
+    HyperNodes are not read; without it the tree comes from HyperNodes."""
+
+    enabled: bool = True
+    label_levels: tuple[str, ...] = ()
+
+
 @dataclass(slots=True)
 class SchedulerConfiguration:
     actions: list[str]
@@ -112,6 +125,7 @@ class SchedulerConfiguration:
     #: under that name whatever the mapping says; unmapped classes under
     #: ``deviceclass.resource.kubernetes.io/<class>``.
     device_class_mappings: dict[str, str] = field(default_factory=dict)
+    network_topology: NetworkTopologyConf = field(default_factory=NetworkTopologyConf)
     #: What a session will skip with a warning (a plugin the engine does not have), one line
     #: each; filled by whoever knows the engine's plugins (see `unavailable_plugins`).
     warnings: list[str] = field(default_factory=list)
@@ -214,7 +228,30 @@ def load_configuration(
         configurations=configurations,
         metrics={str(k): str(v) for k, v in metrics.items()},
         device_class_mappings=_device_class_mappings(raw.get("deviceClassMappings"), source),
+        network_topology=_network_topology(raw.get("networkTopology"), source),
     )
+
+
+def _network_topology(raw: Any, source: str) -> NetworkTopologyConf:
+    """``networkTopology``: ``enabled`` (a boolean, default true) and ``labelLevels`` (a list
+    of distinct, non-empty label keys, widest first)."""
+    where = f"{source}: networkTopology"
+    if raw is None:
+        return NetworkTopologyConf()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a mapping with 'enabled' and/or 'labelLevels'")
+    unknown = sorted(set(raw) - {"enabled", "labelLevels"})
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: enabled, labelLevels)")
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"{where}.enabled must be true or false")
+    levels = raw.get("labelLevels") or []
+    if not isinstance(levels, list) or not all(isinstance(k, str) and k for k in levels):
+        raise ConfigError(f"{where}.labelLevels must be a list of label keys, widest first")
+    if len(set(levels)) != len(levels):
+        raise ConfigError(f"{where}.labelLevels lists a label key twice: {levels}")
+    return NetworkTopologyConf(enabled=enabled, label_levels=tuple(levels))
 
 
 #: Names a device class cannot count under: the native resources are not devices.

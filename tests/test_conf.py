@@ -88,6 +88,11 @@ def test_default_configuration_is_the_helm_chart_tiers_with_our_actions() -> Non
         ("deviceClassMappings: [gpu]", "deviceClassMappings must be a mapping"),
         ("deviceClassMappings: {gpu.example.com: cpu}", "cpu is not a device resource"),
         ("deviceClassMappings: {gpu.example.com: 3}", "expected a resource name, got 3"),
+        ("networkTopology: [x]", "networkTopology must be a mapping"),
+        ("networkTopology: {enabled: maybe}", "networkTopology.enabled must be true or false"),
+        ("networkTopology: {labelLevels: [a, a]}", "lists a label key twice"),
+        ("networkTopology: {labelLevels: [a, '']}", "must be a list of label keys"),
+        ("networkTopology: {enable: false}", "unknown key 'enable'"),
     ],
 )
 def test_bad_configuration_is_a_clear_error(text: str, message: str) -> None:
@@ -107,6 +112,14 @@ def test_device_class_mappings_are_read_and_default_to_none() -> None:
         "a100.example.com": "nvidia.com/gpu",
     }
     assert load_configuration("actions: enqueue").device_class_mappings == {}
+
+
+def test_network_topology_is_honoured_by_default_and_reads_label_levels() -> None:
+    default = load_configuration("actions: enqueue").network_topology
+    assert default.enabled and default.label_levels == ()
+    conf = load_configuration("networkTopology: {enabled: false, labelLevels: [dc, spine]}")
+    assert not conf.network_topology.enabled
+    assert conf.network_topology.label_levels == ("dc", "spine")
 
 
 def test_error_names_the_file(tmp_path: object) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from scheduler_core.api.resource import Resource, exceeded_part
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.topology import NetworkTopologyRequest
 from scheduler_core.api.types import (
     PodGroupPhase,
     TaskStatus,
@@ -46,6 +47,9 @@ class JobInfo:
     #: Seconds a task of this job must have run before reclaim may take it (the PodGroup's
     #: annotation); None: the task's own, its queue's or the configured default decides.
     min_runtime: float | None = None
+    #: The PodGroup's ``spec.networkTopology``: every member inside one network domain
+    #: (hard) or as close as the tree allows (soft); None: placed by count only.
+    network_topology: NetworkTopologyRequest | None = None
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     allocated: Resource = field(default_factory=Resource.empty)
@@ -231,6 +235,7 @@ class JobInfo:
             creation_timestamp=self.creation_timestamp,
             synthesized=self.synthesized,
             min_runtime=self.min_runtime,
+            network_topology=self.network_topology,
         )
 
     def copy_sharing_tasks(self) -> JobInfo:

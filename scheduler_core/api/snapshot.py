@@ -11,6 +11,7 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.topology import EMPTY_TOPOLOGY, Topology
 from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.api.usage_history import UsageHistory
 
@@ -64,6 +65,9 @@ class ClusterSnapshot:
     #: Each queue's usage over time, when the source measures it (the live cache): shared
     #: by every copy, read by the usage history plugin.
     usage_history: UsageHistory | None = None
+    #: The network topology (HyperNodes or label levels) last validated: shared by every
+    #: copy, never changed by a session (a change builds a new tree).
+    topology: Topology = EMPTY_TOPOLOGY
 
     def clone(self) -> ClusterSnapshot:
         jobs = {uid: job.clone() for uid, job in self.jobs.items()}
@@ -123,4 +127,5 @@ class ClusterSnapshot:
             ),
             storage=self.storage,
             usage_history=self.usage_history,
+            topology=self.topology,
         )

@@ -23,6 +23,7 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.topology import EMPTY_TOPOLOGY, Topology
 from scheduler_core.conf import SchedulerConfiguration, Tier
 from scheduler_core.framework.fit import PERMITTED, Vote
 from scheduler_core.framework.hooks import (
@@ -189,6 +190,14 @@ class Session:
     @property
     def queues(self) -> dict[str, QueueInfo]:
         return self.snapshot.queues
+
+    @property
+    def topology(self) -> Topology:
+        """The network topology gangs with a request are placed in; empty when requests
+        are turned off in the configuration, so that no placement reads a tree then."""
+        if not self.conf.network_topology.enabled:
+            return EMPTY_TOPOLOGY
+        return self.snapshot.topology
 
     @property
     def tiers(self) -> list[Tier]:
