@@ -626,7 +626,6 @@ class ProportionPlugin(QueueCharging, Plugin):
             last is not None
             and last.weighted_fill is weighted_fill
             and last.adjustments is adjustments
-            and not log.isEnabledFor(v(4))
         ):
             # The same weighted loop and the same adjustments (the plugin hands the same
             # object back while its reading stands): the same result, without the work.

@@ -15,6 +15,7 @@ from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.logutil import v
 from tests.builders import node, pod, queue, snapshot
+from tests.plugins.test_usagehistory import cluster, conf_text, history_with
 
 OBJECTS = [
     queue("a", weight=1),
@@ -62,3 +63,19 @@ def test_scores_and_verdicts_are_the_same_at_every_verbosity(verbosity: int) -> 
     quiet_nodes = list(quiet.nodes.values())
     assert quiet.node_scores(same, quiet_nodes) == scores
     assert [quiet.predicate(same, n) for n in quiet_nodes] == verdicts
+
+
+def test_proportion_reuses_its_loop_on_adjusted_weights_at_every_verbosity(
+    verbosity: int,
+) -> None:
+    memos = SessionMemos()
+    conf = load_configuration(conf_text())
+    history = history_with({"q1": {"cpu": 8000.0}})
+    weighted = []
+    for _ in range(2):
+        snap = snapshot(cluster({"q1": 8, "q2": 8}))
+        snap.usage_history = history
+        ssn = open_session(snap, conf, memos=memos, read_only=True)
+        assert ssn.plugins["proportion"].adjustments  # the loop on adjusted weights ran
+        weighted.append(ssn.plugins["proportion"].weighted)
+    assert weighted[1] is weighted[0]  # the remembered result, not the loop run again
