@@ -133,7 +133,11 @@ def _run(
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
-        doc = ask(client_from_args(args))
+        client = client_from_args(args)
+        try:
+            doc = ask(client)
+        finally:
+            client.close()
     except QueryError as exc:
         print(f"error: {exc}", file=err)
         return 1

@@ -29,6 +29,9 @@ class Client(Protocol):
 
     def post(self, path: str, body: Doc) -> Doc: ...
 
+    def close(self) -> None:
+        """Give back what the client holds between calls (the offline engine's parts)."""
+
 
 def api_path(*parts: str) -> str:
     return "/api/v1/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
@@ -84,6 +87,9 @@ class HttpClient:
     def post(self, path: str, body: Doc) -> Doc:
         return self._call("POST", path, body)
 
+    def close(self) -> None:
+        """Nothing is held between calls: each request opens its own connection."""
+
 
 class KubeProxyClient:
     """The API through the Kubernetes API server's service proxy
@@ -135,6 +141,9 @@ class KubeProxyClient:
     def post(self, path: str, body: Doc) -> Doc:
         return self._call("POST", path, body)
 
+    def close(self) -> None:
+        """Nothing is held between calls: each request opens its own connection."""
+
 
 class OfflineClient:
     """The same answers from an engine over a cluster file, in this process."""
@@ -150,9 +159,14 @@ class OfflineClient:
         add_serve_parser(parser.add_subparsers())
         argv = ["serve", "--cluster", cluster, *(["--conf", conf] if conf else [])]
         try:
-            self.engine = backend_from_args(parser.parse_args(argv)).backend
+            self.built = backend_from_args(parser.parse_args(argv))
         except ValueError as exc:
             raise QueryError(str(exc)) from None
+        self.engine = self.built.backend
+
+    def close(self) -> None:
+        """Stop what the record started (a configuration watcher, when --conf is a file)."""
+        self.built.close()
 
     def get(self, path: str) -> Doc:
         parts = [urllib.parse.unquote(p) for p in path.split("?")[0].split("/")[3:]]

@@ -143,3 +143,30 @@ def test_queue_extender_main_knows_the_query_commands(
 ) -> None:
     assert main(["queues", "--cluster", cluster, "-o", "yaml"]) == 0
     assert "queues:" in capsys.readouterr().out
+
+
+def test_an_offline_query_stops_what_its_engine_started(
+    cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+
+    import app.cli.serve as serve_module
+    from app.backend.build import Built
+    from app.backend.engine import EngineBackend
+
+    stopped: list[str] = []
+
+    class Part:
+        def stop(self) -> None:
+            stopped.append("part")
+
+    real = serve_module.backend_from_args
+
+    def with_a_part(args: argparse.Namespace) -> Built[EngineBackend]:
+        built = real(args)
+        return Built(built.backend, parts=(*built.parts, Part()))
+
+    monkeypatch.setattr(serve_module, "backend_from_args", with_a_part)
+    code, _, _ = run("queues", "--cluster", cluster)
+    assert code == 0
+    assert stopped == ["part"]
