@@ -449,6 +449,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
     (ConfigException, YAML errors, TypeError, ...), and a user needs one line, not a traceback.
     """
     from scheduler_core.cache.informers import InformerSet
+    from scheduler_core.cache.kinds import OPTIONAL_KINDS
     from scheduler_core.cache.reflector import ReflectorOptions
 
     if kubeconfig is not None:
@@ -465,6 +466,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
             kubeconfig=kubeconfig,
             in_cluster=True if kubeconfig is None else None,
             options=ReflectorOptions(watch_read_timeout=stall_timeout),
+            optional_kinds=OPTIONAL_KINDS,
         )
     except Exception as exc:
         raise ValueError(f"cannot use the {where}: {exc}") from exc

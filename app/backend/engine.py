@@ -82,6 +82,7 @@ class EngineBackend:
         self.state = state
         self.conf = conf
         state.set_device_names(DeviceQuotaNames(dict(conf.device_class_mappings)))
+        state.set_topology_levels(conf.network_topology.label_levels)
         self.options = options or BackendOptions()
         self.informers = informers
         self.source = source
@@ -116,6 +117,7 @@ class EngineBackend:
         with self.state.locked():
             self.conf = conf
             self.state.set_device_names(DeviceQuotaNames(dict(conf.device_class_mappings)))
+            self.state.set_topology_levels(conf.network_topology.label_levels)
             self.accounting.use_configuration(conf)
 
     def _freeze_once(self) -> None:
