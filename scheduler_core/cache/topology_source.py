@@ -258,6 +258,10 @@ class TopologySource:
         other.refusal = self.refusal
         other.refusals_total = self.refusals_total
         other.builds = self.builds
+        other._regex_matches = {
+            text: (pattern, set(matched))
+            for text, (pattern, matched) in self._regex_matches.items()
+        }
         return other
 
 
