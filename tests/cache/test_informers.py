@@ -380,7 +380,7 @@ def test_discovery_that_fails_is_asked_again_and_the_kind_then_watched(
 ) -> None:
     fake_api.add("HyperNode", {"metadata": {"name": "leaf-a"}, "spec": {"tier": 1}})
     fake_api.fail_next(1, 500, path="/apis/topology.volcano.sh/v1alpha1")
-    informers, sink = make_informers(
+    _informers, sink = make_informers(
         kinds=[NODE], optional_kinds=[HYPERNODE], discovery_interval=0.05
     )
     wait_until(lambda: sink.keys("HyperNode") == {"leaf-a"}, message="hypernode listed")
