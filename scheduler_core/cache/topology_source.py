@@ -114,7 +114,7 @@ class TopologySource:
         """A node was added, removed or updated: stale only when its name or labels moved."""
         if old is None and new is not None:
             for pattern, matched in self._regex_matches.values():
-                if pattern.fullmatch(new.name):
+                if pattern.search(new.name):
                     matched.add(new.name)
         elif new is None and old is not None:
             for _, matched in self._regex_matches.values():
@@ -224,7 +224,7 @@ class TopologySource:
                 pattern = re.compile(text)
             except re.error:
                 return None
-            known = (pattern, {name for name in nodes if pattern.fullmatch(name)})
+            known = (pattern, {name for name in nodes if pattern.search(name)})
             self._regex_matches[text] = known
         return known[1]
 

@@ -85,6 +85,20 @@ def test_many_changes_build_the_tree_once_on_the_next_read() -> None:
     assert sorted(state.topology().domains["leaf-c"].nodes) == [f"n{i}" for i in range(10, 20)]
 
 
+def test_a_pattern_selects_the_names_it_matches_anywhere_as_volcano_does() -> None:
+    state = ClusterState()
+    for name in ("gpu-a-1", "xgpu-a-2", "gpu-b-1"):
+        state.upsert("Node", node(name))
+    state.upsert(HYPERNODE, hypernode("loose", 1, node_regex="gpu-a"))
+    state.upsert(HYPERNODE, hypernode("anchored", 2, node_regex="^gpu-[ab]-1$"))
+    assert domains(state) == {
+        "loose": (1, ["gpu-a-1", "xgpu-a-2"]),
+        "anchored": (2, ["gpu-a-1", "gpu-b-1"]),
+    }
+    state.upsert("Node", node("gpu-a-3"))  # a node joining is matched against every pattern
+    assert domains(state)["loose"] == (1, ["gpu-a-1", "gpu-a-3", "xgpu-a-2"])
+
+
 def test_a_node_added_or_removed_changes_the_domains_it_belongs_to() -> None:
     state = two_leaves()
     state.upsert("Node", node("n5", labels={"rack": "b"}))
