@@ -168,8 +168,12 @@ class TopologySource:
             log.info("Network topology accepted again (%s): the refusal is lifted", source)
         self.refusal = None
         self.unreported = {}
-        self.tree = tree
         self.builds += 1
+        if tree.source == self.tree.source and tree.domains == self.tree.domains:
+            # The same tree (a label that places no node elsewhere): keep its identity, so
+            # that the choices made in it (kept while the tree is the same) still hold.
+            return
+        self.tree = tree
         log.info(
             "Network topology from %s: %d domains in %d tiers",
             source,

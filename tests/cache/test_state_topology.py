@@ -70,8 +70,16 @@ def test_a_node_heartbeat_does_not_rebuild_the_tree_but_a_label_change_does() ->
     assert state.topology() is first
     assert state.topology_status().builds == builds
     state.upsert("Node", node("n1", labels={"zone": "z1"}))
-    assert state.topology() is not first
+    assert state.topology() is first  # rebuilt, the same tree: its identity is kept
     assert state.topology_status().builds == builds + 1
+    state.upsert("Node", node("n3", labels={"rack": "b"}))  # leaf-b by regex and by label
+    assert state.topology() is first
+    state.upsert("Node", node("n1", labels={"rack": "b"}))  # now in leaf-a and leaf-b
+    assert state.topology() is first and state.topology_status().refusal is not None
+    state.upsert("Node", node("n1"))
+    state.upsert("Node", node("n5", labels={"rack": "b"}))
+    changed = state.topology()
+    assert changed is not first and "n5" in changed.domains["leaf-b"].nodes
 
 
 def test_many_changes_build_the_tree_once_on_the_next_read() -> None:
