@@ -50,7 +50,7 @@ from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.topology import Domain, TopologyMode
+from scheduler_core.api.topology import Domain
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.priority_queue import PriorityQueue
@@ -257,10 +257,10 @@ class ReclaimAction(Action):
         Returns False when the job should be reclaimed for as any other (no tree; a soft
         request no domain can satisfy), True when it was handled here: placed, or refused
         with the sentence in ``ssn.no_domain``."""
-        candidates = candidate_domains(ssn.topology, job)
+        candidates = candidate_domains(ssn, job)
         if candidates is None:
             return False
-        hard = candidates.request.mode == TopologyMode.HARD
+        hard = candidates.hard
         members = pending_members(job)
         if not members or not ssn.job_starving(job):
             return True

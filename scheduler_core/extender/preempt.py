@@ -17,7 +17,6 @@ from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.topology import TopologyMode
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import NodeVictims
@@ -122,7 +121,7 @@ def _one_domain_victims(
     request no domain satisfies)."""
     ssn, job = ctx.ssn, ctx.job
     assert job is not None
-    domains = candidate_domains(ssn.topology, job)
+    domains = candidate_domains(ssn, job)
     if domains is None:
         return None
     promised = acct.promised_members(job, exclude=ctx.task.key)
@@ -175,7 +174,7 @@ def _one_domain_victims(
                 best[0][0],
             )
             return best[1]
-    if domains.request.mode != TopologyMode.HARD:
+    if not domains.hard:
         return None
     log.log(
         v(3),

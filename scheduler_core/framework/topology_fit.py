@@ -294,15 +294,27 @@ class DomainCandidates:
     pinned_by: tuple[str, ...] = ()
     reason: str = ""
 
+    @property
+    def hard(self) -> bool:
+        """Whether no member may land outside a domain (a malformed request holds the gang
+        as a hard one does)."""
+        return self.request.mode == TopologyMode.HARD or bool(self.request.problem)
 
-def candidate_domains(topology: Topology, job: JobInfo) -> DomainCandidates | None:
-    """The candidates for ``job`` in ``topology`` (None when the job asks nothing or the
-    tree is empty): every domain of a tier ≤ the request's bound that holds the nodes of
-    the members already placed."""
+
+def candidate_domains(ssn: Session, job: JobInfo) -> DomainCandidates | None:
+    """The candidates for ``job`` (None when it is placed as any other, as ``choose_domain``
+    has it: no request, requests turned off, or no tree): every domain of a tier ≤ the
+    request's bound that holds the nodes of the members already placed. A malformed
+    request has none, tree or not: its gang is held."""
     request = job.network_topology
-    if request is None or topology.empty:
+    if request is None or not ssn.conf.network_topology.enabled:
         return None
     pins = placed_nodes(job)
+    if request.problem:
+        return DomainCandidates(request, None, (), pins, request.problem)
+    topology = ssn.topology
+    if topology.empty:
+        return None
     max_tier = topology.highest_tier(request)
     if max_tier is None:
         known = ", ".join(sorted(d.tier_name for d in _tier_heads(topology) if d.tier_name))

@@ -241,3 +241,12 @@ def test_reclaim_never_evicts_in_more_than_one_domain_for_one_gang(
     members = pending_members(gang)
     assert len(members) == len(gang.tasks)
     assert count_fitting(after, members, domain_nodes(after, choice.domain)) == len(members)
+
+
+def test_a_malformed_request_gets_no_victims_and_is_told_its_problem() -> None:
+    objs = two_leaves(["n0", "n1", *LEAF_B])
+    request = NetworkTopologyRequest(problem="mode 'firm' is neither hard nor soft")
+    decision = decide(topology_snapshot(objs, request), LIVE)
+    assert decision.evictions == []
+    [(_, sentence)] = decision.no_domain.values()
+    assert sentence.endswith(": mode 'firm' is neither hard nor soft")
