@@ -25,6 +25,7 @@ domains for a hard gang would be in vain: its members may only run inside one do
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from scheduler_core.actions.util.idle_room import IdleRoom
 from scheduler_core.actions.util.predicate_helper import (
@@ -86,6 +87,9 @@ class ReclaimAction(Action):
         self._room: IdleRoom
         #: starving jobs whose every pending task fits idle room: nothing to do for them
         self._hopeless: set[str] = set()
+        #: the names of the nodes a feasible-index list (one per pod constraints signature)
+        #: holds, kept with the list itself so that its identity stays unique
+        self._feasible_names: dict[int, tuple[list[int], frozenset[str]]] = {}
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -102,6 +106,7 @@ class ReclaimAction(Action):
 
     def _execute(self, ssn: Session) -> None:
         self._room = IdleRoom(ssn)
+        self._feasible_names = {}
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         queue_map: dict[str, QueueInfo] = {}
         preemptors_map: dict[str, PriorityQueue[JobInfo]] = {}
@@ -267,11 +272,19 @@ class ReclaimAction(Action):
         wanted = Resource.empty()
         for task in members:
             wanted.add(task.init_resreq)
+        accept = reclaimee_filter(ssn, job)
         trials: list[TierTrial] = []
         for tier, domains in candidates.tiers:
             best: tuple[tuple[int, list[tuple[int, int]], str], Domain] | None = None
             most: tuple[int, Domain | None] = (0, None)
             for domain in domains:
+                if not _may_free_enough(ssn, domain, wanted, accept):
+                    # Even every reclaimable pod gone leaves too little room in total: no
+                    # trial. (What it holds in free room still counts for the sentence.)
+                    held = count_fitting(ssn, members, domain_nodes(ssn, domain))
+                    if held > most[0]:
+                        most = (held, domain)
+                    continue
                 trial = Statement(ssn)
                 held = self._fill_domain(ssn, trial, queue, job, domain, helper)
                 victims = [op.task for op in trial.operations if op.op is Op.EVICT]
@@ -400,12 +413,8 @@ class ReclaimAction(Action):
             )
             return False
         if within is not None:
-            verdicts = self._verdicts
-            nodes = [
-                verdicts.nodes[i]
-                for i in verdicts.feasible_indices(task)
-                if verdicts.nodes[i].name in within
-            ]
+            feasible = self._feasible_in(task)
+            nodes = [ssn.nodes[name] for name in sorted(within) if name in feasible]
         else:
             nodes = self._verdicts.walk(helper, task)
             if self.rules.minimal_victims and self._room.fits(task):
@@ -504,6 +513,18 @@ class ReclaimAction(Action):
                 return True
             node_stmt.discard()
         return False
+
+    def _feasible_in(self, task: TaskInfo) -> frozenset[str]:
+        """The names of the nodes the hard predicates allow ``task`` on (computed once per
+        constraints signature, as the walk's verdicts are)."""
+        verdicts = self._verdicts
+        assert verdicts is not None
+        found = verdicts.feasible_indices(task)
+        kept = self._feasible_names.get(id(found))
+        if kept is None or kept[0] is not found:
+            kept = (found, frozenset(verdicts.nodes[i].name for i in found))
+            self._feasible_names[id(found)] = kept
+        return kept[1]
 
     def _queues_on(self, ssn: Session, node: NodeInfo) -> set[str]:
         """Queues with a Running task on ``node`` as the session opened: a session only
@@ -615,6 +636,23 @@ def _pipeline_in_room(ssn: Session, stmt: Statement, task: TaskInfo, nodes: list
                 continue
             return True
     return False
+
+
+def _may_free_enough(
+    ssn: Session, domain: Domain, wanted: Resource, accept: Callable[[TaskInfo], bool]
+) -> bool:
+    """A cheap upper bound before a trial: the domain's free room plus everything its
+    reclaimable pods hold covers the gang's total request on every dimension it asks for."""
+    room = Resource.empty()
+    for name in domain.nodes:
+        node = ssn.nodes.get(name)
+        if node is None:
+            continue
+        room.add(node.future_idle())
+        for task in node.tasks.values():
+            if accept(task):
+                room.add(task.resreq)
+    return all(room.get(dim) >= wanted.get(dim) for dim in wanted.resource_names() if dim != "pods")
 
 
 def _fits_once_gone(
