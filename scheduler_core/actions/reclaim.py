@@ -334,6 +334,13 @@ class ReclaimAction(Action):
             return False
         if any(t.key in ssn.not_evaluable for t in members):
             return True  # the pods are told that instead: it is why no domain was judged
+        if not candidates.reason and not any(
+            t.preemption_policy != PREEMPTION_POLICY_NEVER and ssn.preemptive(queue, [t])
+            for t in members
+        ):
+            # Its queue may not reclaim for any member: the domains are not why.
+            log.log(v(3), "Job <%s>: queue <%s> may not reclaim for it", job.uid, queue.name)
+            return True
         if candidates.reason:
             why = candidates.reason
         else:
@@ -367,7 +374,8 @@ class ReclaimAction(Action):
         nodes = [ssn.nodes[name] for name in sorted(domain.nodes) if name in ssn.nodes]
         held = 0
         for task in pending_members(job):
-            if _pipeline_in_room(ssn, stmt, task, nodes):
+            # Free room only for a member its queue admits now, as the filter verb would.
+            if ssn.allocatable(queue, task) and _pipeline_in_room(ssn, stmt, task, nodes):
                 held += 1
                 continue
             if (

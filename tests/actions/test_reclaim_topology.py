@@ -250,3 +250,12 @@ def test_a_malformed_request_gets_no_victims_and_is_told_its_problem() -> None:
     assert decision.evictions == []
     [(_, sentence)] = decision.no_domain.values()
     assert sentence.endswith(": mode 'firm' is neither hard nor soft")
+
+
+def test_a_gang_whose_queue_may_not_reclaim_gets_no_domain_sentence() -> None:
+    # q1 at its capability: reclaim cannot help it anywhere, so the domains are not why.
+    objs = two_leaves(["n0", "n1", "n2", "n4", "n5", "n6"])
+    objs[8] = queue("q1", capability={"cpu": "2"})
+    decision = decide(topology_snapshot(objs), VOLCANO)
+    assert decision.evictions == []
+    assert decision.no_domain == {}
