@@ -28,6 +28,7 @@ from .reflector import (
     EVENT_TYPES,
     RESTART_REASONS,
     EventSink,
+    Phase,
     Reflector,
     ReflectorOptions,
     ReflectorStatus,
@@ -153,6 +154,8 @@ class InformerSet:
         self._sink = sink
         self._discovery_stop = threading.Event()
         self._discovery: threading.Thread | None = None
+        #: The optional kinds found served (and watched) since.
+        self._discovered: set[str] = set()
         self.namespaces: tuple[str, ...] = tuple(dict.fromkeys(n for n in namespaces if n))
         self.options = options or ReflectorOptions()
         self._started = False
@@ -219,6 +222,7 @@ class InformerSet:
                 self.reflectors = {**self.reflectors, spec.kind: [reflector]}
                 self.kinds = (*self.kinds, spec)
                 self.optional_kinds = tuple(k for k in self.optional_kinds if k != spec)
+                self._discovered.add(spec.kind)
                 self._flat = (*self._flat, reflector)
                 self._all_synced = False
                 log.info("%s is served: watching it", spec.resource)
@@ -273,9 +277,16 @@ class InformerSet:
         found = []
         for reflector in self._flat:
             why = reflector.stale(now)
-            if why:
+            if why and not self._withdrawn(reflector):
                 found.append(f"{reflector.name} ({why})")
         return found
+
+    def _withdrawn(self, reflector: Reflector) -> bool:
+        """Whether ``reflector`` watches an optional kind whose CRD was deleted since: what
+        it fed is gone from the cluster, and waiting for it would stop every decision."""
+        return reflector.spec.kind in self._discovered and (
+            reflector.status().phase is Phase.NOT_INSTALLED
+        )
 
     def fresh(self) -> bool:
         """Every informer synced and heard from within its stall bound: a cache to decide
@@ -285,7 +296,7 @@ class InformerSet:
     def heard_since(self, at: float) -> bool:
         """Every informer has delivered something after monotonic time ``at`` (and none is
         relisting after a stall): what the cache shows is newer than ``at``."""
-        return all(r.heard_since(at) for r in self.all_reflectors())
+        return all(r.heard_since(at) or self._withdrawn(r) for r in self.all_reflectors())
 
     def statuses(self) -> list[ReflectorStatus]:
         return [r.status() for r in self.all_reflectors()]

@@ -355,3 +355,34 @@ def test_an_optional_kind_installed_later_is_found_by_discovery_and_watched(
     wait_until(lambda: sink.keys("HyperNode") == {"leaf-a"}, message="hypernode listed")
     wait_until(lambda: informers.readiness()[0], message="ready with the new kind")
     assert informers.readiness() == (True, "all 2 informers synced")
+
+
+def test_an_optional_kind_whose_crd_is_deleted_holds_neither_readiness_nor_reclaim(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    fake_api.add("Node", {"metadata": {"name": "n"}})
+    informers, _ = make_informers(kinds=[NODE], optional_kinds=[HYPERNODE])
+    assert informers.wait_for_sync(5)
+    started = time.monotonic()
+    [hypernodes] = informers.reflectors["HyperNode"]
+    fake_api.set_crd_installed("topology.volcano.sh", "hypernodes", False)
+    fake_api.drop_watches()
+    wait_until(
+        lambda: hypernodes.status().phase.value == "not_installed", message="CRD seen deleted"
+    )
+    hypernodes.stats.last_event_at = started - 3600  # nothing heard since, long ago
+    assert informers.readiness()[0]
+    assert informers.heard_since(started - 60)
+
+
+def test_discovery_that_fails_is_asked_again_and_the_kind_then_watched(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    fake_api.add("HyperNode", {"metadata": {"name": "leaf-a"}, "spec": {"tier": 1}})
+    fake_api.fail_next(1, 500, path="/apis/topology.volcano.sh/v1alpha1")
+    _informers, sink = make_informers(
+        kinds=[NODE], optional_kinds=[HYPERNODE], discovery_interval=0.05
+    )
+    wait_until(lambda: sink.keys("HyperNode") == {"leaf-a"}, message="hypernode listed")
+    statuses = [r.status for r in fake_api.requests("/apis/topology.volcano.sh/v1alpha1")]
+    assert statuses[:2] == [500, 200]
