@@ -293,11 +293,9 @@ def _place_member(
     within: frozenset[str] | None = None,
 ) -> bool:
     """Free room first (no eviction at all), then the node whose victims break no gang."""
-    schedulable = [
-        n
-        for n in ssn.nodes.values()
-        if not n.unschedulable and (within is None or n.name in within)
-    ]
+    schedulable = [n for n in ssn.nodes.values() if not n.unschedulable]
+    if within is not None:
+        schedulable = [n for n in schedulable if n.name in within]
     for node in schedulable:
         copy = copy_of(node.name)
         # Placed without evicting: every predicate must pass (a held host port or an
