@@ -356,7 +356,7 @@ class ReclaimAction(Action):
             f"for it ({candidates.request.describe()}): {why}"
         )
         log.log(v(3), "Job <%s>: %s", job.uid, sentence)
-        ssn.no_domain[job.uid] = (tuple(members), sentence)
+        ssn.no_domain[job.uid] = (tuple(t for t in members if not t.gated), sentence)
         return True
 
     def _fill_domain(
