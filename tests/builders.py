@@ -19,6 +19,7 @@ from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.topology import NetworkTopologyRequest, build_from_labels
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.convert import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
@@ -731,6 +732,21 @@ def crowded_node(
 
 def snapshot(objects: Iterable[Mapping[str, Any]]) -> ClusterSnapshot:
     return build_snapshot(collect(objects))
+
+
+def with_label_topology(
+    snap: ClusterSnapshot,
+    levels: list[str],
+    requests: Mapping[str, NetworkTopologyRequest] | None = None,
+) -> ClusterSnapshot:
+    """``snap`` with the network tree built from its nodes' labels (``levels`` widest first)
+    and the named jobs' (by PodGroup name) topology requests set on them."""
+    snap.topology = build_from_labels(levels, {n.name: n.labels for n in snap.nodes.values()})
+    for job in snap.jobs.values():
+        request = (requests or {}).get(job.name)
+        if request is not None:
+            job.network_topology = request
+    return snap
 
 
 def session(

@@ -186,6 +186,12 @@ class PreemptAction(Action):
             # the gang validity check walks every task.
             if job.is_pending() or not ssn.job_starving(job):
                 continue
+            if job.network_topology is not None and not ssn.topology.empty:
+                # As Volcano: no preemption for a gang with a network topology request
+                # here, where victims would be picked node by node across domains. Reclaim
+                # frees one domain for it; the preempt verb offers victims in one domain.
+                log.log(v(4), "Job <%s> asks for a network topology: skip preemption", job.uid)
+                continue
             result = ssn.job_valid(job)
             if result is not None and not result.is_success:
                 log.log(

@@ -11,11 +11,21 @@ queue and never evicts a task that is merely Bound.
 The arguments of ``actions/util/reclaim_rules.py`` add the rules a loop evicting in a live
 cluster needs (no boundary victims, minimal gang-aware victim sets, minimum runtime,
 eviction limits); all are off by default, so ``simulate`` runs Volcano's reclaim.
+
+A gang with a network topology request is reclaimed for inside ONE domain: every domain of
+the lowest tier the request allows is tried (on a statement that is then undone), each
+member taking free room in the domain or else victims on the domain's nodes only, and the
+domain where every member not placed yet gets a place with the fewest, least important
+victims wins; a tier up is tried only when none of a tier can hold the gang. When no
+allowed domain can, nothing is evicted for a hard request (the session records why, for
+the loop to tell the pods), and a soft one is reclaimed for as any gang. Evicting across
+domains for a hard gang would be in vain: its members may only run inside one domain.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from scheduler_core.actions.util.idle_room import IdleRoom
 from scheduler_core.actions.util.predicate_helper import (
@@ -41,12 +51,22 @@ from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.topology import Domain
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
 from scheduler_core.framework.session import QueueShare, Session
 from scheduler_core.framework.statement import Op, Statement, StatementError
+from scheduler_core.framework.topology_fit import (
+    TierTrial,
+    candidate_domains,
+    choose_domain,
+    count_fitting,
+    domain_nodes,
+    no_domain_sentence,
+    pending_members,
+)
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.actions.reclaim")
@@ -67,6 +87,9 @@ class ReclaimAction(Action):
         self._room: IdleRoom
         #: starving jobs whose every pending task fits idle room: nothing to do for them
         self._hopeless: set[str] = set()
+        #: the names of the nodes a feasible-index list (one per pod constraints signature)
+        #: holds, kept with the list itself so that its identity stays unique
+        self._feasible_names: dict[int, tuple[list[int], frozenset[str]]] = {}
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -83,6 +106,7 @@ class ReclaimAction(Action):
 
     def _execute(self, ssn: Session) -> None:
         self._room = IdleRoom(ssn)
+        self._feasible_names = {}
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         queue_map: dict[str, QueueInfo] = {}
         preemptors_map: dict[str, PriorityQueue[JobInfo]] = {}
@@ -125,7 +149,7 @@ class ReclaimAction(Action):
                 if job.queue not in preemptors_map:
                     preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
                 preemptors_map[job.queue].push(job)
-                if self.rules.minimal_victims and self._room.job_fits(job):
+                if self.rules.minimal_victims and self._fits_as_is(ssn, job):
                     # Each of its tasks would stop at the idle-room check and change
                     # nothing (idle room is judged once, before any eviction): no task
                     # order is needed. It keeps its place so that the others' order holds.
@@ -173,6 +197,17 @@ class ReclaimAction(Action):
                 if not jobs.empty():
                     queues.push(queue)
 
+    def _fits_as_is(self, ssn: Session, job: JobInfo) -> bool:
+        """Whether ``job`` can be placed without any eviction: each pending task in some
+        idle room; for a gang with a topology request, every member together inside one
+        allowed domain (a soft one also anywhere: evicting for a mere preference is not
+        worth a pod)."""
+        if job.network_topology is not None:
+            choice = choose_domain(ssn, job)
+            if choice is not None:
+                return choice.domain is not None or (not choice.hard and self._room.job_fits(job))
+        return self._room.job_fits(job)
+
     def _reclaim_for_job(
         self,
         ssn: Session,
@@ -182,6 +217,10 @@ class ReclaimAction(Action):
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]],
         helper: PredicateHelper,
     ) -> None:
+        if job.network_topology is not None and self._reclaim_in_one_domain(
+            ssn, stmt, queue, job, helper
+        ):
+            return
         while True:
             if not ssn.job_starving(job):
                 return
@@ -213,6 +252,143 @@ class ReclaimAction(Action):
                 continue
             self.reclaim_for_task(ssn, stmt, task, job, helper)
 
+    # --- one domain for a topology gang -------------------------------------------------
+
+    def _reclaim_in_one_domain(
+        self, ssn: Session, stmt: Statement, queue: QueueInfo, job: JobInfo, helper: PredicateHelper
+    ) -> bool:
+        """Reclaim for every member of ``job`` not placed yet inside the one domain that
+        needs the fewest, least important victims (lowest tier first), into ``stmt``.
+        Returns False when the job should be reclaimed for as any other (no tree; a soft
+        request no domain can satisfy), True when it was handled here: placed, or refused
+        with the sentence in ``ssn.no_domain``."""
+        candidates = candidate_domains(ssn, job)
+        if candidates is None:
+            return False
+        hard = candidates.hard
+        members = pending_members(job)
+        if not members or not ssn.job_starving(job):
+            return True
+        wanted = Resource.empty()
+        for task in members:
+            wanted.add(task.init_resreq)
+        accept = reclaimee_filter(ssn, job)
+        trials: list[TierTrial] = []
+        for tier, domains in candidates.tiers:
+            best: tuple[tuple[int, list[tuple[int, int]], str], Domain] | None = None
+            most: tuple[int, Domain | None] = (0, None)
+            for domain in domains:
+                if not _may_free_enough(ssn, domain, wanted, accept):
+                    # Even every reclaimable pod gone leaves too little room in total: no
+                    # trial. (What it holds in free room still counts for the sentence.)
+                    held = count_fitting(ssn, members, domain_nodes(ssn, domain))
+                    if held > most[0]:
+                        most = (held, domain)
+                    continue
+                trial = Statement(ssn)
+                held = self._fill_domain(ssn, trial, queue, job, domain, helper)
+                victims = [op.task for op in trial.operations if op.op is Op.EVICT]
+                trial.discard()
+                if held == len(members) and not _fits_once_gone(ssn, members, domain, victims):
+                    # Placement judges the gang node by node in the room left once the
+                    # victims are gone: if it would not find the gang a place there, the
+                    # evictions would be in vain.
+                    held -= 1
+                log.log(
+                    v(4),
+                    "Job <%s>: domain <%s> holds %d of %d members with %d victims",
+                    job.uid,
+                    domain.name,
+                    held,
+                    len(members),
+                    len(victims),
+                )
+                if held > most[0]:
+                    most = (held, domain)
+                if held == len(members):
+                    key = (len(victims), _importance(victims), domain.name)
+                    if best is None or key < best[0]:
+                        best = (key, domain)
+            if best is not None:
+                domain = best[1]
+                if self._fill_domain(ssn, stmt, queue, job, domain, helper) == len(members):
+                    log.log(
+                        v(3),
+                        "Job <%s>: reclaiming inside %s, %d victims",
+                        job.uid,
+                        domain.describe(),
+                        best[0][0],
+                    )
+                else:  # the trial's own replay: cannot differ, but never evict on doubt
+                    log.error("Job <%s>: reclaim in <%s> did not replay", job.uid, domain.name)
+                    stmt.discard()
+                return True
+            trials.append(TierTrial(tier, most[1], most[0]))
+        if not hard:
+            log.log(
+                v(3),
+                "Job <%s>: no domain holds the gang even after reclaim; soft request, "
+                "reclaiming anywhere",
+                job.uid,
+            )
+            return False
+        if any(t.key in ssn.not_evaluable for t in members):
+            return True  # the pods are told that instead: it is why no domain was judged
+        if not candidates.reason and not any(
+            t.preemption_policy != PREEMPTION_POLICY_NEVER and ssn.preemptive(queue, [t])
+            for t in members
+        ):
+            # Its queue may not reclaim for any member: the domains are not why.
+            log.log(v(3), "Job <%s>: queue <%s> may not reclaim for it", job.uid, queue.name)
+            return True
+        if candidates.reason:
+            why = candidates.reason
+        else:
+            why = no_domain_sentence(
+                candidates.request,
+                len(members),
+                wanted,
+                candidates.max_tier if candidates.max_tier is not None else 0,
+                trials,
+            )
+        sentence = (
+            f"no single domain can hold the gang even after reclaim, so nothing is evicted "
+            f"for it ({candidates.request.describe()}): {why}"
+        )
+        log.log(v(3), "Job <%s>: %s", job.uid, sentence)
+        ssn.no_domain[job.uid] = (tuple(t for t in members if not t.gated), sentence)
+        return True
+
+    def _fill_domain(
+        self,
+        ssn: Session,
+        stmt: Statement,
+        queue: QueueInfo,
+        job: JobInfo,
+        domain: Domain,
+        helper: PredicateHelper,
+    ) -> int:
+        """Place the members of ``job`` not placed yet inside ``domain``, each in free room
+        there or else by victims on the domain's nodes (into ``stmt``), until one finds no
+        place; returns how many got one."""
+        nodes = [ssn.nodes[name] for name in sorted(domain.nodes) if name in ssn.nodes]
+        held = 0
+        for task in pending_members(job):
+            # Free room only for a member its queue admits now, as the filter verb would.
+            if ssn.allocatable(queue, task) and _pipeline_in_room(ssn, stmt, task, nodes):
+                held += 1
+                continue
+            if (
+                task.preemption_policy == PREEMPTION_POLICY_NEVER
+                or not ssn.preemptive(queue, [task])
+                or ssn.pre_predicate(task) is not None
+            ):
+                break
+            if not self.reclaim_for_task(ssn, stmt, task, job, helper, within=domain.nodes):
+                break
+            held += 1
+        return held
+
     def reclaim_for_task(
         self,
         ssn: Session,
@@ -220,9 +396,12 @@ class ReclaimAction(Action):
         task: TaskInfo,
         job: JobInfo,
         helper: PredicateHelper,
+        within: frozenset[str] | None = None,
     ) -> bool:
         """Evict victims on the first node where that frees enough for ``task`` and pipeline
-        it there; other nodes' tentative evictions are undone. Returns whether it worked."""
+        it there; other nodes' tentative evictions are undone. Returns whether it worked.
+        ``within``: only these nodes, every one the hard predicates allow (a topology
+        gang's domain, whose members the caller already tried in free room)."""
         if not self._nodes:
             self._nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
         if self._verdicts is None:
@@ -241,10 +420,14 @@ class ReclaimAction(Action):
                 job.queue,
             )
             return False
-        nodes = self._verdicts.walk(helper, task)
-        if self.rules.minimal_victims and self._room.fits(task):
-            log.log(v(3), "Task <%s> fits idle capacity: nothing to evict for it", task.key)
-            return False
+        if within is not None:
+            feasible = self._feasible_in(task)
+            nodes = [ssn.nodes[name] for name in sorted(within) if name in feasible]
+        else:
+            nodes = self._verdicts.walk(helper, task)
+            if self.rules.minimal_victims and self._room.fits(task):
+                log.log(v(3), "Task <%s> fits idle capacity: nothing to evict for it", task.key)
+                return False
         accept = reclaimee_filter(ssn, job)
         tentative = _count_by_queue(ssn, stmt)
         donors = guard.donor_queues(task)
@@ -338,6 +521,18 @@ class ReclaimAction(Action):
                 return True
             node_stmt.discard()
         return False
+
+    def _feasible_in(self, task: TaskInfo) -> frozenset[str]:
+        """The names of the nodes the hard predicates allow ``task`` on (computed once per
+        constraints signature, as the walk's verdicts are)."""
+        verdicts = self._verdicts
+        assert verdicts is not None
+        found = verdicts.feasible_indices(task)
+        kept = self._feasible_names.get(id(found))
+        if kept is None or kept[0] is not found:
+            kept = (found, frozenset(verdicts.nodes[i].name for i in found))
+            self._feasible_names[id(found)] = kept
+        return kept[1]
 
     def _queues_on(self, ssn: Session, node: NodeInfo) -> set[str]:
         """Queues with a Running task on ``node`` as the session opened: a session only
@@ -434,6 +629,63 @@ class ReclaimAction(Action):
             node_stmt.discard()
             return None
         return node_stmt
+
+
+def _pipeline_in_room(ssn: Session, stmt: Statement, task: TaskInfo, nodes: list[NodeInfo]) -> bool:
+    """Pipeline ``task`` on the first of ``nodes`` whose free room and predicates take it."""
+    for node in nodes:
+        if (
+            task.init_resreq.less_equal(node.future_idle(), ZERO)
+            and ssn.predicate(task, node) is None
+        ):
+            try:
+                stmt.pipeline(task, node.name)
+            except StatementError:
+                continue
+            return True
+    return False
+
+
+def _may_free_enough(
+    ssn: Session, domain: Domain, wanted: Resource, accept: Callable[[TaskInfo], bool]
+) -> bool:
+    """A cheap upper bound before a trial: the domain's free room plus everything its
+    reclaimable pods hold covers the gang's total request on every dimension it asks for."""
+    room = Resource.empty()
+    for name in domain.nodes:
+        node = ssn.nodes.get(name)
+        if node is None:
+            continue
+        room.add(node.future_idle())
+        for task in node.tasks.values():
+            if accept(task):
+                room.add(task.resreq)
+    return all(room.get(dim) >= wanted.get(dim) for dim in wanted.resource_names() if dim != "pods")
+
+
+def _fits_once_gone(
+    ssn: Session, members: list[TaskInfo], domain: Domain, victims: list[TaskInfo]
+) -> bool:
+    """Whether placement (``count_fitting``, as ``choose_domain`` judges) finds every member
+    a place inside ``domain`` in the room left once ``victims`` are gone."""
+    freed: dict[str, Resource] = {}
+    for victim in victims:
+        freed.setdefault(victim.node_name, Resource.empty()).add(victim.resreq)
+
+    def room(node: NodeInfo) -> Resource:
+        left = node.future_idle()
+        extra = freed.get(node.name)
+        if extra is not None:
+            left.add(extra)
+        return left
+
+    return count_fitting(ssn, members, domain_nodes(ssn, domain), room) == len(members)
+
+
+def _importance(victims: list[TaskInfo]) -> list[tuple[int, int]]:
+    """The victims' (pod priority, job priority), most important first: of two sets of as
+    many victims, the one that compares lower spares the more important pods."""
+    return sorted(((t.pod_priority, t.priority) for t in victims), reverse=True)
 
 
 def _search_on_copy(

@@ -129,6 +129,10 @@ class CycleDecision:
     #: Waiting pods the actions considered and did not evict for because the engine cannot
     #: judge where they fit (pod key -> the pod and why), in the order they were met.
     not_evaluable: dict[str, tuple[TaskInfo, Status]] = field(default_factory=dict)
+    #: Gangs with a network topology request that nothing was evicted for because no single
+    #: domain could hold the whole gang even with the victims the queue rules allow (job
+    #: uid -> its waiting members and the sentence that says so).
+    no_domain: dict[str, tuple[tuple[TaskInfo, ...], str]] = field(default_factory=dict)
 
 
 def decide(
@@ -164,6 +168,7 @@ def decide(
             action.execute(ssn)
             result.latency_ms[name] = (time.perf_counter() - started) * 1e3
         result.not_evaluable = dict(ssn.not_evaluable)
+        result.no_domain = dict(ssn.no_domain)
         for eviction in ssn.evictions:
             result.evictions.append(
                 _planned(

@@ -59,6 +59,11 @@ from .rest import RestClient
 #: The event reason on a waiting pod the loop does not evict for because it cannot judge it.
 NOT_EVALUABLE_REASON = "NotEvaluable"
 
+#: The event reason on the waiting members of a gang with a network topology request that
+#: the loop does not evict for because no single domain could hold the whole gang even
+#: after reclaim (evicting in several domains would be in vain: it may only run in one).
+NO_DOMAIN_REASON = "ReclaimNoDomain"
+
 #: How many of the last evictions the loop remembers for people to read.
 HISTORY_SIZE = 50
 
@@ -332,6 +337,7 @@ class ReclaimLoop:
         self.metrics.victims.set(len(decision.evictions))
         self._carry_out(decision)
         self._not_evaluable(decision)
+        self._no_domain(decision)
         self.metrics.cycle.observe(time.perf_counter() - started)
         self.cycles += 1
         return decision
@@ -429,6 +435,19 @@ class ReclaimLoop:
             )
             log.log(v(2), "Pod %s is not evaluable, nothing evicted for it: %s", task.key, note)
             self.leader.recorder.record(ref, WARNING, NOT_EVALUABLE_REASON, note)
+
+    def _no_domain(self, decision: CycleDecision) -> None:
+        """An event on each waiting member of a topology gang the cycle evicted nothing for
+        because no single domain could hold it even after reclaim (a series: the same note
+        again within the recorder's window only counts)."""
+        for members, sentence in decision.no_domain.values():
+            for task in members:
+                if not self.leader.is_leader():
+                    return
+                ref = ObjectRef(kind="Pod", name=task.name, namespace=task.namespace, uid=task.uid)
+                self.leader.recorder.record(ref, WARNING, NO_DOMAIN_REASON, sentence)
+            if members:
+                log.log(v(2), "Gang of pod %s: %s", members[0].key, sentence)
 
     def _carry_out_group(
         self,

@@ -22,6 +22,7 @@ from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.preempt_node import VictimSearch
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.topology_fit import candidate_domains
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender.preempt")
@@ -63,6 +64,12 @@ def preempt_pod(
     preemptor = job.tasks.get(ctx.task.uid, ctx.task)
     held = acct.grants.held_by_others(ctx.task.key)
     search = VictimSearch(ctx.ssn, preemptor)
+    if job.network_topology is not None:
+        chosen = _one_domain_victims(acct, ctx, search, preemptor, candidates, held)
+        if chosen is not None:
+            for node_name, granted in chosen.items():
+                acct.grants.record(ctx.task.key, job.uid, node_name, granted.uids)
+            return chosen
     tracing = log.isEnabledFor(v(3))  # asked once: a line per victim per node otherwise
     result: dict[str, NodeVictims] = {}
     for node_name, proposed in candidates.items():
@@ -94,6 +101,89 @@ def preempt_pod(
         result[node_name] = choice
         acct.grants.record(ctx.task.key, job.uid, node_name, choice.uids)
     return result
+
+
+def _one_domain_victims(
+    acct: QueueAccounting,
+    ctx: PodContext,
+    search: VictimSearch,
+    preemptor: TaskInfo,
+    candidates: dict[str, list[str]],
+    held: set[str],
+) -> dict[str, NodeVictims] | None:
+    """For a gang with a network topology request: victims only on the candidate nodes of
+    ONE domain, the one where every member not placed yet then finds a place (the
+    preemptor on that node, the others in free room or by victims of their own, all inside
+    the domain) with the fewest victims in all, lowest tier first; nodes elsewhere get
+    none. The domain must hold the nodes already promised to the gang's other members (a
+    grant, a nomination) as well as those it runs on. No domain: no victims at all for a
+    hard request. None when the job is to be answered as any other (no tree; a soft
+    request no domain satisfies)."""
+    ssn, job = ctx.ssn, ctx.job
+    assert job is not None
+    domains = candidate_domains(ssn, job)
+    if domains is None:
+        return None
+    promised = acct.promised_members(job, exclude=ctx.task.key)
+    pinned = {g.node for g in acct.grants.grants() if g.job == job.uid and g.preemptor in promised}
+    pinned |= {
+        t.nominated_node_name
+        for t in job.tasks_with(TaskStatus.PENDING)
+        if t.key in promised and t.nominated_node_name
+    }
+    others = sum(
+        1
+        for t in job.tasks_with(TaskStatus.PENDING)
+        if t.uid != preemptor.uid and t.key not in promised
+    )
+    choices: dict[str, NodeVictims] = {}
+    for node_name, proposed in candidates.items():
+        choice = _victims_on_candidate(ctx, search, node_name, proposed, held)
+        if choice is not None:
+            choices[node_name] = choice
+    judged = search.not_evaluable is None
+    for _, tier_domains in domains.tiers:
+        best: tuple[tuple[int, str], dict[str, NodeVictims]] | None = None
+        for domain in tier_domains:
+            if not pinned <= domain.nodes:
+                continue
+            fitting: dict[str, NodeVictims] = {}
+            cost: int | None = None
+            for node_name, choice in choices.items():
+                if node_name not in domain.nodes:
+                    continue
+                rest: int | None = 0
+                if judged and others:
+                    rest = rest_of_gang_victims(
+                        ctx, preemptor, node_name, choice, others, domain.nodes
+                    )
+                if rest is None:
+                    continue
+                fitting[node_name] = choice
+                total = len(choice.uids) + rest
+                cost = total if cost is None else min(cost, total)
+            if cost is not None and (best is None or (cost, domain.name) < best[0]):
+                best = ((cost, domain.name), fitting)
+        if best is not None:
+            log.log(
+                v(3),
+                "Job <%s>: victims for <%s> only inside domain <%s> (%d in all)",
+                job.uid,
+                ctx.task.key,
+                best[0][1],
+                best[0][0],
+            )
+            return best[1]
+    if not domains.hard:
+        return None
+    log.log(
+        v(3),
+        "Job <%s> (%s): no domain can hold the whole gang even with victims: none for <%s>",
+        job.uid,
+        domains.request.describe(),
+        ctx.task.key,
+    )
+    return {}
 
 
 def _victims_on_candidate(
@@ -141,6 +231,20 @@ def rest_of_gang_fits(
     victims of their own that break no gang, on copies of the nodes (the session is not
     changed). Members placed before the evictions would otherwise hold their resources
     while the gang still cannot start."""
+    return rest_of_gang_victims(ctx, preemptor, node_name, choice, missing) is not None
+
+
+def rest_of_gang_victims(
+    ctx: PodContext,
+    preemptor: TaskInfo,
+    node_name: str,
+    choice: NodeVictims,
+    missing: int,
+    within: frozenset[str] | None = None,
+) -> int | None:
+    """``rest_of_gang_fits``, the members placed on ``within``'s nodes only (all nodes when
+    None): how many victims the other members would need in all, or None when they would
+    not all find a place."""
     ssn, job = ctx.ssn, ctx.job
     assert job is not None
     promised = ctx.acct.promised_members(job, exclude=ctx.task.key)
@@ -150,7 +254,7 @@ def rest_of_gang_fits(
         if t.uid != preemptor.uid and t.key not in promised
     ][:missing]
     if len(others) < missing:
-        return False
+        return None
     copies: dict[str, NodeInfo] = {}
 
     def copy_of(name: str) -> NodeInfo:
@@ -173,11 +277,11 @@ def rest_of_gang_fits(
     try:
         place(preemptor, copy_of(node_name), choice.uids)
         for member in others:
-            if not _place_member(ssn, member, copy_of, place, taken):
-                return False
+            if not _place_member(ssn, member, copy_of, place, taken, within):
+                return None
     except NodeError:
-        return False
-    return True
+        return None
+    return len(taken) - len(choice.uids)
 
 
 def _place_member(
@@ -186,9 +290,12 @@ def _place_member(
     copy_of: Callable[[str], NodeInfo],
     place: Callable[[TaskInfo, NodeInfo, Sequence[str]], None],
     taken: list[TaskInfo],
+    within: frozenset[str] | None = None,
 ) -> bool:
     """Free room first (no eviction at all), then the node whose victims break no gang."""
     schedulable = [n for n in ssn.nodes.values() if not n.unschedulable]
+    if within is not None:
+        schedulable = [n for n in schedulable if n.name in within]
     for node in schedulable:
         copy = copy_of(node.name)
         # Placed without evicting: every predicate must pass (a held host port or an

@@ -120,6 +120,10 @@ class Session:
     #: pre-predicate found so while actions or verbs considered them (the reclaim loop
     #: reports them as events, the preempt verb keeps kube-scheduler's victims for them).
     not_evaluable: dict[str, tuple[TaskInfo, Status]] = field(default_factory=dict)
+    #: job uid -> (its waiting members, the sentence) for the gangs with a network topology
+    #: request that reclaim would not evict for because no single domain could hold the
+    #: whole gang even with the victims the queue rules allow (the reclaim loop tells them).
+    no_domain: dict[str, tuple[tuple[TaskInfo, ...], str]] = field(default_factory=dict)
 
     #: hook -> plugin name -> function, filled by the plugins' ``on_session_open``
     _hooks: dict[Hook[Any], dict[str, Any]] = field(default_factory=dict)

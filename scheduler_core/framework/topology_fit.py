@@ -277,3 +277,76 @@ def no_domain_sentence(
     last = trials[-1]
     where = f" ({last.best.name})" if last.best is not None else ""
     return f"{head}; the most any tier-{last.tier} domain holds is {last.holds}{where}"
+
+
+@dataclass(frozen=True, slots=True)
+class DomainCandidates:
+    """The domains a gang may land in, tier by tier (narrowest first, each tier's domains by
+    name), with the members already placed pinning them; ``reason`` says why there are none
+    when the request names an unknown tier or the placed members share no allowed domain.
+
+    Reclaim and preempt try these one by one with victims, where placement asks
+    ``choose_domain`` for free room only: both see the same candidates in the same order."""
+
+    request: NetworkTopologyRequest
+    max_tier: int | None
+    tiers: tuple[tuple[int, tuple[Domain, ...]], ...]
+    pinned_by: tuple[str, ...] = ()
+    reason: str = ""
+
+    @property
+    def hard(self) -> bool:
+        """Whether no member may land outside a domain (a malformed request holds the gang
+        as a hard one does)."""
+        return self.request.mode == TopologyMode.HARD or bool(self.request.problem)
+
+
+def candidate_domains(ssn: Session, job: JobInfo) -> DomainCandidates | None:
+    """The candidates for ``job`` (None when it is placed as any other, as ``choose_domain``
+    has it: no request, requests turned off, or no tree): every domain of a tier ≤ the
+    request's bound that holds the nodes of the members already placed. A malformed
+    request has none, tree or not: its gang is held."""
+    request = job.network_topology
+    if request is None or not ssn.conf.network_topology.enabled:
+        return None
+    pins = placed_nodes(job)
+    if request.problem:
+        return DomainCandidates(request, None, (), pins, request.problem)
+    topology = ssn.topology
+    if topology.empty:
+        return None
+    max_tier = topology.highest_tier(request)
+    if max_tier is None:
+        known = ", ".join(sorted(d.tier_name for d in _tier_heads(topology) if d.tier_name))
+        return DomainCandidates(
+            request,
+            None,
+            (),
+            pins,
+            f"tier {request.highest_tier_name!r} is not a tier of the topology "
+            f"(known: {known or 'none'})",
+        )
+    pinned: Domain | None = None
+    if pins:
+        pinned = topology.common_domain(pins, max_tier)
+        if pinned is None:
+            return DomainCandidates(
+                request,
+                max_tier,
+                (),
+                pins,
+                f"members already run on {', '.join(pins)}, which no domain of tier "
+                f"≤ {max_tier} holds together",
+            )
+    tiers: list[tuple[int, tuple[Domain, ...]]] = []
+    for tier in topology.tiers:
+        if tier > max_tier:
+            break
+        if pinned is not None and tier < pinned.tier:
+            continue
+        domains = tuple(
+            d for d in topology.domains_at(tier) if pinned is None or pinned.nodes <= d.nodes
+        )
+        if domains:
+            tiers.append((tier, domains))
+    return DomainCandidates(request, max_tier, tuple(tiers), pins)
