@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.http.errors import WireError
+from app.verbs import wire
 from app.verbs.wire import (
     HostScoreEncoder,
     encode_filter_error,
@@ -352,3 +353,21 @@ def test_a_body_nested_past_the_decoders_depth_is_refused_with_a_sentence() -> N
     for parse in (parse_extender_args, parse_preemption_args):
         with pytest.raises(WireError, match="malformed JSON"):
             parse(deep)
+
+
+def test_every_captured_request_of_kube_scheduler_takes_the_typed_decoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What kube-scheduler sends is decoded once: the generic way is for other clients (the
+    full-object preempt form excepted, which always takes it)."""
+
+    def generic(_: bytes) -> None:
+        raise AssertionError("decoded the generic way")
+
+    monkeypatch.setattr(wire, "parse_extender_args_generic", generic)
+    monkeypatch.setattr(wire, "parse_preemption_args_generic", generic)
+    for run in (NODE_CACHE, FULL):
+        for name in requests(run, "filter") + requests(run, "prioritize"):
+            parse_extender_args(body(run, name))
+    for name in requests(NODE_CACHE, "preempt"):
+        parse_preemption_args(body(NODE_CACHE, name))
