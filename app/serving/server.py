@@ -27,7 +27,6 @@ from pydantic.json_schema import models_json_schema
 from starlette.applications import Starlette
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.routing import Route
-from starlette.types import ASGIApp
 
 from app.api import explain as routes_explain_api
 from app.api import queues as routes_queues_api
@@ -46,7 +45,7 @@ from app.serving.delegated_auth import (
     Reviews,
 )
 from app.serving.security import BearerTokenBackend, TokenFile, unauthorized
-from app.serving.verb_router import ExtenderApp, noop_app
+from app.serving.verb_router import ExtenderApp, NoopVerb, Verb
 from app.telemetry.metrics import (
     AssumptionCollector,
     AssumptionCounts,
@@ -340,10 +339,15 @@ def _install_middleware(
     in front, whose chains keep the server-error handler and the same authentication."""
     _install_auth(app, settings, frozenset(paths.values()))
     # The no-op takes the verbs' way, so that it stays their floor for bench/.
-    routed: dict[str, ASGIApp] = {paths[v]: h.asgi for v, h in verbs.items()}
+    routed: dict[str, Verb] = {paths[v]: h for v, h in verbs.items()}
     if settings.noop:
-        routed["/noop"] = noop_app(settings.max_body_bytes)
-    app.route_verbs(routed, app.state.auth_backend)
+        routed["/noop"] = NoopVerb(settings.max_body_bytes)
+    # The protocol may answer the paths no authentication guards: the static token guards
+    # the verbs, delegated authentication leaves them open (but not /noop).
+    lean = set() if settings.token_file else set(paths.values())
+    if settings.noop and app.state.auth_backend is None:
+        lean.add("/noop")
+    app.route_verbs(routed, app.state.auth_backend, settings.max_body_bytes, lean)
     # Outermost: a body over the cap is refused before anything reads it (the verbs read
     # theirs within the same cap and count their own refusals).
     app.add_middleware(

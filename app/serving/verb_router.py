@@ -24,7 +24,8 @@ document.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from typing import Protocol
 
 from fastapi import FastAPI
 from starlette.authentication import AuthenticationBackend
@@ -37,23 +38,47 @@ from app.http.errors import WireError, encode_error
 from app.serving.security import unauthorized
 
 
+class Verb(Protocol):
+    """A verb's handler, with both ways in (``app.verbs.common.VerbHandler``)."""
+
+    async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None: ...
+
+    def respond(self, body: bytes) -> tuple[int, bytes]: ...
+
+
 class ExtenderApp(FastAPI):
-    """FastAPI with the verbs' router in front (``route_verbs`` fills it)."""
+    """FastAPI with the verbs' router in front (``route_verbs`` fills it).
+
+    ``lean_verbs`` (raw path -> handler) and ``lean_limit`` are what the verbs listener's
+    protocol may answer itself, without this application (``app.serving.guard``): only
+    paths authentication never guards, since only this router's chains keep it."""
 
     verb_apps: dict[str, ASGIApp]
+    lean_verbs: dict[bytes, Verb]
+    lean_limit: int
 
     def route_verbs(
-        self, handlers: Mapping[str, ASGIApp], auth: AuthenticationBackend | None
+        self,
+        verbs: Mapping[str, Verb],
+        auth: AuthenticationBackend | None,
+        max_body_bytes: int,
+        lean: Collection[str],
     ) -> None:
         """Each verb path's chain: the server-error handler, authentication when ``auth``
-        is given, then the handler."""
+        is given, then the handler; and the paths of ``lean`` for the protocol."""
         apps: dict[str, ASGIApp] = {}
-        for path, handler in handlers.items():
-            app = handler
+        for path, verb in verbs.items():
+            app: ASGIApp = verb.asgi
             if auth is not None:
                 app = AuthenticationMiddleware(app, backend=auth, on_error=unauthorized)
             apps[path] = ServerErrorMiddleware(app, debug=self.debug)
         self.verb_apps = apps
+        # A request names a path in its raw form: only a path that needs no escaping can
+        # be matched byte for byte; any other still reaches the router.
+        self.lean_verbs = {
+            p.encode("ascii"): v for p, v in verbs.items() if p in lean and _plain_path(p)
+        }
+        self.lean_limit = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
@@ -64,13 +89,23 @@ class ExtenderApp(FastAPI):
         await super().__call__(scope, receive, send)
 
 
-def noop_app(max_body_bytes: int) -> ASGIApp:
+def _plain_path(path: str) -> bool:
+    return path.isascii() and all(c.isalnum() or c in "/-._~" for c in path)
+
+
+class NoopVerb:
     """POST /noop on the verbs' way: reads the body within the cap and answers ``{}``, so
     that it stays the floor a verb call is compared with (``bench/``)."""
 
-    async def noop(scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, max_body_bytes: int) -> None:
+        self.max_body_bytes = max_body_bytes
+
+    def respond(self, body: bytes) -> tuple[int, bytes]:
+        return 200, b"{}"
+
+    async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await read_asgi_body(scope, receive, max_body_bytes)
+            await read_asgi_body(scope, receive, self.max_body_bytes)
             status, body = 200, b"{}"
         except WireError as exc:
             status, body = exc.status, encode_error(str(exc))
@@ -85,5 +120,3 @@ def noop_app(max_body_bytes: int) -> ASGIApp:
             }
         )
         await send({"type": "http.response.body", "body": body})
-
-    return noop

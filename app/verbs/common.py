@@ -69,10 +69,12 @@ class VerbHandler(Generic[Args]):
     and time the call; a body that does not decode (``WireError``) is counted and logged as a
     bad request and answered in the verb's own error shape.
 
-    Two ways in, one behaviour: ``asgi`` is what the verbs' router (``app.serving``) calls for
-    every verb request, with no ``Request`` or ``Response`` object made; ``endpoint`` is the
-    same handler as a FastAPI route, for the OpenAPI document and any request the router
-    leaves to the framework (a mounted prefix)."""
+    Three ways in, one behaviour: ``respond`` is what the verbs listener's protocol calls
+    with a body it has read itself (``app.serving.guard``); ``asgi`` is what the verbs'
+    router (``app.serving.verb_router``) calls for any other verb request, with no
+    ``Request`` or ``Response`` object made; ``endpoint`` is the same handler as a FastAPI
+    route, for the OpenAPI document and any request the router leaves to the framework (a
+    mounted prefix)."""
 
     __slots__ = ("_answer", "_encode_bad_request", "_limit", "_metrics", "_parse", "verb")
 
@@ -91,18 +93,32 @@ class VerbHandler(Generic[Args]):
         self._answer = answer
         self._encode_bad_request = encode_bad_request
 
+    def _respond(self, body: bytes) -> tuple[int, bytes]:
+        try:
+            return self._answer(self._metrics, self._parse(body))
+        except WireError as exc:
+            return self._bad_request(exc)
+
     def _bad_request(self, exc: WireError) -> tuple[int, bytes]:
         self._metrics.bad_request()
         log_bad_request(self.verb, exc)
         return exc.status, self._encode_bad_request(str(exc))
 
+    def respond(self, body: bytes) -> tuple[int, bytes]:
+        """(status, answer) for a body already read whole, timed into the metrics: what the
+        verbs listener's protocol calls when it reads a verb request itself
+        (``app.serving.guard``)."""
+        started = perf_counter()
+        try:
+            return self._respond(body)
+        finally:
+            self._metrics.observe(perf_counter() - started)
+
     async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
-        m = self._metrics
         started = perf_counter()
         try:
             try:
-                body = await read_asgi_body(scope, receive, self._limit)
-                status, answer = self._answer(m, self._parse(body))
+                status, answer = self._respond(await read_asgi_body(scope, receive, self._limit))
             except WireError as exc:
                 status, answer = self._bad_request(exc)
             await send(
@@ -114,17 +130,15 @@ class VerbHandler(Generic[Args]):
             )
             await send({"type": "http.response.body", "body": answer})
         finally:
-            m.observe(perf_counter() - started)
+            self._metrics.observe(perf_counter() - started)
 
     async def endpoint(self, request: Request) -> Response:
-        m = self._metrics
         started = perf_counter()
         try:
             try:
-                body = await read_body(request, self._limit)
-                status, answer = self._answer(m, self._parse(body))
+                status, answer = self._respond(await read_body(request, self._limit))
             except WireError as exc:
                 status, answer = self._bad_request(exc)
             return json_response(answer, status)
         finally:
-            m.observe(perf_counter() - started)
+            self._metrics.observe(perf_counter() - started)
