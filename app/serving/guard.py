@@ -7,7 +7,8 @@ seconds) is held forever; its ``limit_concurrency`` answers 503 but still accept
 every connection (each an open file); and it resumes reading after every response even while
 requests already read wait in its pipeline, so a client that pipelines without reading grows
 that queue without bound. ``GuardedHttpToolsProtocol`` is uvicorn's httptools protocol with
-those four holes closed, writing each answer in one piece (``app.serving.coalesce``);
+those four holes closed, writing each answer in one piece (``app.serving.coalesce``), and
+answering kube-scheduler's plain verb calls itself (``GuardedHttpToolsProtocol``);
 everything else (the parser, flow control, the ASGI cycle) is uvicorn's own.
 
 Each listener has its own ``ListenerLimits`` (uvicorn keeps one connection set per server),
