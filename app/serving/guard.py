@@ -120,6 +120,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._lean_limit: int = getattr(config, "lean_limit", 0)
         self._lean: LeanVerb | None = None
         self._lean_body: list[bytes] = []
+        self._paused_for_answers = False
 
     # --- connections --------------------------------------------------------------------
 
@@ -221,6 +222,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             or parser.should_upgrade()
             or self.expect_100_continue
             or self.root_path
+            or self.flow.write_paused
             or self.pipeline
             or (self.cycle is not None and not self.cycle.response_complete)
         ):
@@ -272,6 +274,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
                 status,
             )
         self.on_response_complete()
+        if self.flow.write_paused and not self.transport.is_closing():
+            # The client is not reading its answers: read no more requests until it has
+            # (those already read take uvicorn's way, bounded by ``max_pipelined``).
+            self.flow.pause_reading()
+            self._paused_for_answers = True
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._paused_for_answers:
+            self._paused_for_answers = False
+            if not self.pipeline and not self.transport.is_closing():
+                self.flow.resume_reading()
 
     def on_response_complete(self) -> None:
         # The whole answer is written: it leaves now, head and body in one writev.

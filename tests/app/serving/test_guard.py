@@ -5,6 +5,7 @@ router would, keeps the order of a connection's requests, and leaves every other
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,3 +251,28 @@ def test_requests_answered_in_one_read_leave_one_keep_alive_timer() -> None:
     armed = asyncio.run(run())
     assert len(armed) == 3
     assert [h.cancelled() for h in armed] == [True, True, True]  # the last by connection_lost
+
+
+def test_a_client_that_pipelines_verb_calls_without_reading_is_bounded() -> None:
+    """Answers the client does not read pause the protocol's own answering: what it sends
+    after that takes uvicorn's way, whose pipeline bound disconnects it, so the server never
+    buffers answers without end."""
+    names = [f"node-{i:05d}" for i in range(200)]
+    request = post(body=orjson.dumps({"Pod": {"metadata": {"name": "p"}}, "NodeNames": names}))
+    sent_requests = 3000
+    limits = ListenerLimits(max_pipelined=4)
+    with serve_address(create_app(FakeBackend()), limits) as address:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(address)
+        with sock:
+            sock.settimeout(5.0)
+            # The server stops reading, or closes the connection.
+            with contextlib.suppress(TimeoutError, ConnectionResetError, BrokenPipeError):
+                sock.sendall(request * sent_requests)
+            sock.settimeout(WAIT)
+            received = b""
+            with contextlib.suppress(TimeoutError, ConnectionResetError):
+                while chunk := sock.recv(1 << 20):
+                    received += chunk
+    assert 0 < received.count(b"HTTP/1.1 200 OK") < sent_requests
