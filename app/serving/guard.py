@@ -105,7 +105,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     gathered by the parser's callbacks, the verb's handler (which decodes, decides, counts and
     times the call) answers synchronously when the message completes, and the answer leaves
     with uvicorn's default headers in one write; a failure the handler did not catch is
-    answered 500 and the connection closed, as uvicorn does. Every other request, including a
+    answered 500 and the connection closed, as uvicorn does. While the client leaves its
+    answers unread (uvicorn's flow control says the buffer is full) no verb is answered here
+    and reading pauses, so the pipeline bound still holds. Every other request, including a
     verb call that is not the plain case, takes uvicorn's way to the application, whose
     router answers verbs the same (``app.serving.verb_router``)."""
 
