@@ -29,6 +29,7 @@ from bench import (
     load_average,
     machine_facts,
     sync_bench,
+    verbs_bench,
 )
 from bench.synthetic import ClusterSpec, SyntheticCluster
 
@@ -62,6 +63,10 @@ BUDGETS: dict[str, Budget] = {
     # Every pod of the row's cluster once, after 20 warm-up pods.
     "cycle-200": Budget(n=980, seconds=60, warmup=20),
     "cycle-1000": Budget(n=4_980, seconds=240, warmup=20),
+    # One sample is a batch of calls (``verbs_bench.BATCH``).
+    "verbs-protocol-filter": Budget(n=25, seconds=30, warmup=2),
+    "verbs-protocol-prioritize": Budget(n=25, seconds=30, warmup=2),
+    "verbs-protocol-preempt": Budget(n=25, seconds=30, warmup=2),
 }
 # The fit variant's rows measure as their plain rows do, with the same budget.
 BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}
@@ -71,6 +76,7 @@ SYNC_TRIALS = 20
 GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("engine", engine_bench.BENCHES),
     ("cycle", cycle_bench.BENCHES),
+    ("verbs", verbs_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
     ("http", http_bench.BENCHES),
     ("sync", sync_bench.BENCHES),
@@ -175,6 +181,10 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
         log(f"running {', '.join(cycle)} (their own clusters, at bench-e2e's scales)")
         results += cycle_bench.run(set(cycle), budgets)
         gc.collect()
+    verbs = [n for n in verbs_bench.BENCHES if n in selected]
+    if verbs:
+        log(f"running {', '.join(verbs)} (the protocol and the app in-process, no backend)")
+        results += verbs_bench.run(set(verbs), budgets)
     http = [n for n in http_bench.BENCHES if n in selected]
     if http:
         log(f"running {', '.join(http)} (server on core 0, client on core 1)")

@@ -7,7 +7,8 @@ seconds) is held forever; its ``limit_concurrency`` answers 503 but still accept
 every connection (each an open file); and it resumes reading after every response even while
 requests already read wait in its pipeline, so a client that pipelines without reading grows
 that queue without bound. ``GuardedHttpToolsProtocol`` is uvicorn's httptools protocol with
-those four holes closed, writing each answer in one piece (``app.serving.coalesce``);
+those four holes closed, writing each answer in one piece (``app.serving.coalesce``), and
+answering kube-scheduler's plain verb calls itself (``GuardedHttpToolsProtocol``);
 everything else (the parser, flow control, the ASGI cycle) is uvicorn's own.
 
 Each listener has its own ``ListenerLimits`` (uvicorn keeps one connection set per server),
@@ -19,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import uvicorn
 import uvloop
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+from uvicorn.protocols.utils import get_client_addr
 
 from app.serving.coalesce import CoalescingTransport
 from app.telemetry.metrics import ListenerCounts
@@ -76,9 +78,38 @@ METRICS_LIMITS = ListenerLimits(max_connections=64, max_pipelined=4)
 STATUS_LIMITS = ListenerLimits(max_connections=128, max_pipelined=4)
 
 
+class LeanVerb(Protocol):
+    """A verb the protocol answers itself: (status, JSON answer) for a whole body."""
+
+    def respond(self, body: bytes) -> tuple[int, bytes]: ...
+
+
+_JSON_HEAD = b"content-type: application/json\r\n\r\n"
+_SERVER_ERROR = (
+    STATUS_LINE[500] + b"content-type: text/plain; charset=utf-8\r\ncontent-length: 21\r\n"
+    b"connection: close\r\n\r\nInternal Server Error"
+)
+
+
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol, bounded by the ``ListenerLimits`` its configuration
-    carries as ``config.limits``."""
+    carries as ``config.limits``.
+
+    It also answers the verbs itself when it can (``config.lean_verbs``: raw path -> verb;
+    ``config.lean_limit``: their body cap). kube-scheduler calls filter and prioritize for
+    every pod, and uvicorn's request cycle (a scope, a task, an event, the ASGI messages and
+    its checks on every answer header) cost about as much CPU as the whole application's part
+    of a call. A verb request is answered here when it is the plain case: a POST to exactly
+    a verb's path, HTTP/1.1 kept alive, no ``Expect``, a declared ``Content-Length`` within
+    the cap, and no earlier request of the connection still being answered. The body is
+    gathered by the parser's callbacks, the verb's handler (which decodes, decides, counts and
+    times the call) answers synchronously when the message completes, and the answer leaves
+    with uvicorn's default headers in one write; a failure the handler did not catch is
+    answered 500 and the connection closed, as uvicorn does. While the client leaves its
+    answers unread (uvicorn's flow control says the buffer is full) no verb is answered here
+    and reading pauses, so the pipeline bound still holds. Every other request, including a
+    verb call that is not the plain case, takes uvicorn's way to the application, whose
+    router answers verbs the same (``app.serving.verb_router``)."""
 
     def __init__(self, config: Any, *args: Any, **kw: Any) -> None:
         super().__init__(config, *args, **kw)
@@ -87,6 +118,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._read_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
         self._out: CoalescingTransport | None = None
+        self._lean_verbs: Mapping[bytes, LeanVerb] = getattr(config, "lean_verbs", None) or {}
+        self._lean_limit: int = getattr(config, "lean_limit", 0)
+        self._lean: LeanVerb | None = None
+        self._lean_body: list[bytes] = []
+        self._paused_for_answers = False
 
     # --- connections --------------------------------------------------------------------
 
@@ -169,13 +205,89 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             raise LimitError(f"request head larger than {self.limits.max_head_bytes} bytes")
 
     def on_headers_complete(self) -> None:
+        verb = self._lean_verbs.get(self.url) if self._lean_verbs else None
+        if verb is not None and self._plain_request():
+            self._lean = verb
+            self._lean_body = []
+            return
         super().on_headers_complete()
         if len(self.pipeline) > self.limits.max_pipelined:
             raise LimitError(f"more than {self.limits.max_pipelined} pipelined requests")
 
+    def _plain_request(self) -> bool:
+        """Whether the request whose head was just read may be answered here."""
+        parser = self.parser
+        if (
+            parser.get_method() != b"POST"
+            or parser.get_http_version() != "1.1"
+            or not parser.should_keep_alive()
+            or parser.should_upgrade()
+            or self.expect_100_continue
+            or self.root_path
+            or self.flow.write_paused
+            or self.pipeline
+            or (self.cycle is not None and not self.cycle.response_complete)
+        ):
+            return False
+        declared = None
+        for name, value in self.headers:
+            if name == b"content-length":
+                if declared is not None:
+                    return False
+                declared = value
+            elif name == b"transfer-encoding":
+                return False
+        return declared is not None and declared.isdigit() and int(declared) <= self._lean_limit
+
+    def on_body(self, body: bytes) -> None:
+        if self._lean is not None:
+            self._lean_body.append(body)
+            return
+        super().on_body(body)
+
     def on_message_complete(self) -> None:
         self._cancel_read_timer()
-        super().on_message_complete()
+        verb = self._lean
+        if verb is None:
+            super().on_message_complete()
+            return
+        self._lean = None
+        body = b"".join(self._lean_body)
+        self._lean_body = []
+        try:
+            status, answer = verb.respond(body)
+        except Exception as exc:
+            self.logger.error("Exception in verb handler", exc_info=exc)
+            self.transport.write(_SERVER_ERROR)
+            self.transport.close()
+            return
+        head = [STATUS_LINE[status]]
+        for name, value in self.server_state.default_headers:
+            head += (name, b": ", value, b"\r\n")
+        head += (b"content-length: %d\r\n" % len(answer), _JSON_HEAD, answer)
+        self.transport.write(b"".join(head))
+        if self.access_log:
+            self.access_logger.info(
+                '%s - "%s %s HTTP/%s" %d',
+                get_client_addr(self.scope),
+                "POST",
+                self.url.decode("ascii"),
+                "1.1",
+                status,
+            )
+        self.on_response_complete()
+        if self.flow.write_paused and not self.transport.is_closing():
+            # The client is not reading its answers: read no more requests until it has
+            # (those already read take uvicorn's way, bounded by ``max_pipelined``).
+            self.flow.pause_reading()
+            self._paused_for_answers = True
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._paused_for_answers:
+            self._paused_for_answers = False
+            if not self.pipeline and not self.transport.is_closing():
+                self.flow.resume_reading()
 
     def on_response_complete(self) -> None:
         # The whole answer is written: it leaves now, head and body in one writev.
@@ -227,6 +339,10 @@ class LimitedConfig(uvicorn.Config):
         super().__init__(*args, **kw)
         self.limits = limits
         self.name = name
+        #: The verbs the protocol answers itself, as the application offers them
+        #: (``app.serving.verb_router.ExtenderApp``); none for any other application.
+        self.lean_verbs: Mapping[bytes, LeanVerb] = getattr(self.app, "lean_verbs", None) or {}
+        self.lean_limit: int = getattr(self.app, "lean_limit", 0)
         #: Connections closed at the cap, and for sending no whole request in time.
         self.refused = 0
         self.timed_out = 0

@@ -35,7 +35,6 @@ from app.api import topology as routes_topology_api
 from app.api import whatif as routes_whatif_api
 from app.api.common import answer_validation_errors_with_400, drop_validation_422
 from app.api.port import InsightBackend, RecentEvictionsProvider
-from app.http.body import Endpoint
 from app.http.errors import ErrorModel
 from app.serving import debug as routes_debug
 from app.serving import ops as routes_ops
@@ -47,6 +46,7 @@ from app.serving.delegated_auth import (
     Reviews,
 )
 from app.serving.security import BearerTokenBackend, TokenFile, unauthorized
+from app.serving.verb_router import ExtenderApp, NoopVerb, Verb
 from app.telemetry.metrics import (
     AssumptionCollector,
     AssumptionCounts,
@@ -54,12 +54,11 @@ from app.telemetry.metrics import (
     ServiceMetrics,
     iter_registries,
 )
-from app.verbs.common import OnError, VerbContext
-from app.verbs.fast_path import VerbFastPath
-from app.verbs.filter import make_filter_endpoint
+from app.verbs.common import OnError, VerbContext, VerbHandler
+from app.verbs.filter import make_filter_handler
 from app.verbs.ports import ExtenderBackend
-from app.verbs.preempt import make_preempt_endpoint
-from app.verbs.prioritize import make_prioritize_endpoint
+from app.verbs.preempt import make_preempt_handler
+from app.verbs.prioritize import make_prioritize_handler
 from app.verbs.schema import (
     ExtenderArgs,
     ExtenderFilterResult,
@@ -219,10 +218,10 @@ def _install_openapi(app: FastAPI, defs: dict[str, Any]) -> None:
 NO_OPENTELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
 
 
-def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None) -> FastAPI:
+def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None) -> ExtenderApp:
     """The extender service around `backend`: its metrics, the three verbs, the probes and
-    /debug, the people's API when the backend answers it, then the middleware (fast path,
-    authentication, body cap)."""
+    /debug, the people's API when the backend answers it, the middleware (authentication,
+    body cap) and the verbs' router in front of it all (``app.serving.verb_router``)."""
     settings = settings if settings is not None else ServerSettings()
     _check(settings)
     paths = verb_paths(settings)
@@ -234,7 +233,7 @@ def create_app(backend: ExtenderBackend, settings: ServerSettings | None = None)
         on_error=settings.on_error,
         max_body_bytes=settings.max_body_bytes,
     )
-    app = FastAPI(
+    app = ExtenderApp(
         title=TITLE,
         version=VERSION,
         description="Volcano-style queue fair share, preemption and reclaim for kube-scheduler, "
@@ -287,24 +286,24 @@ def _service_metrics(
     return metrics
 
 
-#: A verb's name -> its endpoint.
-VerbEndpoints = dict[str, Endpoint]
+#: A verb's name -> its handler.
+VerbHandlers = dict[str, VerbHandler[Any]]
 
 
 def _add_verb_routes(
     app: FastAPI, ctx: VerbContext, paths: dict[str, str]
-) -> tuple[VerbEndpoints, dict[str, Any]]:
-    """filter, prioritize and preempt on their paths; returns their endpoints (for the fast
-    path) and the schema definitions of their hand-parsed bodies."""
+) -> tuple[VerbHandlers, dict[str, Any]]:
+    """filter, prioritize and preempt on their paths; returns their handlers (for the verbs'
+    router) and the schema definitions of their hand-parsed bodies."""
     refs, defs = _request_schemas()
-    verbs: VerbEndpoints = {
-        "filter": make_filter_endpoint(ctx),
-        "prioritize": make_prioritize_endpoint(ctx),
-        "preempt": make_preempt_endpoint(ctx),
+    verbs: VerbHandlers = {
+        "filter": make_filter_handler(ctx),
+        "prioritize": make_prioritize_handler(ctx),
+        "preempt": make_preempt_handler(ctx),
     }
     app.add_api_route(
         paths["filter"],
-        verbs["filter"],
+        verbs["filter"].endpoint,
         methods=["POST"],
         name="filter",
         summary="kube-scheduler filter verb",
@@ -315,7 +314,7 @@ def _add_verb_routes(
     defs.setdefault("HostPriority", HostPriority.model_json_schema())
     app.add_api_route(
         paths["prioritize"],
-        verbs["prioritize"],
+        verbs["prioritize"].endpoint,
         methods=["POST"],
         name="prioritize",
         summary="kube-scheduler prioritize verb (HostPriorityList)",
@@ -324,7 +323,7 @@ def _add_verb_routes(
     )
     app.add_api_route(
         paths["preempt"],
-        verbs["preempt"],
+        verbs["preempt"].endpoint,
         methods=["POST"],
         name="preempt",
         summary="kube-scheduler preempt verb",
@@ -335,16 +334,21 @@ def _add_verb_routes(
 
 
 def _install_middleware(
-    app: FastAPI, settings: ServerSettings, paths: dict[str, str], verbs: VerbEndpoints
+    app: ExtenderApp, settings: ServerSettings, paths: dict[str, str], verbs: VerbHandlers
 ) -> None:
-    """The middleware, innermost first: the verbs' fast path, authentication, the body cap."""
-    # Added before authentication, so it sits inside it: every verb call is still checked.
-    # The no-op takes the same way, so that it stays the verbs' floor for bench/.
-    fast = {paths[v]: e for v, e in verbs.items()}
-    if settings.noop:
-        fast["/noop"] = routes_ops.noop
-    app.add_middleware(VerbFastPath, endpoints=fast)
+    """The middleware, innermost first: authentication, the body cap; then the verbs' router
+    in front, whose chains keep the server-error handler and the same authentication."""
     _install_auth(app, settings, frozenset(paths.values()))
+    # The no-op takes the verbs' way, so that it stays their floor for bench/.
+    routed: dict[str, Verb] = {paths[v]: h for v, h in verbs.items()}
+    if settings.noop:
+        routed["/noop"] = NoopVerb(settings.max_body_bytes)
+    # The protocol may answer the paths no authentication guards: the static token guards
+    # the verbs, delegated authentication leaves them open (but not /noop).
+    lean = set() if settings.token_file else set(paths.values())
+    if settings.noop and app.state.auth_backend is None:
+        lean.add("/noop")
+    app.route_verbs(routed, app.state.auth_backend, settings.max_body_bytes, lean)
     # Outermost: a body over the cap is refused before anything reads it (the verbs read
     # theirs within the same cap and count their own refusals).
     app.add_middleware(

@@ -6,12 +6,13 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Literal, TypeVar
+from typing import Generic, Literal, TypeVar
 
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
-from app.http.body import Endpoint, json_response, read_body
+from app.http.body import json_response, read_asgi_body, read_body
 from app.http.errors import WireError, one_line
 from app.telemetry.logs import DEBUG_V
 from app.telemetry.metrics import ServiceMetrics, VerbMetrics
@@ -60,31 +61,84 @@ def log_backend_failure(verb: str, pod: object, exc: BaseException, policy: OnEr
 
 Args = TypeVar("Args")
 
+_JSON_HEADER = (b"content-type", b"application/json")
 
-def verb_endpoint(
-    ctx: VerbContext,
-    verb: str,
-    parse: Callable[[bytes], Args],
-    answer: Callable[[VerbMetrics, Args], tuple[int, bytes]],
-    encode_bad_request: Callable[[str], bytes],
-) -> Endpoint:
+
+class VerbHandler(Generic[Args]):
     """The one skeleton every verb's handler has: read the bounded body, decode it, answer,
     and time the call; a body that does not decode (``WireError``) is counted and logged as a
-    bad request and answered in the verb's own error shape."""
-    m = ctx.metrics.verb(verb)
+    bad request and answered in the verb's own error shape.
 
-    async def endpoint(request: Request) -> Response:
+    Three ways in, one behaviour: ``respond`` is what the verbs listener's protocol calls
+    with a body it has read itself (``app.serving.guard``); ``asgi`` is what the verbs'
+    router (``app.serving.verb_router``) calls for any other verb request, with no
+    ``Request`` or ``Response`` object made; ``endpoint`` is the same handler as a FastAPI
+    route, for the OpenAPI document and any request the router leaves to the framework (a
+    mounted prefix)."""
+
+    __slots__ = ("_answer", "_encode_bad_request", "_limit", "_metrics", "_parse", "verb")
+
+    def __init__(
+        self,
+        ctx: VerbContext,
+        verb: str,
+        parse: Callable[[bytes], Args],
+        answer: Callable[[VerbMetrics, Args], tuple[int, bytes]],
+        encode_bad_request: Callable[[str], bytes],
+    ) -> None:
+        self.verb = verb
+        self._metrics = ctx.metrics.verb(verb)
+        self._limit = ctx.max_body_bytes
+        self._parse = parse
+        self._answer = answer
+        self._encode_bad_request = encode_bad_request
+
+    def _respond(self, body: bytes) -> tuple[int, bytes]:
+        try:
+            return self._answer(self._metrics, self._parse(body))
+        except WireError as exc:
+            return self._bad_request(exc)
+
+    def _bad_request(self, exc: WireError) -> tuple[int, bytes]:
+        self._metrics.bad_request()
+        log_bad_request(self.verb, exc)
+        return exc.status, self._encode_bad_request(str(exc))
+
+    def respond(self, body: bytes) -> tuple[int, bytes]:
+        """(status, answer) for a body already read whole, timed into the metrics: what the
+        verbs listener's protocol calls when it reads a verb request itself
+        (``app.serving.guard``)."""
+        started = perf_counter()
+        try:
+            return self._respond(body)
+        finally:
+            self._metrics.observe(perf_counter() - started)
+
+    async def asgi(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = perf_counter()
         try:
             try:
-                args = parse(await read_body(request, ctx.max_body_bytes))
-                status, body = answer(m, args)
+                status, answer = self._respond(await read_asgi_body(scope, receive, self._limit))
             except WireError as exc:
-                m.bad_request()
-                log_bad_request(verb, exc)
-                return json_response(encode_bad_request(str(exc)), exc.status)
-            return json_response(body, status)
+                status, answer = self._bad_request(exc)
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [(b"content-length", b"%d" % len(answer)), _JSON_HEADER],
+                }
+            )
+            await send({"type": "http.response.body", "body": answer})
         finally:
-            m.observe(perf_counter() - started)
+            self._metrics.observe(perf_counter() - started)
 
-    return endpoint
+    async def endpoint(self, request: Request) -> Response:
+        started = perf_counter()
+        try:
+            try:
+                status, answer = self._respond(await read_body(request, self._limit))
+            except WireError as exc:
+                status, answer = self._bad_request(exc)
+            return json_response(answer, status)
+        finally:
+            self._metrics.observe(perf_counter() - started)

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import logging
 
-from app.http.body import Endpoint
 from app.http.errors import WireError
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
     VerbContext,
+    VerbHandler,
     log_backend_failure,
     pod_ref,
-    verb_endpoint,
 )
 from app.verbs.ports import BadPodError
 from app.verbs.wire import (
@@ -120,8 +119,8 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
     return encode_filter_result(args, answer)
 
 
-def make_filter_endpoint(ctx: VerbContext) -> Endpoint:
-    return verb_endpoint(
+def make_filter_handler(ctx: VerbContext) -> VerbHandler[DecodedArgs]:
+    return VerbHandler(
         ctx,
         VERB,
         parse_extender_args,

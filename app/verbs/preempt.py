@@ -11,13 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from app.http.body import Endpoint
 from app.http.errors import WireError, encode_error
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
     VerbContext,
+    VerbHandler,
     log_backend_failure,
-    verb_endpoint,
 )
 from app.verbs.ports import BadPodError
 from app.verbs.wire import (
@@ -89,8 +88,8 @@ def answer_preempt(ctx: VerbContext, m: VerbMetrics, args: DecodedPreemptionArgs
     return encode_preemption_result(victims)
 
 
-def make_preempt_endpoint(ctx: VerbContext) -> Endpoint:
-    return verb_endpoint(
+def make_preempt_handler(ctx: VerbContext) -> VerbHandler[DecodedPreemptionArgs]:
+    return VerbHandler(
         ctx,
         VERB,
         parse_preemption_args,

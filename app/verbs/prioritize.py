@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from app.http.body import Endpoint
 from app.http.errors import WireError, encode_error
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
     VerbContext,
+    VerbHandler,
     log_backend_failure,
-    verb_endpoint,
 )
 from app.verbs.ports import BadPodError
 from app.verbs.wire import (
@@ -105,9 +104,9 @@ def answer_prioritize(
     return 200, encode_host_priorities(args.node_names, scores)
 
 
-def make_prioritize_endpoint(ctx: VerbContext) -> Endpoint:
+def make_prioritize_handler(ctx: VerbContext) -> VerbHandler[DecodedArgs]:
     encode_scores = HostScoreEncoder()
-    return verb_endpoint(
+    return VerbHandler(
         ctx,
         VERB,
         parse_extender_args,

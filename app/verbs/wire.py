@@ -6,9 +6,15 @@ for the unused alternative (`Nodes` vs `NodeNames`, `NodeNameToVictims` vs
 keys in are matched like Go's decoder (exact, else case-folded; unknown keys ignored; the
 last duplicate wins), keys out are exactly what `json.Marshal` writes.
 
-The hot path is bytes -> `orjson.loads` -> plain lists/dicts -> bytes; the pydantic models
-of `schema.py` only document the wire in the OpenAPI schema and are never used to parse or
-encode a request (FastAPI's encoder costs ~15x more on a 5,000-name answer).
+The hot path decodes a request once, with msgspec, straight into the shape the verbs hand the
+engine: the pod as the decoded Kubernetes JSON, the node names checked as strings and the
+victims' UIDs read while parsing, in C. That typed decoder takes only what kube-scheduler's
+`json.Marshal` writes (the exact keys, each value of its type); anything else, a case-folded
+key, a wrong type or malformed JSON, is decoded again the generic way (orjson, then Go's
+key matching by hand), which accepts what Go accepts and says in one sentence what is wrong.
+Answers are encoded with orjson. The pydantic models of `schema.py` only document the wire
+in the OpenAPI schema and are never used to parse or encode a request (FastAPI's encoder
+costs ~15x more on a 5,000-name answer).
 Embedded Kubernetes objects (the Pod, Nodes, victim Pods) are passed through as sent, since
 kube-scheduler always writes them in their canonical camelCase form.
 """
@@ -18,8 +24,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import orjson
 
 from app.http.errors import WireError, one_line
@@ -28,6 +35,7 @@ from scheduler_core.extender.prioritize import MAX_EXTENDER_PRIORITY, MIN_EXTEND
 from scheduler_core.framework.status import Status
 
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+MISSING_POD = "missing Pod: the request must carry the pod being scheduled"
 
 
 @dataclass(slots=True)
@@ -54,6 +62,41 @@ class DecodedPreemptionArgs:
     pod: dict[str, Any]
     candidates: dict[str, list[str]]
     pdb_violations: dict[str, int]
+
+
+class _WireArgs(msgspec.Struct, forbid_unknown_fields=True):
+    """``ExtenderArgs`` exactly as kube-scheduler writes it; ``Nodes`` (full Node objects, the
+    rare ``nodeCacheCapable: false`` set-up) is checked by hand afterwards."""
+
+    Pod: dict[str, Any] | None = None
+    Nodes: dict[str, Any] | None = None
+    NodeNames: list[str] | None = None
+
+
+_UID = Annotated[str, msgspec.Meta(min_length=1)]
+_I64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+
+
+class _WireMetaPod(msgspec.Struct, forbid_unknown_fields=True):
+    UID: _UID
+
+
+class _WireMetaVictims(msgspec.Struct, forbid_unknown_fields=True):
+    Pods: list[_WireMetaPod] | None = None
+    NumPDBViolations: _I64 | None = None
+
+
+class _WirePreemptionArgs(msgspec.Struct, forbid_unknown_fields=True):
+    """``ExtenderPreemptionArgs`` in the node-cache form kube-scheduler sends; the
+    full-object form (``NodeNameToVictims``) takes the generic way."""
+
+    Pod: dict[str, Any] | None = None
+    NodeNameToVictims: None = None
+    NodeNameToMetaVictims: dict[str, _WireMetaVictims | None] | None = None
+
+
+_ARGS_DECODER = msgspec.json.Decoder(_WireArgs)
+_PREEMPTION_DECODER = msgspec.json.Decoder(_WirePreemptionArgs)
 
 
 def _keys(*names: str) -> dict[str, str]:
@@ -104,7 +147,7 @@ def _load_object(body: bytes, what: str) -> dict[str, Any]:
 def _pod(fields: Mapping[str, Any]) -> dict[str, Any]:
     pod = fields.get("Pod")
     if pod is None:
-        raise WireError("missing Pod: the request must carry the pod being scheduled")
+        raise WireError(MISSING_POD)
     if not isinstance(pod, dict):
         raise WireError(f"Pod must be a JSON object, got {_kind(pod)}")
     return pod
@@ -140,7 +183,32 @@ def _all_strings(items: list[Any]) -> bool:
 
 def parse_extender_args(body: bytes) -> DecodedArgs:
     """Decode an `ExtenderArgs` (the filter and prioritize request)."""
-    fields = go_fields(_load_object(body, "ExtenderArgs"), _ARGS_KEYS)
+    try:
+        wire = _ARGS_DECODER.decode(body)
+    except (msgspec.MsgspecError, RecursionError):  # nested past its depth: orjson says so
+        return parse_extender_args_generic(body)
+    if wire.Nodes is not None:
+        return _extender_args({"Pod": wire.Pod, "Nodes": wire.Nodes, "NodeNames": wire.NodeNames})
+    pod = wire.Pod
+    if pod is None:
+        raise WireError(MISSING_POD)
+    names = wire.NodeNames
+    return DecodedArgs(
+        pod=pod,
+        node_names=names if names is not None else [],
+        node_items=None,
+        item_names=[],
+        names_given=names is not None,
+    )
+
+
+def parse_extender_args_generic(body: bytes) -> DecodedArgs:
+    """``parse_extender_args`` for any body the typed decoder refused: Go's key matching,
+    and the sentence saying what is wrong."""
+    return _extender_args(go_fields(_load_object(body, "ExtenderArgs"), _ARGS_KEYS))
+
+
+def _extender_args(fields: Mapping[str, Any]) -> DecodedArgs:
     pod = _pod(fields)
     raw_names = fields.get("NodeNames")
     names: list[str] = []
@@ -241,6 +309,29 @@ def parse_preemption_args(body: bytes) -> DecodedPreemptionArgs:
     When both maps are present (kube-scheduler never sends both) both are validated and the
     node-cache one is used.
     """
+    try:
+        wire = _PREEMPTION_DECODER.decode(body)
+    except (msgspec.MsgspecError, RecursionError):  # nested past its depth: orjson says so
+        return parse_preemption_args_generic(body)
+    pod = wire.Pod
+    if pod is None:
+        raise WireError(MISSING_POD)
+    candidates: dict[str, list[str]] = {}
+    pdb: dict[str, int] = {}
+    for node, victims in (wire.NodeNameToMetaVictims or {}).items():
+        if victims is None:
+            candidates[node], pdb[node] = [], 0
+            continue
+        pods = victims.Pods
+        candidates[node] = [p.UID for p in pods] if pods is not None else []
+        violations = victims.NumPDBViolations
+        pdb[node] = violations if violations is not None else 0
+    return DecodedPreemptionArgs(pod=pod, candidates=candidates, pdb_violations=pdb)
+
+
+def parse_preemption_args_generic(body: bytes) -> DecodedPreemptionArgs:
+    """``parse_preemption_args`` for any body the typed decoder refused (or the full-object
+    form): Go's key matching, and the sentence saying what is wrong."""
     fields = go_fields(_load_object(body, "ExtenderPreemptionArgs"), _PREEMPT_KEYS)
     pod = _pod(fields)
     candidates: dict[str, list[str]] = {}

@@ -19,6 +19,7 @@ import orjson
 import pytest
 
 from app.backend.engine import BackendOptions, EngineBackend
+from app.serving.guard import ListenerLimits
 from app.serving.server import ServerSettings, create_app
 from scheduler_core.cache.state import KINDS, ClusterState
 from scheduler_core.conf import default_configuration
@@ -81,7 +82,10 @@ def replay(run: str) -> Iterator[Replay]:
     backend = EngineBackend(
         state, default_configuration(), BackendOptions(scheduler_names=("default-scheduler",))
     )
-    with serve(create_app(backend, ServerSettings())) as url, httpx.Client(base_url=url) as c:
+    with (
+        serve(create_app(backend, ServerSettings()), limits=ListenerLimits()) as url,
+        httpx.Client(base_url=url) as c,
+    ):
         yield Replay(run, c, state)
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
+from app.serving.guard import ListenerLimits
 from app.serving.server import create_app
 
 from ..live import serve
@@ -99,10 +100,13 @@ def bodies(verb: str) -> st.SearchStrategy[bytes]:
     return documents.map(lambda doc: json.dumps(doc).encode()) | raw
 
 
-@pytest.fixture(scope="module")
-def url() -> Iterator[str]:
+@pytest.fixture(scope="module", params=["protocol", "router"])
+def url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The service as ``serve`` runs it (the guarded protocol answers plain verb calls
+    itself), and under uvicorn's own protocol (every call through the verbs' router)."""
     backend = backend_from_args(build_parser().parse_args(["serve", "--demo"])).backend
-    with serve(create_app(backend)) as base:
+    limits = ListenerLimits() if request.param == "protocol" else None
+    with serve(create_app(backend), limits=limits) as base:
         yield base
 
 

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+
 import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.http.errors import WireError
+from app.verbs import wire
 from app.verbs.wire import (
     HostScoreEncoder,
     encode_filter_error,
@@ -17,8 +21,10 @@ from app.verbs.wire import (
     encode_preemption_result,
     go_fields,
     parse_extender_args,
+    parse_extender_args_generic,
     parse_pod,
     parse_preemption_args,
+    parse_preemption_args_generic,
 )
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
 from scheduler_core.framework.status import Code, Status
@@ -260,3 +266,108 @@ def test_the_score_encoder_writes_the_bytes_of_the_dict_path(pairs: list[tuple[s
 def test_the_score_encoder_refuses_mismatched_lengths() -> None:
     with pytest.raises(ValueError, match="2 node names but 1 scores"):
         HostScoreEncoder()(["a", "b"], [1])
+
+
+# --- the typed decoder and the generic one agree -----------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=8,
+)
+_pods = st.one_of(
+    _json,
+    st.fixed_dictionaries({"metadata": st.fixed_dictionaries({"name": st.text(max_size=4)})}),
+)
+_names = st.one_of(st.none(), st.lists(st.text(max_size=6), max_size=4), _json)
+_uids = st.one_of(st.text(max_size=3), _json)
+_victims = st.one_of(
+    st.none(),
+    _json,
+    st.fixed_dictionaries(
+        {"Pods": st.one_of(st.none(), st.lists(st.fixed_dictionaries({"UID": _uids})))},
+        optional={"NumPDBViolations": st.one_of(st.integers(-(2**64), 2**64), _json)},
+    ),
+)
+#: Mostly kube-scheduler's own keys, sometimes as Go would also read them (any case), or a
+#: key Go ignores.
+_keys = st.sampled_from(["", "", "", "lower", "upper", "stray"])
+
+
+def _keyed(key: str, how: str) -> str:
+    return {"lower": key.lower(), "upper": key.upper(), "stray": key + "x"}.get(how, key)
+
+
+def _outcome(parse: Callable[[bytes], object], body: bytes) -> object:
+    try:
+        return parse(body)
+    except WireError as exc:
+        return ("refused", str(exc))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pod=st.one_of(st.none(), _pods),
+    names=_names,
+    nodes=st.one_of(st.none(), st.just({"items": [{"metadata": {"name": "n1"}}]}), _json),
+    keys=st.tuples(_keys, _keys, _keys),
+    drop=st.sets(st.sampled_from(["Pod", "Nodes", "NodeNames"])),
+)
+def test_extender_args_decode_as_the_generic_go_decoder_does(
+    pod: object, names: object, nodes: object, keys: tuple[str, str, str], drop: set[str]
+) -> None:
+    fields = {"Pod": pod, "Nodes": nodes, "NodeNames": names}
+    doc = {
+        _keyed(k, how): v for (k, v), how in zip(fields.items(), keys, strict=True) if k not in drop
+    }
+    body = json.dumps(doc).encode()
+    assert _outcome(parse_extender_args, body) == _outcome(parse_extender_args_generic, body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pod=st.one_of(st.none(), _pods),
+    victims=st.one_of(st.none(), _json, st.dictionaries(st.text(max_size=3), _victims)),
+    full=st.one_of(st.none(), st.just({})),
+    how=_keys,
+)
+def test_preemption_args_decode_as_the_generic_go_decoder_does(
+    pod: object, victims: object, full: object, how: str
+) -> None:
+    doc = {"Pod": pod, "NodeNameToVictims": full, _keyed("NodeNameToMetaVictims", how): victims}
+    body = json.dumps(doc).encode()
+    assert _outcome(parse_preemption_args, body) == _outcome(parse_preemption_args_generic, body)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"", b"[]", b"{", b'{"Pod": {}} x', b'{"Pod": {"a": NaN}}', b'\xef\xbb\xbf{"Pod": {}}'],
+)
+def test_what_the_typed_decoder_refuses_gets_the_generic_sentence(raw: bytes) -> None:
+    assert _outcome(parse_extender_args, raw) == _outcome(parse_extender_args_generic, raw)
+    assert _outcome(parse_preemption_args, raw) == _outcome(parse_preemption_args_generic, raw)
+
+
+def test_a_body_nested_past_the_decoders_depth_is_refused_with_a_sentence() -> None:
+    deep = b'{"Pod": {"a": ' + b"[" * 5000 + b"]" * 5000 + b"}}"
+    for parse in (parse_extender_args, parse_preemption_args):
+        with pytest.raises(WireError, match="malformed JSON"):
+            parse(deep)
+
+
+def test_every_captured_request_of_kube_scheduler_takes_the_typed_decoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What kube-scheduler sends is decoded once: the generic way is for other clients (the
+    full-object preempt form excepted, which always takes it)."""
+
+    def generic(_: bytes) -> None:
+        raise AssertionError("decoded the generic way")
+
+    monkeypatch.setattr(wire, "parse_extender_args_generic", generic)
+    monkeypatch.setattr(wire, "parse_preemption_args_generic", generic)
+    for run in (NODE_CACHE, FULL):
+        for name in requests(run, "filter") + requests(run, "prioritize"):
+            parse_extender_args(body(run, name))
+    for name in requests(NODE_CACHE, "preempt"):
+        parse_preemption_args(body(NODE_CACHE, name))
