@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -64,6 +64,9 @@ from scheduler_core.framework.node_scores import FloatArray, NodeScoreArray
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.status import Status
+
+if TYPE_CHECKING:
+    from scheduler_core.framework.cannot_help import CannotHelp
 
 log = logging.getLogger("scheduler_core.session")
 
@@ -119,6 +122,10 @@ class Session:
     #: pre-predicate found so while actions or verbs considered them (the reclaim loop
     #: reports them as events, the preempt verb keeps kube-scheduler's victims for them).
     not_evaluable: dict[str, tuple[TaskInfo, Status]] = field(default_factory=dict)
+    #: task key -> why no eviction can help that task (``framework/cannot_help.py``), for
+    #: the waiting tasks the actions found no victims for and judged so (the reclaim loop
+    #: reports them as events).
+    cannot_help: dict[str, tuple[TaskInfo, CannotHelp]] = field(default_factory=dict)
 
     #: hook -> plugin name -> function, filled by the plugins' ``on_session_open``
     _hooks: dict[Hook[Any], dict[str, Any]] = field(default_factory=dict)
