@@ -19,7 +19,6 @@ more row: a detector over :class:`Evidence` and a sentence builder.
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections import Counter
 from collections.abc import Callable
@@ -33,14 +32,14 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import IGNORED_SCALARS, ZERO, Resource
 from scheduler_core.api.storage import pending_needs
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.cannot_help_verdict import CANNOT_HELP_REASON as CANNOT_HELP_REASON
+from scheduler_core.framework.cannot_help_verdict import CannotHelp as CannotHelp
+from scheduler_core.framework.cannot_help_verdict import Kind as Kind
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.cannot_help")
-
-#: The event reason on a waiting pod that no eviction can help.
-CANNOT_HELP_REASON: Final = "ReclaimCannotHelp"
 
 #: The predicates' names and reasons the node kinds below recognise (kube-scheduler's
 #: plugin names and messages, which the predicates plugin reproduces).
@@ -52,30 +51,6 @@ _NODE_DIMENSIONS = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
 _VOLUME_PLUGINS = frozenset({"VolumeBinding", "VolumeZone", "VolumeRestrictions"})
 _PLACEMENT_REASON = "node(s) didn't match Pod's node affinity/selector"
 _RESOURCES_PLUGIN = "NodeResourcesFit"
-
-
-class Kind(enum.Enum):
-    """What is missing. The value is stable: logs, the explain API and tests read it."""
-
-    CAPABILITY = "capability"
-    PLACEMENT = "placement"
-    VOLUMES = "volumes"
-    DEVICES = "devices"
-    RESOURCES = "resources"
-    NODES = "nodes"
-
-
-@dataclass(frozen=True, slots=True)
-class CannotHelp:
-    """The verdict: which kind of "no", and the sentence naming what is missing."""
-
-    kind: Kind
-    detail: str
-
-    @property
-    def note(self) -> str:
-        """The event's note and the explain API's words (one sentence for both)."""
-        return f"no eviction can help this pod: {self.detail}"
 
 
 @dataclass(slots=True)

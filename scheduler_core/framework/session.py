@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration, Tier
+from scheduler_core.framework.cannot_help_verdict import CannotHelp
 from scheduler_core.framework.fit import PERMITTED, Vote
 from scheduler_core.framework.hooks import (
     ADJUST_WEIGHTS,
@@ -64,9 +65,6 @@ from scheduler_core.framework.node_scores import FloatArray, NodeScoreArray
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.status import Status
-
-if TYPE_CHECKING:
-    from scheduler_core.framework.cannot_help import CannotHelp
 
 log = logging.getLogger("scheduler_core.session")
 
