@@ -349,7 +349,7 @@ class ReclaimAction(Action):
                 return True
             node_stmt.discard()
         # No node could be freed for it: say so when no eviction at all could have.
-        note_if_unhelpable(ssn, job, task)
+        note_if_unhelpable(ssn, job, task, likely=nodes)
         return False
 
     def _queues_on(self, ssn: Session, node: NodeInfo) -> set[str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -61,6 +61,9 @@ class Evidence:
     ssn: Session
     job: JobInfo
     task: TaskInfo
+    #: Nodes to try first (the caller's nodes that pass what no eviction changes): the
+    #: first that would take the pod emptied ends the walk.
+    likely: Sequence[NodeInfo] = ()
     _refusals: list[Status] | None = None
     _walked: bool = False
     _kinds: Counter[Kind] = field(default_factory=Counter)
@@ -71,7 +74,7 @@ class Evidence:
         or it is not this module's to say."""
         if not self._walked:
             self._walked = True
-            self._refusals = _node_refusals(self.ssn, self.task)
+            self._refusals = _node_refusals(self.ssn, self.task, self.likely)
             if self._refusals is not None:
                 self._kinds = Counter(_node_kind(err) for err in self._refusals)
         return self._refusals
@@ -193,11 +196,18 @@ KINDS: Final[tuple[KindRow, ...]] = (
 )
 
 
-def judge(ssn: Session, job: JobInfo, task: TaskInfo, *, nodes: bool = True) -> CannotHelp | None:
+def judge(
+    ssn: Session,
+    job: JobInfo,
+    task: TaskInfo,
+    *,
+    nodes: bool = True,
+    likely: Sequence[NodeInfo] = (),
+) -> CannotHelp | None:
     """Why no eviction can help ``task`` of ``job``, or None when one might (or the engine
-    cannot tell). ``nodes=False`` asks only the job-level kinds (a job not admitted has
-    no placement to judge yet)."""
-    ev = Evidence(ssn, job, task)
+    cannot tell). ``nodes=False`` asks only the job-level kinds; ``likely``: nodes to try
+    first (see ``Evidence``), which changes how fast the answer comes, never the answer."""
+    ev = Evidence(ssn, job, task, likely)
     for row in KINDS:
         if not nodes and row.kind is not Kind.CAPABILITY:
             continue
@@ -210,12 +220,16 @@ def judge(ssn: Session, job: JobInfo, task: TaskInfo, *, nodes: bool = True) -> 
 # --- the nodes, emptied ------------------------------------------------------------------
 
 
-def _node_refusals(ssn: Session, task: TaskInfo) -> list[Status] | None:
+def _node_refusals(ssn: Session, task: TaskInfo, likely: Sequence[NodeInfo]) -> list[Status] | None:
     affinity = task.pod_affinity
     if affinity is not None and affinity.required:
         return None
     if not ssn.nodes:
         return None
+    for node in likely:
+        err = _emptied_verdict(ssn, task, node)
+        if err is None or err.not_evaluable:
+            return None
     refusals: list[Status] = []
     for node in ssn.nodes.values():
         err = _emptied_verdict(ssn, task, node)
@@ -292,7 +306,12 @@ def _unoffered_requests(ssn: Session, task: TaskInfo) -> list[str]:
 
 
 def note_if_unhelpable(
-    ssn: Session, job: JobInfo, task: TaskInfo, *, nodes: bool = True
+    ssn: Session,
+    job: JobInfo,
+    task: TaskInfo,
+    *,
+    nodes: bool = True,
+    likely: Sequence[NodeInfo] = (),
 ) -> CannotHelp | None:
     """``judge``, remembered in the session (``Session.cannot_help``) when no eviction can
     help: what the actions call when they found no victims for a waiting task. A pod of
@@ -300,7 +319,7 @@ def note_if_unhelpable(
     gang of a hundred alike is walked over the nodes once)."""
     verdict = _alike(ssn, task) if nodes else None
     if verdict is None:
-        verdict = judge(ssn, job, task, nodes=nodes)
+        verdict = judge(ssn, job, task, nodes=nodes, likely=likely)
     if verdict is not None:
         ssn.cannot_help[task.key] = (task, verdict)
         log.log(

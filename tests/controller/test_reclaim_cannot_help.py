@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.controller.decision import decide
 from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON, Kind
@@ -16,6 +18,7 @@ from tests.builders import (
     device_class,
     gpus,
     node,
+    pipelined,
     pod,
     podgroup,
     pv,
@@ -23,6 +26,7 @@ from tests.builders import (
     queue,
     resource_claim,
     resource_slice,
+    run,
     snapshot,
     with_min_resources,
     with_resource_claims,
@@ -32,6 +36,7 @@ from tests.controller.reclaim_world import reclaim_conf
 from tests.controller.test_reclaim_loop import Harness
 
 ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
 
 
 def starving(preemptor: Obj, *extra: Obj, q2: Obj | None = None) -> list[Obj]:
@@ -229,3 +234,49 @@ def test_a_pod_the_engine_cannot_judge_hears_not_evaluable_only() -> None:
     h.objs = starving(with_resource_claims(pod("b0", queue="q2"), "gpu"), resource_claim("gpu"))
     h.loop.run_once()
     assert [(n, r) for n, r, _ in h.recorder.events] == [("b0", "NotEvaluable")]
+
+
+# --- the invariant, over generated waiting pods ---------------------------------------------
+
+VOLUMES: dict[str, list[Obj]] = {
+    "none": [],
+    "zone-a": [pvc("data", volume="pv-a"), pv("pv-a", labels={ZONE: "a"})],
+    "zone-b": [pvc("data", volume="pv-b"), pv("pv-b", labels={ZONE: "b"})],
+    "local-n1": [pvc("data", volume="pv-l"), pv("pv-l", hostname="n1")],
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cpu=st.sampled_from(["1", "2", "3"]),
+    selector=st.sampled_from([None, {ZONE: "a"}, {ZONE: "b"}, {HOST: "n0"}]),
+    tainted=st.sets(st.sampled_from(["n0", "n1"])),
+    capability=st.sampled_from([None, "1", "4"]),
+    volume=st.sampled_from(sorted(VOLUMES)),
+)
+def test_cannot_help_is_said_only_when_even_an_empty_cluster_would_not_place_the_pod(
+    cpu: str,
+    selector: dict[str, str] | None,
+    tainted: set[str],
+    capability: str | None,
+    volume: str,
+) -> None:
+    """Whenever the loop says no eviction can help, allocate on the same cluster with every
+    other pod gone does not place the pod either; and a pod evicted for is never told so."""
+    preemptor = pod("b0", queue="q2", cpu=cpu, node_selector=selector)
+    if volume != "none":
+        preemptor = with_volumes(preemptor, claim_volume("v", "data"))
+    q2 = queue("q2", capability={"cpu": capability} if capability else None)
+    objs = starving(preemptor, *VOLUMES[volume], q2=q2)
+    for obj in objs:
+        if obj["kind"] == "Node":
+            obj["metadata"]["labels"][HOST] = obj["metadata"]["name"]
+            if obj["metadata"]["name"] in tainted:
+                obj["spec"]["taints"] = [{"key": "t", "value": "x", "effect": "NoSchedule"}]
+    decision = decide(snapshot(objs), reclaim_conf())
+    evicted_for = {p.preemptor.key for p in decision.evictions if p.preemptor is not None}
+    assert not ("ns/b0" in evicted_for and "ns/b0" in decision.cannot_help)
+    if "ns/b0" in decision.cannot_help:
+        empty = [o for o in objs if not (o["kind"] == "Pod" and o["metadata"]["name"] != "b0")]
+        ssn = run(empty, reclaim_conf())
+        assert "ns/b0" not in {t.key for t in ssn.bound} | set(pipelined(ssn))
