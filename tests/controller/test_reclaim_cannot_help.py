@@ -280,3 +280,14 @@ def test_cannot_help_is_said_only_when_even_an_empty_cluster_would_not_place_the
         empty = [o for o in objs if not (o["kind"] == "Pod" and o["metadata"]["name"] != "b0")]
         ssn = run(empty, reclaim_conf())
         assert "ns/b0" not in {t.key for t in ssn.bound} | set(pipelined(ssn))
+
+
+def test_an_unchanged_cluster_tells_the_pod_once() -> None:
+    """A cycle that decided nothing time could change leaves the loop quiet until the
+    cluster changes: the pod is not told again (and the recorder folds what repeats)."""
+    h = Harness()
+    h.objs = starving(pod("b0", queue="q2", node_selector={"disk": "ssd"}))
+    h.version = lambda: 7
+    assert h.loop.run_once() is not None
+    assert h.loop.run_once() is None
+    assert [(n, r) for n, r, _ in h.recorder.events] == [("b0", CANNOT_HELP_REASON)]

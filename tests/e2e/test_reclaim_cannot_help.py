@@ -10,11 +10,14 @@ case in ``test_reclaim_volumes.py``.)
 
 from __future__ import annotations
 
+import json
 import time
+import urllib.request
 from typing import Any
 
 from tests.e2e import test_reclaim_loop as loops
 from tests.e2e import test_reclaim_volumes as volumes
+from tests.e2e.conftest import Stack
 from tests.e2e.kube import Kube
 from tests.e2e.test_reclaim_loop import (
     QUIET,
@@ -37,9 +40,17 @@ def nothing_evicted(kube: Kube, loop: Any, ns: str, names: list[str]) -> None:
     assert sorted(kube.bound(ns)) == sorted(names)
 
 
+def explained(url: str, ns: str, name: str) -> dict[str, Any]:
+    with urllib.request.urlopen(f"{url}/api/v1/pods/{ns}/{name}/explain", timeout=10) as answer:
+        doc: dict[str, Any] = json.loads(answer.read())
+        return doc
+
+
 def test_a_node_selector_no_node_matches_is_told_and_nothing_is_evicted(
-    kube: Kube, reclaimer: Any
+    kube: Kube, reclaimer: Any, stack: Stack
 ) -> None:
+    """Also asked of another replica (the stack's extender, which does not run this loop):
+    its explain answer says what the loop's event says."""
     ns, _tag, _q1, q2, names = first_queue_fills_two_nodes(kube)
     loop = reclaimer()
     kube.pod(ns, "b0", queue=q2, node_selector={"disk": "ssd"})
@@ -47,6 +58,8 @@ def test_a_node_selector_no_node_matches_is_told_and_nothing_is_evicted(
     assert "no eviction can help this pod: no node matches its node selector or affinity" in note
     assert "2 node(s) didn't match Pod's node affinity/selector" in note
     nothing_evicted(kube, loop, ns, names)
+    steps = {step["name"]: step for step in explained(stack.extender.url, ns, "b0")["steps"]}
+    assert note == f"ReclaimCannotHelp: {steps['eviction-helps']['detail']}"
 
 
 def test_a_volume_bound_in_another_zone_is_told_and_nothing_is_evicted(
