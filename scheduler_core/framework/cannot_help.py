@@ -44,7 +44,6 @@ log = logging.getLogger("scheduler_core.cannot_help")
 #: The predicates' names and reasons the node kinds below recognise (kube-scheduler's
 #: plugin names and messages, which the predicates plugin reproduces).
 _DEVICE_PLUGIN = "DynamicResources"
-_DEVICE_PLUGINS = frozenset({_DEVICE_PLUGIN})
 #: What a node has that is not a device: a pod short of only other things on an empty node
 #: is short of the devices its claims count as.
 _NODE_DIMENSIONS = frozenset({"cpu", "memory", "ephemeral-storage", "pods"})
@@ -55,8 +54,9 @@ _RESOURCES_PLUGIN = "NodeResourcesFit"
 
 @dataclass(slots=True)
 class Evidence:
-    """What the detectors read, worked out once and only when a detector asks: the job
-    and its queue, and each node's verdict on the pod once the node is emptied."""
+    """What the detectors read: the session, the job and the pod, and each node's verdict
+    on the pod once the node is emptied (worked out once, and only when a detector asks:
+    the job-level kinds need no walk over the nodes)."""
 
     ssn: Session
     job: JobInfo
@@ -101,8 +101,6 @@ class KindRow:
     else None."""
 
     kind: Kind
-    #: What a person reads in the documentation's table.
-    what: str
     detail: Callable[[Evidence], str | None]
 
 
@@ -171,46 +169,35 @@ def _devices(ev: Evidence) -> str | None:
 #: The kinds of "no", in the order they are tried: the job-level ones first (they need no
 #: walk over the nodes), then those read from the nodes' refusals.
 KINDS: Final[tuple[KindRow, ...]] = (
-    KindRow(Kind.CAPABILITY, "the job alone asks more than its queue's capability", _capability),
+    KindRow(Kind.CAPABILITY, _capability),
     KindRow(
         Kind.PLACEMENT,
-        "its node selector or required node affinity matches no node",
         _node_detail(Kind.PLACEMENT, "no node matches its node selector or affinity"),
     ),
     KindRow(
         Kind.VOLUMES,
-        "a volume it uses is bound where no usable node is (another node or zone)",
         _node_detail(Kind.VOLUMES, "its volumes are bound where no node can reach them"),
     ),
-    KindRow(Kind.DEVICES, "no node offers the devices its claims ask for", _devices),
+    KindRow(Kind.DEVICES, _devices),
     KindRow(
         Kind.RESOURCES,
-        "it asks more than any node's allocatable",
         _node_detail(Kind.RESOURCES, "no node is large enough for it even when empty"),
     ),
     KindRow(
         Kind.NODES,
-        "every node refuses it for another reason (taints, cordoned nodes, ...)",
         _node_detail(Kind.NODES, "no node takes it even with every pod on it evicted"),
     ),
 )
 
 
 def judge(
-    ssn: Session,
-    job: JobInfo,
-    task: TaskInfo,
-    *,
-    nodes: bool = True,
-    likely: Sequence[NodeInfo] = (),
+    ssn: Session, job: JobInfo, task: TaskInfo, *, likely: Sequence[NodeInfo] = ()
 ) -> CannotHelp | None:
     """Why no eviction can help ``task`` of ``job``, or None when one might (or the engine
-    cannot tell). ``nodes=False`` asks only the job-level kinds; ``likely``: nodes to try
-    first (see ``Evidence``), which changes how fast the answer comes, never the answer."""
+    cannot tell). ``likely``: nodes to try first (see ``Evidence``), which changes how fast
+    the answer comes, never the answer."""
     ev = Evidence(ssn, job, task, likely)
     for row in KINDS:
-        if not nodes and row.kind is not Kind.CAPABILITY:
-            continue
         detail = row.detail(ev)
         if detail:
             return CannotHelp(row.kind, detail)
@@ -262,7 +249,7 @@ def _emptied_verdict(ssn: Session, task: TaskInfo, node: NodeInfo) -> Status | N
 
 
 def _node_kind(err: Status) -> Kind:
-    if err.plugin in _DEVICE_PLUGINS:
+    if err.plugin == _DEVICE_PLUGIN:
         return Kind.DEVICES
     if err.plugin in _VOLUME_PLUGINS:
         return Kind.VOLUMES
@@ -310,16 +297,15 @@ def note_if_unhelpable(
     job: JobInfo,
     task: TaskInfo,
     *,
-    nodes: bool = True,
     likely: Sequence[NodeInfo] = (),
 ) -> CannotHelp | None:
     """``judge``, remembered in the session (``Session.cannot_help``) when no eviction can
     help: what the actions call when they found no victims for a waiting task. A pod of
     the same job and role asking the same as one already judged so shares its verdict (a
     gang of a hundred alike is walked over the nodes once)."""
-    verdict = _alike(ssn, task) if nodes else None
+    verdict = _alike(ssn, task)
     if verdict is None:
-        verdict = judge(ssn, job, task, nodes=nodes, likely=likely)
+        verdict = judge(ssn, job, task, likely=likely)
     if verdict is not None:
         ssn.cannot_help[task.key] = (task, verdict)
         log.log(
