@@ -54,6 +54,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.topology import Domain
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.cannot_help import note_if_unhelpable
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
 from scheduler_core.framework.session import QueueShare, Session
@@ -120,6 +121,12 @@ class ReclaimAction(Action):
         )
         for job in ssn.schedulable_jobs():
             if job.is_pending():
+                # Not admitted, so never reclaimed for; but a job no eviction could ever
+                # place is told what is missing (its first waiting pod, as it stands for
+                # the job's admission).
+                waiting = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.gated]
+                if waiting:
+                    note_if_unhelpable(ssn, job, PriorityQueue(ssn.task_order_fn, waiting).pop())
                 continue
             result = ssn.job_valid(job)
             if result is not None and not result.is_success:
@@ -243,6 +250,7 @@ class ReclaimAction(Action):
                 log.log(
                     v(3), "Queue <%s> cannot reclaim for task <%s>, skip", queue.name, task.name
                 )
+                note_if_unhelpable(ssn, job, task)
                 continue
             err = ssn.pre_predicate(task)
             if err is not None:
@@ -419,6 +427,9 @@ class ReclaimAction(Action):
                 task.key,
                 job.queue,
             )
+            # Beyond its share, yet that may not be all: a pod no eviction could place is
+            # told what is missing rather than nothing.
+            note_if_unhelpable(ssn, job, task)
             return False
         if within is not None:
             feasible = self._feasible_in(task)
@@ -520,6 +531,8 @@ class ReclaimAction(Action):
                 stmt.merge(node_stmt)
                 return True
             node_stmt.discard()
+        # No node could be freed for it: say so when no eviction at all could have.
+        note_if_unhelpable(ssn, job, task, likely=nodes)
         return False
 
     def _feasible_in(self, task: TaskInfo) -> frozenset[str]:

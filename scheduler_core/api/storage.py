@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from scheduler_core.api.devices import ClaimShape, DeviceCatalog, DeviceId
+from scheduler_core.api.devices import ClaimShape, DeviceCatalog, DeviceId, DeviceRequest
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 
 READ_WRITE_ONCE_POD = "ReadWriteOncePod"
@@ -209,3 +209,55 @@ def placement_signature(task: TaskInfo, storage: StorageCatalog) -> tuple[object
             return own
         parts.append((pv.source, pv.node_affinity, tuple(sorted(pv.labels.items()))))
     return tuple(parts)
+
+
+# --- a pod's device requests ---------------------------------------------------------------
+
+
+def claim_key(task: TaskInfo, claim: str) -> str:
+    return f"{task.namespace}/{claim}"
+
+
+#: One request to satisfy: who asks (for reasons and the compile cache), the owner's
+#: version, and the request.
+Need = tuple[str, str, DeviceRequest]
+
+
+def pending_needs(task: TaskInfo, storage: StorageCatalog) -> tuple[list[Need], list[str]]:
+    """The requests of the pod's claims not yet allocated, and why some cannot be judged
+    (empty: all can)."""
+    needs: list[Need] = []
+    reasons: list[str] = []
+    for ref in task.resource_claims:
+        if ref.claim:
+            key = claim_key(task, ref.claim)
+            claim = storage.resource_claims.get(key)
+            if claim is None:
+                reasons.append(f"ResourceClaim {key} not in the cache")
+                continue
+            if claim.allocated:
+                continue
+            owner, version, shape = (
+                f"ResourceClaim {key}",
+                f"{claim.uid}/{claim.resource_version}",
+                claim.shape,
+            )
+        elif ref.template:
+            key = claim_key(task, ref.template)
+            template = storage.claim_templates.get(key)
+            if template is None:
+                reasons.append(f"ResourceClaimTemplate {key} not in the cache")
+                continue
+            owner, version, shape = (
+                f"ResourceClaimTemplate {key}",
+                f"{template.uid}/{template.resource_version}",
+                template.shape,
+            )
+        else:
+            reasons.append(f"resource claim {ref.name} names neither a claim nor a template")
+            continue
+        if shape.unjudged:
+            reasons.append(f"{owner}: {shape.unjudged}")
+            continue
+        needs.extend((owner, version, request) for request in shape.requests)
+    return needs, reasons

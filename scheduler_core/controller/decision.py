@@ -36,6 +36,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON, CannotHelp, Kind
 from scheduler_core.framework.hooks import ADJUST_WEIGHTS
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.registry import action_builder
@@ -133,6 +134,43 @@ class CycleDecision:
     #: domain could hold the whole gang even with the victims the queue rules allow (job
     #: uid -> its waiting members and the sentence that says so).
     no_domain: dict[str, tuple[tuple[TaskInfo, ...], str]] = field(default_factory=dict)
+    #: Waiting pods the actions found no victims for and that no eviction at all could
+    #: help (pod key -> the pod and what is missing), in the order they were met.
+    cannot_help: dict[str, tuple[TaskInfo, CannotHelp]] = field(default_factory=dict)
+
+    def unhelped(self) -> list[Unhelped]:
+        """Every waiting pod the cycle evicted nothing for with a reason to tell it, and
+        that reason: one list, so the loop writes them one way and each pod hears one."""
+        told = [
+            Unhelped(
+                task,
+                NOT_EVALUABLE_REASON,
+                "not evicting for this pod: the scheduler extender cannot judge where it "
+                f"fits ({err.plugin}): {'; '.join(err.reasons)}",
+            )
+            for task, err in self.not_evaluable.values()
+        ]
+        told += [
+            Unhelped(task, CANNOT_HELP_REASON, verdict.note)
+            for key, (task, verdict) in self.cannot_help.items()
+            if key not in self.not_evaluable
+        ]
+        return told
+
+
+#: The event reason on a waiting pod the loop does not evict for because it cannot judge it.
+NOT_EVALUABLE_REASON = "NotEvaluable"
+
+
+@dataclass(frozen=True, slots=True)
+class Unhelped:
+    """A waiting pod the cycle did not evict for, and the event that says why: its reason
+    (``NotEvaluable``: the engine cannot judge it; ``ReclaimCannotHelp``: no eviction could
+    make it fit) and note."""
+
+    task: TaskInfo
+    reason: str
+    note: str
 
 
 def decide(
@@ -169,6 +207,14 @@ def decide(
             result.latency_ms[name] = (time.perf_counter() - started) * 1e3
         result.not_evaluable = dict(ssn.not_evaluable)
         result.no_domain = dict(ssn.no_domain)
+        result.cannot_help = dict(ssn.cannot_help)
+        for members, sentence in result.no_domain.values():
+            # A topology gang no single domain can hold after reclaim is told like any other
+            # pod no eviction can help, under the same reason, its kind saying why.
+            for member in members:
+                result.cannot_help.setdefault(
+                    member.key, (member, CannotHelp(Kind.TOPOLOGY, sentence))
+                )
         for eviction in ssn.evictions:
             result.evictions.append(
                 _planned(

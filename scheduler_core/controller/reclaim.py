@@ -50,19 +50,16 @@ from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.logutil import v
 
-from .decision import CycleDecision, PlannedEviction, decide, live_configuration
+from .decision import (
+    CycleDecision,
+    PlannedEviction,
+    decide,
+    live_configuration,
+)
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .eviction import EvictionResult, evict
 from .periodic import BACKGROUND_SHARE, Periodic
 from .rest import RestClient
-
-#: The event reason on a waiting pod the loop does not evict for because it cannot judge it.
-NOT_EVALUABLE_REASON = "NotEvaluable"
-
-#: The event reason on the waiting members of a gang with a network topology request that
-#: the loop does not evict for because no single domain could hold the whole gang even
-#: after reclaim (evicting in several domains would be in vain: it may only run in one).
-NO_DOMAIN_REASON = "ReclaimNoDomain"
 
 #: How many of the last evictions the loop remembers for people to read.
 HISTORY_SIZE = 50
@@ -336,8 +333,7 @@ class ReclaimLoop:
             self.metrics.latency.labels(action).observe(ms)
         self.metrics.victims.set(len(decision.evictions))
         self._carry_out(decision)
-        self._not_evaluable(decision)
-        self._no_domain(decision)
+        self._tell_unhelped(decision)
         self.metrics.cycle.observe(time.perf_counter() - started)
         self.cycles += 1
         return decision
@@ -421,33 +417,21 @@ class ReclaimLoop:
         for evicted in done.values():
             self._preemptor_side(evicted)
 
-    def _not_evaluable(self, decision: CycleDecision) -> None:
-        """An event on each waiting pod the cycle would have evicted for if it could judge
-        where the pod fits, naming what it could not judge (recorded as a series: the same
-        note again within the recorder's window only counts)."""
-        for task, err in decision.not_evaluable.values():
+    def _tell_unhelped(self, decision: CycleDecision) -> None:
+        """An event on each waiting pod the cycle evicted nothing for and can say why:
+        ``NotEvaluable`` (it cannot judge where the pod fits, and names what) or
+        ``ReclaimCannotHelp`` (no eviction could make it fit, and names what is missing).
+        Recorded as a series: the same reason again within the recorder's window only
+        counts, so a pod hears each reason once until something changes."""
+        for told in decision.unhelped():
             if not self.leader.is_leader():
                 return
+            task = told.task
             ref = ObjectRef(kind="Pod", name=task.name, namespace=task.namespace, uid=task.uid)
-            note = (
-                "not evicting for this pod: the scheduler extender cannot judge where it "
-                f"fits ({err.plugin}): {'; '.join(err.reasons)}"
+            log.log(
+                v(2), "Pod %s: nothing evicted for it (%s): %s", task.key, told.reason, told.note
             )
-            log.log(v(2), "Pod %s is not evaluable, nothing evicted for it: %s", task.key, note)
-            self.leader.recorder.record(ref, WARNING, NOT_EVALUABLE_REASON, note)
-
-    def _no_domain(self, decision: CycleDecision) -> None:
-        """An event on each waiting member of a topology gang the cycle evicted nothing for
-        because no single domain could hold it even after reclaim (a series: the same note
-        again within the recorder's window only counts)."""
-        for members, sentence in decision.no_domain.values():
-            for task in members:
-                if not self.leader.is_leader():
-                    return
-                ref = ObjectRef(kind="Pod", name=task.name, namespace=task.namespace, uid=task.uid)
-                self.leader.recorder.record(ref, WARNING, NO_DOMAIN_REASON, sentence)
-            if members:
-                log.log(v(2), "Gang of pod %s: %s", members[0].key, sentence)
+            self.leader.recorder.record(ref, WARNING, told.reason, told.note)
 
     def _carry_out_group(
         self,

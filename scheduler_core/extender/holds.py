@@ -20,6 +20,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.filter import check_pod
 from scheduler_core.extender.preempt import gangs_broken
+from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON, judge
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.fairshare.attrs import QueueAttr
 from scheduler_core.report import queue_attrs
@@ -72,7 +73,9 @@ def preempt_refusals(
     chosen: dict[str, Any],
 ) -> list[Refusal]:
     """Why the proposed victims on the candidate nodes the verb left out (or answered with
-    other victims) were refused, one entry per distinct reason."""
+    other victims) were refused, one entry per distinct reason; when the verb chose no
+    victims anywhere and no eviction at all could place the pod, that first (the reclaim
+    loop's ``ReclaimCannotHelp``, in the same words)."""
     ctx = PodContext(acct, pod)
     ssn, job = ctx.ssn, ctx.job
     if job is None or ctx.queue is None:
@@ -80,6 +83,10 @@ def preempt_refusals(
     preemptor = job.tasks.get(ctx.task.uid, ctx.task)
     attrs = queue_attrs(ssn)
     found: dict[tuple[str, str], Refusal] = {}
+    if not chosen:
+        unaided = judge(ssn, job, preemptor)
+        if unaided is not None:
+            found[(CANNOT_HELP_REASON, unaided.note)] = Refusal(CANNOT_HELP_REASON, unaided.note)
     for node_name, proposed in candidates.items():
         node = ssn.nodes.get(node_name)
         kept = set(chosen[node_name].uids) if node_name in chosen else set()

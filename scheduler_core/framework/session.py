@@ -25,6 +25,7 @@ from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.topology import EMPTY_TOPOLOGY, Topology
 from scheduler_core.conf import SchedulerConfiguration, Tier
+from scheduler_core.framework.cannot_help_verdict import CannotHelp
 from scheduler_core.framework.fit import PERMITTED, Vote
 from scheduler_core.framework.hooks import (
     ADJUST_WEIGHTS,
@@ -124,6 +125,10 @@ class Session:
     #: request that reclaim would not evict for because no single domain could hold the
     #: whole gang even with the victims the queue rules allow (the reclaim loop tells them).
     no_domain: dict[str, tuple[tuple[TaskInfo, ...], str]] = field(default_factory=dict)
+    #: task key -> why no eviction can help that task (``framework/cannot_help.py``), for
+    #: the waiting tasks the actions found no victims for and judged so (the reclaim loop
+    #: reports them as events).
+    cannot_help: dict[str, tuple[TaskInfo, CannotHelp]] = field(default_factory=dict)
 
     #: hook -> plugin name -> function, filled by the plugins' ``on_session_open``
     _hooks: dict[Hook[Any], dict[str, Any]] = field(default_factory=dict)

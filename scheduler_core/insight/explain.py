@@ -29,6 +29,7 @@ from scheduler_core.extender.filter import (
 )
 from scheduler_core.extender.preempt import gangs_broken
 from scheduler_core.extender.preempt_node import select_victims_for_node
+from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON, CannotHelp, judge
 from scheduler_core.framework.status import Status
 from scheduler_core.insight.amounts import amounts
 from scheduler_core.insight.lookup import (
@@ -191,12 +192,18 @@ def _explain(
     steps.append(node_step)
     victims: list[NodeVictimsView] = []
     stuck = rejection is not None or not fitting
-    if stuck and unjudged is None and (rejection is None or rejection.resolvable):
+    evictable = stuck and unjudged is None and (rejection is None or rejection.resolvable)
+    unaided = _cannot_help(ctx) if evictable else None
+    if unaided is not None:
+        steps.append(_cannot_help_step(unaided))
+    if evictable and unaided is None:
         victims = _victims(ctx)
         steps.extend(_eviction_steps(ctx, victims))
     else:
         if not stuck:
             why = "the pod is not stuck"
+        elif unaided is not None:
+            why = unaided.note
         elif unjudged is not None:
             why = (
                 "the extender never evicts for a pod it cannot judge (kube-scheduler's own "
@@ -207,6 +214,8 @@ def _explain(
         steps.append(_skipped("preempt", "Could it preempt a lower-priority pod?", why))
         steps.append(_skipped("reclaim", "Could it reclaim from another queue?", why))
     summary = _summary(rejection.message if rejection else None, fitting, victims)
+    if unaided is not None:
+        summary += f"; {unaided.note}"
     if unjudged is not None:
         summary += (
             f"; the extender cannot judge where it fits ({'; '.join(unjudged.reasons)}) "
@@ -401,6 +410,26 @@ def _evaluable_step(unjudged: Status) -> Step:
         f"predicates.{unjudged.plugin}",
         "not evaluable: " + "; ".join(unjudged.reasons),
         {"code": unjudged.code.value, "plugin": unjudged.plugin, "reasons": unjudged.reasons},
+    )
+
+
+def _cannot_help(ctx: PodContext) -> CannotHelp | None:
+    """What no eviction can give the pod, judged as the reclaim loop judges it (the same
+    words as its ``ReclaimCannotHelp`` event), or None when an eviction might help."""
+    job = ctx.job
+    if job is None:
+        return None
+    return judge(ctx.ssn, job, job.tasks.get(ctx.task.uid, ctx.task))
+
+
+def _cannot_help_step(unaided: CannotHelp) -> Step:
+    return Step(
+        "eviction-helps",
+        "Could any eviction make it fit?",
+        "fail",
+        CANNOT_HELP_REASON,
+        unaided.note,
+        {"kind": unaided.kind.value, "missing": unaided.detail},
     )
 
 

@@ -93,6 +93,18 @@ def events(kube: Kube, ns: str, name: str) -> list[str]:
     return kube.scheduling_messages(ns, name)
 
 
+#: The loop's period as these tests start it (the extender's default).
+LOOP_PERIOD = 1.0
+
+
+def told_cannot_help(kube: Kube, ns: str, name: str) -> str:
+    """The extender's ``ReclaimCannotHelp`` event on pod ``name``, which must come within the
+    loop's period plus 5 s of kube-scheduler finding no node for it (the loop acts only
+    then)."""
+    kube.wait_message(ns, name, "FailedScheduling: ", timeout=60)
+    return kube.wait_message(ns, name, "ReclaimCannotHelp: ", timeout=LOOP_PERIOD + 5)
+
+
 def fill(kube: Kube, ns: str, queue: str, count: int, prefix: str, **extra: Any) -> list[str]:
     """``count`` 1-cpu pods of ``queue``, two to a node, placed directly (the test is about
     what the loop takes back, not about how they got there)."""

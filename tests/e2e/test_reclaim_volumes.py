@@ -20,7 +20,13 @@ from kubernetes import client
 
 from tests.e2e import test_reclaim_loop as loops
 from tests.e2e.kube import QUEUE_SCHEDULER, Kube
-from tests.e2e.test_reclaim_loop import QUIET, events, first_queue_fills_two_nodes, metric
+from tests.e2e.test_reclaim_loop import (
+    QUIET,
+    events,
+    first_queue_fills_two_nodes,
+    metric,
+    told_cannot_help,
+)
 
 #: The loop tests' fixture (a reclaiming extender of the test's own), here by name.
 reclaimer = loops.reclaimer
@@ -45,7 +51,11 @@ def storage(api: Any) -> Iterator[Any]:
             made.append(("sc", name))
             return name
 
-        def local_volume(self, name: str, node: str, ns: str, claim: str) -> str:
+        def local_volume(
+            self, name: str, node: str, ns: str, claim: str, key: str = "kubernetes.io/hostname"
+        ) -> str:
+            """A local volume bound to ``ns/claim``, reachable where label ``key`` is
+            ``node`` (the node's hostname by default; a zone for a zonal disk)."""
             core.create_persistent_volume(
                 {
                     "metadata": {"name": name},
@@ -61,7 +71,7 @@ def storage(api: Any) -> Iterator[Any]:
                                     {
                                         "matchExpressions": [
                                             {
-                                                "key": "kubernetes.io/hostname",
+                                                "key": key,
                                                 "operator": "In",
                                                 "values": [node],
                                             }
@@ -168,30 +178,24 @@ def test_a_local_volume_on_one_node_confines_the_evictions_to_it(
     assert not any(m.startswith("NotEvaluable: ") for m in events(kube, ns, "b0"))
 
 
-def test_no_eviction_for_a_pod_whose_device_claim_names_a_device_class_that_does_not_exist(
-    kube: Kube, reclaimer: Any, api: Any
-) -> None:
-    """An unallocated claim is judged by simulating its allocation against the DeviceClass it
-    names. Here no DeviceClass ``gpu.example.com`` exists: kube-scheduler cannot allocate the
-    claim, the loop cannot judge where the pod would fit, so it says NotEvaluable, naming the
-    missing class, and evicts nothing."""
-    ns, _tag, _q1, q2, _ = first_queue_fills_two_nodes(kube)
+def pod_with_device_claim(api: Any, ns: str, name: str, queue: str, device_class: str) -> str:
+    """A 1-cpu pod of ``queue`` for the queue scheduler with its own ResourceClaim ``gpu``
+    of one device of ``device_class``."""
     client.ResourceV1Api(api).create_namespaced_resource_claim(
         ns,
         {
             "metadata": {"name": "gpu"},
             "spec": {
                 "devices": {
-                    "requests": [{"name": "req", "exactly": {"deviceClassName": "gpu.example.com"}}]
+                    "requests": [{"name": "req", "exactly": {"deviceClassName": device_class}}]
                 }
             },
         },
     )
-    loop = reclaimer()
     client.CoreV1Api(api).create_namespaced_pod(
         ns,
         {
-            "metadata": {"name": "b0", "annotations": {"scheduling.volcano.sh/queue-name": q2}},
+            "metadata": {"name": name, "annotations": {"scheduling.volcano.sh/queue-name": queue}},
             "spec": {
                 "schedulerName": QUEUE_SCHEDULER,
                 "terminationGracePeriodSeconds": 0,
@@ -209,9 +213,55 @@ def test_no_eviction_for_a_pod_whose_device_claim_names_a_device_class_that_does
             },
         },
     )
+    return name
+
+
+def test_no_eviction_for_a_pod_whose_device_claim_names_a_device_class_that_does_not_exist(
+    kube: Kube, reclaimer: Any, api: Any
+) -> None:
+    """An unallocated claim is judged by simulating its allocation against the DeviceClass it
+    names. Here no DeviceClass ``gpu.example.com`` exists: kube-scheduler cannot allocate the
+    claim, the loop cannot judge where the pod would fit, so it says NotEvaluable, naming the
+    missing class, and evicts nothing."""
+    ns, _tag, _q1, q2, _ = first_queue_fills_two_nodes(kube)
+    loop = reclaimer()
+    pod_with_device_claim(api, ns, "b0", q2, "gpu.example.com")
     note = kube.wait_message(ns, "b0", "NotEvaluable: ", timeout=60)
     assert f"ResourceClaim {ns}/gpu" in note
     assert "DeviceClass gpu.example.com not in the cache" in note
     time.sleep(QUIET / 2)
     assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
     assert "b0" not in kube.bound(ns)
+
+
+def test_no_eviction_for_a_device_class_no_node_publishes_and_the_pod_is_told(
+    kube: Kube, reclaimer: Any, api: Any
+) -> None:
+    """The class exists, but no ResourceSlice offers a device of it: the engine judges the
+    claim (it can), finds that no eviction could give the pod a device, evicts nothing and
+    tells the pod which claim asks for what no node publishes."""
+    ns, tag, _q1, q2, names = first_queue_fills_two_nodes(kube)
+    resource = client.ResourceV1Api(api)
+    device_class = f"{tag}-gpu-x"
+    resource.create_device_class(
+        {
+            "metadata": {"name": device_class},
+            "spec": {
+                "selectors": [{"cel": {"expression": f'device.driver == "{tag}.gpu.example.com"'}}]
+            },
+        }
+    )
+    try:
+        loop = reclaimer()
+        pod_with_device_claim(api, ns, "b0", q2, device_class)
+        note = told_cannot_help(kube, ns, "b0")
+        assert (
+            f"ResourceClaim {ns}/gpu (request req) asks 1 device of class {device_class}; "
+            "no node publishes one"
+        ) in note
+        time.sleep(QUIET / 2)
+        assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0
+        assert sorted(kube.bound(ns)) == sorted(names)
+    finally:
+        with contextlib.suppress(client.ApiException):
+            resource.delete_device_class(device_class)

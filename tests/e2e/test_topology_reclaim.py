@@ -112,7 +112,7 @@ def test_when_no_switch_can_hold_the_gang_even_after_reclaim_nothing_is_evicted_
     )
     kube.podgroup(ns, "gang", 4, q1, network_topology={"mode": "hard", "highestTierAllowed": 1})
     gang = [kube.pod(ns, f"g{i}", cpu="2", queue=q1, group="gang") for i in range(4)]
-    note = kube.wait_message(ns, "g0", "ReclaimNoDomain: ", timeout=60)
+    note = kube.wait_message(ns, "g0", "ReclaimCannotHelp: ", timeout=60)
     assert "no single domain can hold the gang even after reclaim" in note
     assert "the most any tier-1 domain holds is 3" in note
     assert metric(loop, "queue_extender_reclaim_evictions_total", result="ok") == 0

@@ -31,7 +31,12 @@ from scheduler_core.api.devices import (
     Unjudged,
 )
 from scheduler_core.api.node import NodeInfo
-from scheduler_core.api.storage import ResourceClaimInfo, StorageCatalog
+from scheduler_core.api.storage import (
+    ResourceClaimInfo,
+    StorageCatalog,
+    claim_key,
+    pending_needs,
+)
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.framework.status import Code, Status
@@ -42,56 +47,7 @@ DYNAMIC_RESOURCES = "DynamicResources"
 ERR_REASON_CLAIM_NOT_AVAILABLE = "resourceclaim not available on the node"
 
 
-def claim_key(task: TaskInfo, claim: str) -> str:
-    return f"{task.namespace}/{claim}"
-
-
 ERR_REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
-
-
-#: One request to satisfy: who asks (for reasons and the compile cache), the owner's
-#: version, and the request.
-Need = tuple[str, str, DeviceRequest]
-
-
-def pending_needs(task: TaskInfo, storage: StorageCatalog) -> tuple[list[Need], list[str]]:
-    """The requests of the pod's claims not yet allocated, and why some cannot be judged
-    (empty: all can)."""
-    needs: list[Need] = []
-    reasons: list[str] = []
-    for ref in task.resource_claims:
-        if ref.claim:
-            key = claim_key(task, ref.claim)
-            claim = storage.resource_claims.get(key)
-            if claim is None:
-                reasons.append(f"ResourceClaim {key} not in the cache")
-                continue
-            if claim.allocated:
-                continue
-            owner, version, shape = (
-                f"ResourceClaim {key}",
-                f"{claim.uid}/{claim.resource_version}",
-                claim.shape,
-            )
-        elif ref.template:
-            key = claim_key(task, ref.template)
-            template = storage.claim_templates.get(key)
-            if template is None:
-                reasons.append(f"ResourceClaimTemplate {key} not in the cache")
-                continue
-            owner, version, shape = (
-                f"ResourceClaimTemplate {key}",
-                f"{template.uid}/{template.resource_version}",
-                template.shape,
-            )
-        else:
-            reasons.append(f"resource claim {ref.name} names neither a claim nor a template")
-            continue
-        if shape.unjudged:
-            reasons.append(f"{owner}: {shape.unjudged}")
-            continue
-        needs.extend((owner, version, request) for request in shape.requests)
-    return needs, reasons
 
 
 def pod_not_evaluable(task: TaskInfo, storage: StorageCatalog) -> list[str]:

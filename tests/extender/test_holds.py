@@ -1,0 +1,51 @@
+"""The preempt verb's refusals, told as events by the replica that answered: when it chose
+no victims and no eviction at all could place the pod, the pod hears the reclaim loop's
+``ReclaimCannotHelp`` sentence; when an eviction would help, it does not."""
+
+from __future__ import annotations
+
+from scheduler_core.extender.holds import preempt_refusals
+from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON
+from tests.builders import accounting, node, pod, priority_class, queue
+
+
+def cluster(preemptor_cpu: str) -> tuple[list[dict[str, object]], dict[str, object]]:
+    """One 2-cpu node full of q1's low-priority pod; q1's high-priority ``claim`` asks
+    ``preemptor_cpu``."""
+    objs: list[dict[str, object]] = [
+        priority_class("low", 1),
+        priority_class("high", 100),
+        node("n1", cpu="2", memory="4Gi"),
+        queue("q1"),
+        pod("hog", cpu="2", memory="1Gi", node_name="n1", queue="q1", priority_class="low"),
+    ]
+    claim = pod(
+        "claim", cpu=preemptor_cpu, memory="1Gi", queue="q1", priority_class="high", priority=100
+    )
+    return objs, claim
+
+
+def test_a_pod_no_eviction_could_place_is_told_so_by_the_verb() -> None:
+    objs, claim = cluster("3")
+    acct, _ = accounting([*objs, claim])
+    candidates = {"n1": ["ns-hog"]}
+    chosen = preempt_pod(acct, claim, candidates)
+    assert chosen == {}
+    [refusal] = preempt_refusals(acct, claim, candidates, chosen)
+    assert refusal.reason == CANNOT_HELP_REASON
+    assert refusal.message == (
+        "no eviction can help this pod: no node is large enough for it even when empty "
+        "(1 Insufficient cpu)"
+    )
+
+
+def test_no_such_refusal_when_the_verb_found_victims() -> None:
+    objs, claim = cluster("1")
+    acct, _ = accounting([*objs, claim])
+    candidates = {"n1": ["ns-hog"]}
+    chosen = preempt_pod(acct, claim, candidates)
+    assert list(chosen) == ["n1"]
+    assert all(
+        r.reason != CANNOT_HELP_REASON for r in preempt_refusals(acct, claim, candidates, chosen)
+    )
