@@ -16,6 +16,11 @@ from scheduler_core.api.types import (
     valid_status,
 )
 
+#: ``JobInfo.source`` of a gang defined by a Volcano PodGroup (or a lone pod's group of one).
+VOLCANO_SOURCE = "volcano"
+#: ``JobInfo.source`` of a gang defined by Kubernetes' own PodGroup (the Workload API).
+NATIVE_SOURCE = "native"
+
 
 @dataclass(slots=True)
 class JobInfo:
@@ -46,6 +51,13 @@ class JobInfo:
     #: Seconds a task of this job must have run before reclaim may take it (the PodGroup's
     #: annotation); None: the task's own, its queue's or the configured default decides.
     min_runtime: float | None = None
+    #: Where the gang is defined: ``volcano`` (a Volcano PodGroup, or a lone pod's group of
+    #: one) or ``native`` (Kubernetes' own PodGroup, which kube-scheduler gangs itself and
+    #: whose status it owns). The rules are the same for both; only writing back differs.
+    source: str = VOLCANO_SOURCE
+    #: The node label keys a native PodGroup asks its members to share a domain of
+    #: (``schedulingConstraints.topology``); kept for explain, not yet placed by.
+    topology_keys: tuple[str, ...] = ()
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     allocated: Resource = field(default_factory=Resource.empty)
@@ -231,6 +243,8 @@ class JobInfo:
             creation_timestamp=self.creation_timestamp,
             synthesized=self.synthesized,
             min_runtime=self.min_runtime,
+            source=self.source,
+            topology_keys=self.topology_keys,
         )
 
     def copy_sharing_tasks(self) -> JobInfo:

@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kubernetes import client as k8s_client
@@ -141,7 +141,10 @@ class InformerSet:
         options: ReflectorOptions | None = None,
         registry: CollectorRegistry | None = None,
         api_client: Any = None,
+        discover: Callable[[Any], Sequence[KindSpec]] | None = None,
     ) -> None:
+        """``discover``, given the API client, names the kinds to watch besides ``kinds``
+        that only some clusters serve (native PodGroups): asked once, here."""
         self.kinds: tuple[KindSpec, ...] = tuple(kinds)
         self.namespaces: tuple[str, ...] = tuple(dict.fromkeys(n for n in namespaces if n))
         self.options = options or ReflectorOptions()
@@ -155,10 +158,18 @@ class InformerSet:
         ]
         if api_client is None:
             watches = sum(len(scopes) for _, scopes in plan)
+            # (+1: room for the watch of a kind discovery may add.)
             api_client = build_api_client(
-                kubeconfig, context=context, in_cluster=in_cluster, min_pool_size=watches + 4
+                kubeconfig, context=context, in_cluster=in_cluster, min_pool_size=watches + 5
             )
         self.api_client = api_client
+        if discover is not None:
+            found = tuple(k for k in discover(api_client) if k not in self.kinds)
+            self.kinds += found
+            plan += [
+                (spec, self.namespaces if spec.namespaced and self.namespaces else (None,))
+                for spec in found
+            ]
         for spec, scopes in plan:
             if len(scopes) == 1:
                 sinks: list[EventSink] = [sink]

@@ -34,6 +34,7 @@ from scheduler_core.cache.convert_devices import (
     resource_claim_to_info,
     resource_slice_to_info,
 )
+from scheduler_core.cache.native import NATIVE_GROUP, native_podgroup_to_info
 
 
 @dataclass(slots=True)
@@ -60,6 +61,8 @@ def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
         out.nodes.append(node_to_info(obj))
     elif kind == "Queue":
         out.queues.append(queue_to_info(obj))
+    elif kind == "PodGroup" and str(obj.get("apiVersion") or "").startswith(NATIVE_GROUP + "/"):
+        out.podgroups.append(native_podgroup_to_info(obj))
     elif kind == "PodGroup":
         out.podgroups.append(podgroup_to_info(obj))
     elif kind == "PriorityClass":

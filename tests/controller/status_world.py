@@ -22,6 +22,11 @@ from tests.builders import Obj, snapshot
 _PREFIX = "/apis/scheduling.volcano.sh/v1beta1/"
 
 
+def _native(obj: Obj) -> bool:
+    """A Kubernetes PodGroup (``scheduling.k8s.io``), which shares the kind's name."""
+    return str(obj.get("apiVersion") or "").startswith("scheduling.k8s.io/")
+
+
 class FakeRest:
     """GET, PUT and merge-PATCH of PodGroups and Queues on the world's own objects."""
 
@@ -36,6 +41,8 @@ class FakeRest:
             wanted = ("PodGroup", parts[1], parts[3])
         for obj in self.world.objects:
             meta = obj["metadata"]
+            if _native(obj):
+                continue  # a Kubernetes PodGroup: not at the Volcano path
             if (obj["kind"], meta.get("namespace", ""), meta["name"]) == wanted:
                 return obj
         raise ApiError(404, "NotFound", path)
@@ -140,6 +147,6 @@ class StatusWorld:
 
     def phase(self, name: str) -> str:
         for pg in self.of_kind("PodGroup"):
-            if pg["metadata"]["name"] == name:
+            if pg["metadata"]["name"] == name and not _native(pg):
                 return str((pg.get("status") or {}).get("phase") or "Pending")
         raise KeyError(name)
