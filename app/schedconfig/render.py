@@ -95,8 +95,9 @@ BYPASS_NOTE = (
     "# Workload-aware preemption (kube-scheduler's WorkloadAwarePreemption feature gate)\n"
     "# preempts for a whole Kubernetes PodGroup without asking extenders: the queue rules\n"
     "# are bypassed for those evictions, which the extender can only detect afterwards.\n"
-    "# Leave the gate off to keep every preemption going through the extender's preempt\n"
-    "# verb (docs/native-gangs.md).\n"
+    "# kube-scheduler 1.36 makes none in a profile with an extender, as here, but another\n"
+    "# profile or scheduler can evict these pods that way: leave the gate off on every\n"
+    "# kube-scheduler of the cluster (docs/native-gangs.md).\n"
 )
 
 #: kube-scheduler's own order of its score plugins (its v1 default set), kept so a rendered

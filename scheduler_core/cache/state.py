@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import fields, replace
@@ -237,6 +237,11 @@ class ClusterState:
         #: Keys of the waiting pods kube-scheduler found no node for: the reclaim loop asks
         #: whether there is one on every tick, and must not walk every waiting pod for it.
         self._unschedulable: set[str] = set()
+        #: Pods as they were when kube-scheduler marked them as its preemption's victims
+        #: (``DisruptionTarget``, ``PreemptionByScheduler``), for the leader's look at
+        #: preemption it was not asked about: a victim may be gone within milliseconds, long
+        #: before anyone polling would see it. Bounded; its reader drains it.
+        self.marked_victims: deque[TaskInfo] = deque(maxlen=1024)
         self._queues: dict[str, QueueInfo] = {}
         self._podgroups: dict[str, PodGroupInfo] = {}
         #: Native group job id -> pod key -> the queue that member names: a native PodGroup
@@ -669,6 +674,8 @@ class ClusterState:
             self._converted[key] = version
         if task.unschedulable and task.status == TaskStatus.PENDING:
             self._unschedulable.add(key)
+        if task.disruption_target and task.node_name and (old is None or not old.disruption_target):
+            self.marked_victims.append(task)
         job = self._jobs.get(job_id)
         if kept is not None and fresh is not None:
             respec_synthesized(kept, fresh)

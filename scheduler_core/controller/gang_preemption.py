@@ -61,6 +61,8 @@ QUEUE_API: Final = "scheduling.volcano.sh/v1beta1"
 #: How long a victim the preempt verb handed out is remembered as ours (its grant may end
 #: before kube-scheduler's mark on the victim is seen).
 APPROVED_MEMORY: Final = 600.0
+#: How many victims already judged are remembered, so that one seen again is not judged twice.
+JUDGED_MEMORY: Final = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +86,6 @@ class Bypass:
             f"kube-scheduler preempted pod {self.victim.key} {by} without asking the extender, "
             f"breaking the queue rules: {rules}"
         )
-
-
-def marked_victims(snapshot: ClusterSnapshot) -> list[TaskInfo]:
-    """The pods kube-scheduler marked as its preemption's victims that still hold a node."""
-    return [
-        task
-        for job in snapshot.jobs.values()
-        for task in job.tasks.values()
-        if task.disruption_target and task.node_name
-    ]
 
 
 def preemptor_of(snapshot: ClusterSnapshot, victim: TaskInfo) -> JobInfo | None:
@@ -192,9 +184,8 @@ class GangPreemptionWatch:
         self._is_leader = is_leader
         self.native_api_version = native_api_version
         self._clock = clock
-        self._seen_version = -1
         #: Victims already judged (pod UID): each is looked at once.
-        self._judged: set[str] = set()
+        self._judged: dict[str, None] = {}
         self._approved: dict[str, float] = {}
         self.breaks = Counter(
             "queue_extender_gang_preemption_rule_breaks",
@@ -227,19 +218,15 @@ class GangPreemptionWatch:
         if not self._is_leader():
             return []
         with self._state.locked():
-            version = self._state.decision_version
-            if version == self._seen_version:
-                return []
-            self._seen_version = version
-            # The live objects for the scan; a private copy only when there is a victim to
-            # judge (a session must not read objects an event may change meanwhile).
-            marked = marked_victims(self._state.shared_snapshot())
-            self._judged &= {t.uid for t in marked}  # a victim gone is forgotten
-            fresh = [t for t in marked if t.uid not in self._judged]
-            self._judged.update(t.uid for t in fresh)
-            fresh = [t.clone() for t in fresh if t.uid not in self._approved]
+            marked = list(self._state.marked_victims)
+            self._state.marked_victims.clear()
+            fresh = [t for t in marked if t.uid not in self._judged and t.uid not in self._approved]
+            self._judged.update(dict.fromkeys(t.uid for t in marked))
+            for uid in list(self._judged)[: max(0, len(self._judged) - JUDGED_MEMORY)]:
+                del self._judged[uid]  # (a relist marks a victim again; keep the recent ones)
             if not fresh:
                 return []
+            # A private copy: the session must not read objects an event may change.
             snapshot = self._state.snapshot()
         preemptors = {t.uid: preemptor_of(snapshot, t) for t in fresh}
         ssn = open_session(snapshot, self._conf(), clone=False, read_only=True)

@@ -157,3 +157,21 @@ def test_a_victim_gang_left_below_its_min_member_is_reported_without_a_preemptor
             ("PodGroup", "vg", "scheduling.volcano.sh/v1beta1"),
             ("Queue", "q2", "scheduling.volcano.sh/v1beta1"),
         ]
+
+
+def test_a_victim_already_gone_when_the_leader_looks_is_still_judged() -> None:
+    """kube-scheduler deletes its victims right after marking them: the mark is kept as it
+    was seen, not looked for later among the pods that are left."""
+    objects = [
+        node("n1", cpu="4"),
+        queue("q2"),
+        podgroup("vg", 2, queue="q2"),
+        pod("m0", cpu="1", group="vg", node_name="n1"),
+        pod("m1", cpu="1", group="vg", node_name="n1"),
+    ]
+    world = World(objects)
+    world.mark(pod("m0", cpu="1", group="vg", node_name="n1"))
+    world.state.delete("Pod", "ns/m0")
+    [bypass] = world.watch.tick()
+    assert [rule for rule, _ in bypass.broken] == [RULE_MIN_MEMBER]
+    assert "(1 placed members left)" in bypass.note()

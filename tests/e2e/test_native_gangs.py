@@ -13,8 +13,18 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Stack
-from tests.e2e.controlplane import Extender, wait_for
+from tests.e2e.controlplane import WORKLOAD_GATES, ControlPlane, Extender, wait_for
 from tests.e2e.kube import Kube
+from tests.e2e.test_reclaim_loop import (
+    events,
+    fill,
+    reclaim_args,
+    reclaimer,
+    running_by_queue,
+    two_nodes,
+)
+
+__all__ = ["reclaimer"]  # the fixture, shared with the reclaim loop's tests
 
 
 def queue_view(extender: Extender, name: str) -> dict[str, Any]:
@@ -129,3 +139,107 @@ def test_a_native_gang_that_cannot_fit_leaks_no_share_and_another_queue_binds_me
     time.sleep(5)  # retries of the group come and fail again: still nothing held
     assert released()
     assert kube.bound(ns) == {"other": kube.bound(ns)["other"]}
+
+
+def test_the_reclaim_loop_gives_a_starving_native_gang_its_deserved_share(
+    native: Kube, reclaimer: Any
+) -> None:
+    """q1 holds both nodes; a native gang of two in q2 (equal weight) starves. The loop
+    reclaims for it as for a Volcano gang: two of q1's pods go, and the gang binds whole."""
+    kube = native
+    ns = kube.namespace("reclaim")
+    tag = "r" + ns.replace("reclaim-", "")
+    two_nodes(kube, tag)
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    fill(kube, ns, q1, 4, "a")
+    reclaimer()
+    kube.native_podgroup(ns, "pair", 2, queue=q2)
+    for i in range(2):
+        kube.pod(ns, f"pair-{i}", cpu="1", scheduling_group="pair")
+    wait_for(
+        lambda: {"pair-0", "pair-1"} <= set(kube.bound(ns)), 90, "the native gang to bind whole"
+    )
+    assert running_by_queue(kube, ns).get(q1, 0) >= 2
+    reclaimed = [m for n in ("a0", "a1", "a2", "a3") for m in events(kube, ns, n)]
+    assert any(m.startswith("Reclaimed: ") and f"queue {q1} is overused" in m for m in reclaimed)
+
+
+WAP_SCHEDULER = "wap-scheduler"
+
+
+@pytest.fixture
+def wap(control_plane: ControlPlane) -> Iterator[Extender]:
+    """A kube-scheduler with workload-aware preemption on, for profile ``wap-scheduler``, and
+    an extender leading a lease of its own (so its watch is one that judges).
+
+    The scheduler has no extender: kube-scheduler 1.36 runs no workload-aware preemption in a
+    profile that has one (a pod group's preemption cannot ask extenders, so it is not made).
+    What preempts behind the queue rules is then another profile or scheduler, as here."""
+    lease = f"e2e-wap-{int(time.time())}"
+    extender = control_plane.start_extender(
+        "wap-extender",
+        args=[
+            "--scheduler-names",
+            WAP_SCHEDULER,
+            *reclaim_args(lease, "--reclaim-dry-run"),
+        ],
+    ).wait_ready()
+    scheduler = control_plane.start_scheduler(
+        "wap-kube-scheduler",
+        [WAP_SCHEDULER],
+        None,
+        feature_gates=WORKLOAD_GATES + ",WorkloadAwarePreemption=true",
+    )
+    try:
+        wait_for(lambda: metric(extender, "queue_extender_leader") == 1.0, 30, "leadership")
+        yield extender
+    finally:
+        scheduler.stop()
+        extender.process.stop()
+
+
+def test_gang_preemption_that_breaks_a_queue_rule_is_reported(native: Kube, wap: Extender) -> None:
+    """Workload-aware preemption evicts for a high-priority native gang without asking the
+    extender; the victims are members of Volcano gangs of minMember 2 (deleted at once: no
+    grace period), so any eviction leaves one below its minimum: the leader says so on the
+    victim's Queue and PodGroup and counts it."""
+    kube = native
+    ns = kube.namespace("wap")
+    tag = "w" + ns.replace("wap-", "")
+    kube.priority_class(f"{tag}-low", -10)
+    kube.priority_class(f"{tag}-high", 1000)
+    for i in range(2):
+        kube.node(f"{tag}-n{i}", cpu="2", memory="8Gi")
+    q1, q2 = kube.queue(f"{tag}-q1"), kube.queue(f"{tag}-q2")
+    victims = []
+    for g in range(2):
+        kube.podgroup(ns, f"vg{g}", 2, q2)
+        for i in range(2):
+            victims.append(
+                kube.pod(
+                    ns,
+                    f"vg{g}-{i}",
+                    cpu="1",
+                    queue=q2,
+                    group=f"vg{g}",
+                    node=f"{tag}-n{g}",
+                    priority_class=f"{tag}-low",
+                )
+            )
+    kube.wait_running(ns, victims, timeout=60)
+    kube.native_podgroup(ns, "urgent", 2, queue=q1, priority_class=f"{tag}-high")
+    for i in range(2):
+        kube.pod(
+            ns,
+            f"urgent-{i}",
+            cpu="1",
+            scheduler=WAP_SCHEDULER,
+            scheduling_group="urgent",
+            priority_class=f"{tag}-high",
+        )
+    rule = 'queue_extender_gang_preemption_rule_breaks_total{rule="victim-gang-below-min-member"}'
+    wait_for(lambda: metric(wap, rule) >= 1, 90, "the broken gang rule to be counted")
+    note = kube.wait_message("default", q2, "PreemptionBypassedQueueRules", timeout=30)
+    assert "without asking the extender" in note and "below its minMember 2" in note
+    groups = [m for g in ("vg0", "vg1") for m in kube.scheduling_messages(ns, g)]
+    assert any("PreemptionBypassedQueueRules" in m for m in groups), groups
