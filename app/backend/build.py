@@ -331,7 +331,18 @@ def start_status_writer(backend: EngineBackend, controller: Controller) -> Stopp
         managed_schedulers=backend.options.scheduler_names,
         namespaces=backend.options.namespaces,
         interval=max(1.0, backend.options.refresh_interval),
+        native_api_version=_native_api_version(backend.informers),
     ).start()
+
+
+def _native_api_version(informers: Any) -> str:
+    """The apiVersion of the native PodGroups the informers watch (the default when none)."""
+    from scheduler_core.cache.native import NATIVE_KIND
+
+    for spec in getattr(informers, "kinds", ()):
+        if spec.kind == NATIVE_KIND:
+            return str(spec.api_version)
+    return "scheduling.k8s.io/v1alpha2"
 
 
 def start_gang_preemption_watch(
@@ -352,7 +363,7 @@ def start_gang_preemption_watch(
         lambda: grant_victims(grants.grants()),
         controller.recorder.record,
         controller.is_leader,
-        native_api_version=native[0].api_version,
+        native_api_version=_native_api_version(informers),
         registry=informers.registry,
     ).start()
 

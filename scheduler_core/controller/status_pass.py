@@ -29,6 +29,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus
+from scheduler_core.cache.convert import NATIVE_JOB_PREFIX
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
 from scheduler_core.framework.memo import SessionMemos
@@ -73,10 +74,13 @@ class GroupStatus:
     known_phase: str
     facts: PodGroupFacts
     held_pods: tuple[tuple[str, str, str, str], ...]  # (namespace, name, uid, rule code)
+    #: A Kubernetes PodGroup: told about with events only, its status is kube-scheduler's.
+    native: bool = False
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        prefix = NATIVE_JOB_PREFIX if self.native else ""
+        return f"{self.namespace}/{prefix}{self.name}"
 
     @property
     def phase(self) -> str:
@@ -103,9 +107,9 @@ def job_key(job: JobInfo) -> str:
 def nothing_to_write(snapshot: ClusterSnapshot) -> bool:
     """No PodGroup and no Queue object: plain pods' groups of one are never written, so a
     pass over them (a copy of every job, a session) would be made for nothing."""
-    return not any(_written(job) for job in snapshot.jobs.values()) and all(
-        queue.implicit for queue in snapshot.queues.values()
-    )
+    return not any(
+        _written(job) or job.source == NATIVE_SOURCE for job in snapshot.jobs.values()
+    ) and all(queue.implicit for queue in snapshot.queues.values())
 
 
 def _written(job: JobInfo) -> bool:
@@ -160,7 +164,8 @@ def derive(
         groups = [
             _group(ssn, job, before[job.uid], hold_reason, managed)
             for job in ssn.jobs.values()
-            if _written(job) and (not namespaces or job.namespace in namespaces)
+            if (_written(job) or job.source == NATIVE_SOURCE)
+            and (not namespaces or job.namespace in namespaces)
         ]
     finally:
         close_session(ssn, update_phases=False)
@@ -261,4 +266,12 @@ def _group(
         admitted=admitted,
         hold=hold,
     )
-    return GroupStatus(job.namespace, job.name, job.queue, phase, facts, tuple(held))
+    return GroupStatus(
+        job.namespace,
+        job.name,
+        job.queue,
+        phase,
+        facts,
+        tuple(held),
+        native=job.source == NATIVE_SOURCE,
+    )

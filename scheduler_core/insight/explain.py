@@ -296,7 +296,8 @@ def _queue_steps(ctx: PodContext) -> list[Step]:
             + (
                 " (a Kubernetes PodGroup, scheduling.k8s.io)" if job.source == NATIVE_SOURCE else ""
             ),
-            {"minAvailable": job.min_available, "pods": len(job.tasks)},
+            {"minAvailable": job.min_available, "pods": len(job.tasks)}
+            | ({"topologyKeys": list(job.topology_keys)} if job.topology_keys else {}),
         )
     )
     queue = ctx.queue

@@ -281,3 +281,8 @@ def test_a_workload_is_placed_and_counted_alike_as_volcano_or_native_podgroups(
     gangs: list[tuple[int, int, int, str]],
 ) -> None:
     assert _outcome(gangs, native=True) == _outcome(gangs, native=False)
+
+
+def test_the_topology_keys_are_kept_on_the_job() -> None:
+    state = _state(queue("q1"), native_podgroup("g", 2, queue="q1", topology=["rack"]))
+    assert state.snapshot().jobs["ns/native:g"].topology_keys == ("rack",)

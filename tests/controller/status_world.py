@@ -77,8 +77,18 @@ class _Script:
 
 
 class _Recorder:
-    def record(self, *args: Any, **kwargs: Any) -> None:
+    """Keeps (regarding kind, name, apiVersion, type, reason) of every event recorded."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str, str]] = []
+
+    def record(
+        self, regarding: Any, event_type: str, reason: str, *args: Any, **kwargs: Any
+    ) -> None:
         del args, kwargs
+        self.events.append(
+            (regarding.kind, regarding.name, regarding.api_version, event_type, reason)
+        )
 
 
 @dataclass
@@ -105,7 +115,8 @@ class StatusWorld:
     lock_depth: int = 0
 
     def __post_init__(self) -> None:
-        controller = cast(Controller, _Controller(FakeRest(self)))
+        self.recorder = _Recorder()
+        controller = cast(Controller, _Controller(FakeRest(self), self.recorder))
         conf = load_configuration(DEFAULT_CONF)
         self.writer = StatusWriter(
             controller,

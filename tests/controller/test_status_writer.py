@@ -222,3 +222,17 @@ def test_a_native_podgroups_status_is_never_written_but_its_queue_counts_it() ->
     assert world.phase("train") in ("Inqueue", "Pending")
     [q] = world.of_kind("Queue")
     assert q["status"]["allocated"]["cpu"] == "2"
+
+
+def test_a_held_native_gang_is_told_about_with_an_event_once_not_a_status() -> None:
+    native = native_podgroup("trio", 3, queue="q")
+    world = StatusWorld([node("n0", cpu="8"), queue("q"), native])
+    world.objects.append(pod("t0", scheduling_group="trio", cpu="1", memory=None))
+    world.cycle()
+    assert native["status"] == {}
+    assert world.recorder.events == [
+        ("PodGroup", "trio", "scheduling.k8s.io/v1alpha2", "Warning", "Unschedulable")
+    ]
+    world.changed()
+    world.cycle()
+    assert len(world.recorder.events) == 1
