@@ -243,3 +243,45 @@ def test_gang_preemption_that_breaks_a_queue_rule_is_reported(native: Kube, wap:
     assert "without asking the extender" in note and "below its minMember 2" in note
     groups = [m for g in ("vg0", "vg1") for m in kube.scheduling_messages(ns, g)]
     assert any("PreemptionBypassedQueueRules" in m for m in groups), groups
+
+
+def test_the_same_gang_as_a_volcano_or_a_native_podgroup_is_placed_and_counted_alike(
+    native: Kube, stack: Stack
+) -> None:
+    """One namespace, two identical sides (nodes, a queue capped at 2 CPU, a gang of three
+    1-CPU pods with minMember 2): one side's gang is a Volcano PodGroup named g, the other's a
+    Kubernetes PodGroup also named g. Each side binds the same two members on the same kind
+    of node, its third held by the cap, and each queue holds the same."""
+    kube = native
+    ns = kube.namespace("diff")
+    placed: dict[str, list[str]] = {}
+    for side in ("volcano", "native"):
+        kube.node(f"diff-{side}-big", cpu="2", side=side)
+        kube.node(f"diff-{side}-small", cpu="1", side=side)
+        q = kube.queue(f"diff-{side}-q", capability={"cpu": "2"})
+        if side == "volcano":
+            kube.podgroup(ns, "g", 2, q)
+        else:
+            kube.native_podgroup(ns, "g", 2, queue=q)
+        member = {"group": "g"} if side == "volcano" else {"scheduling_group": "g"}
+        for i in range(3):
+            kube.pod(ns, f"{side}-{i}", cpu="1", node_selector={"side": side}, **member)
+
+    def both_placed() -> bool:
+        bound = kube.bound(ns)
+        for side in ("volcano", "native"):
+            placed[side] = sorted(
+                node.rsplit("-", 1)[1] for name, node in bound.items() if name.startswith(side)
+            )
+        return all(len(nodes) == 2 for nodes in placed.values())
+
+    wait_for(both_placed, 60, "two members of each gang to bind")
+    time.sleep(3)  # the third members stay held by the cap
+    assert both_placed() and placed["volcano"] == placed["native"], placed
+
+    def counted() -> tuple[float, float] | None:
+        views = [queue_view(stack.extender, f"diff-{side}-q") for side in ("volcano", "native")]
+        alloc = (cpu(views[0]["allocated"]), cpu(views[1]["allocated"]))
+        return alloc if alloc == (2.0, 2.0) and not any(v["assumedPods"] for v in views) else None
+
+    wait_for(counted, 30, "both queues to hold their two members")
