@@ -92,8 +92,14 @@ def api_client_fetch(api_client: Any, timeout: float = 10.0) -> Fetch:
     """A ``Fetch`` through a kubernetes ``ApiClient`` (its host, auth and TLS)."""
 
     def fetch(path: str) -> tuple[int, bytes]:
+        resource, _, query = path.partition("?")
+        params = [tuple(p.split("=", 1)) for p in query.split("&") if "=" in p]
         method, url, headers, _body, _post = api_client.param_serialize(
-            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+            "GET",
+            resource,
+            query_params=params,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
         )
         try:
             rest = api_client.call_api(
@@ -110,11 +116,32 @@ def api_client_fetch(api_client: Any, timeout: float = 10.0) -> Fetch:
     return fetch
 
 
+def forbidden(fetch: Fetch, version: str) -> bool:
+    """Whether listing the served PodGroups is forbidden to us (an extender upgraded without
+    its ClusterRole): watching them then would keep the informers from ever syncing, and
+    with them the verbs from answering."""
+    try:
+        status, _ = fetch(f"/apis/{NATIVE_GROUP}/{version}/podgroups?limit=1")
+    except OSError:
+        return False  # the informer's own retries will tell
+    return status == 403
+
+
 def discover_native_kinds(api_client: Any) -> tuple[KindSpec, ...]:
-    """The native PodGroup resource to watch, if the cluster serves one."""
-    version = served_version(api_client_fetch(api_client))
+    """The native PodGroup resource to watch, if the cluster serves one we may read."""
+    fetch = api_client_fetch(api_client)
+    version = served_version(fetch)
     if version is None:
         log.info("%s serves no PodGroups: only Volcano PodGroups are read", NATIVE_GROUP)
+        return ()
+    if forbidden(fetch, version):
+        log.warning(
+            "%s/%s serves PodGroups but listing them is forbidden: they are not read (grant "
+            "get, list and watch on podgroups.%s, as the chart's ClusterRole does)",
+            NATIVE_GROUP,
+            version,
+            NATIVE_GROUP,
+        )
         return ()
     log.info("Reading native PodGroups of %s/%s", NATIVE_GROUP, version)
     return (native_pod_group_kind(version),)

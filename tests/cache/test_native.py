@@ -15,6 +15,7 @@ from scheduler_core.api.types import PodGroupPhase
 from scheduler_core.cache.convert import ConversionError, pod_job_id, two_groups
 from scheduler_core.cache.native import (
     NATIVE_KIND,
+    forbidden,
     native_pod_group_kind,
     native_podgroup_to_info,
     served_version,
@@ -286,3 +287,12 @@ def test_a_workload_is_placed_and_counted_alike_as_volcano_or_native_podgroups(
 def test_the_topology_keys_are_kept_on_the_job() -> None:
     state = _state(queue("q1"), native_podgroup("g", 2, queue="q1", topology=["rack"]))
     assert state.snapshot().jobs["ns/native:g"].topology_keys == ("rack",)
+
+
+@pytest.mark.parametrize(("status", "expected"), [(200, False), (403, True), (404, False)])
+def test_podgroups_we_may_not_list_are_not_watched(status: int, expected: bool) -> None:
+    def fetch(path: str) -> tuple[int, bytes]:
+        assert path == "/apis/scheduling.k8s.io/v1alpha2/podgroups?limit=1"
+        return status, b"{}"
+
+    assert forbidden(fetch, "v1alpha2") is expected
