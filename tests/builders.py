@@ -174,6 +174,7 @@ def pod(
     host_ports: Iterable[Mapping[str, Any]] = (),
     spread: Iterable[Mapping[str, Any]] = (),
     spec: Mapping[str, Any] | None = None,
+    scheduling_group: str = "",
 ) -> Obj:
     """A pod: Running when it has a node, Pending otherwise (unless ``phase`` says);
     ``deleting`` sets a deletionTimestamp (the task is Releasing). ``spec`` sets raw spec
@@ -214,6 +215,8 @@ def pod(
         body["affinity"] = affinity
     if preemption_policy:
         body["preemptionPolicy"] = preemption_policy
+    if scheduling_group:
+        body["schedulingGroup"] = {"podGroupName": scheduling_group}
     body.update(spec or {})
     meta: Obj = {
         "name": name,
@@ -349,6 +352,43 @@ def podgroup(
     if created:
         meta["creationTimestamp"] = created
     return {"kind": "PodGroup", "metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def native_podgroup(
+    name: str,
+    min_count: int | None = 1,
+    *,
+    namespace: str = "ns",
+    version: str = "v1alpha2",
+    queue: str = "",
+    queue_on: str = "labels",
+    priority: int | None = None,
+    priority_class: str = "",
+    topology: Iterable[str] = (),
+    disruption_mode: str = "",
+) -> Obj:
+    """A Kubernetes PodGroup (``scheduling.k8s.io``): a gang of ``min_count``, or a ``basic``
+    group when None; ``queue`` goes on its ``labels`` or ``annotations`` (``queue_on``)."""
+    policy: Obj = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
+    spec: Obj = {"schedulingPolicy": policy}
+    if priority is not None:
+        spec["priority"] = priority
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": k} for k in topology]}
+    if disruption_mode:
+        spec["disruptionMode"] = disruption_mode
+    meta: Obj = {"name": name, "namespace": namespace, "labels": {}, "annotations": {}}
+    if queue:
+        meta[queue_on][QUEUE_NAME_ANNOTATION] = queue
+    return {
+        "apiVersion": f"scheduling.k8s.io/{version}",
+        "kind": "PodGroup",
+        "metadata": meta,
+        "spec": spec,
+        "status": {},
+    }
 
 
 def with_min_resources(pg: Obj, resources: Mapping[str, str]) -> Obj:

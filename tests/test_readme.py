@@ -55,6 +55,8 @@ FOREIGN_FLAGS = {
     "--config": "kube-scheduler",
     "--authorization-mode": "kube-apiserver",
     "--watch-cache": "kube-apiserver",
+    "--feature-gates": "kube-apiserver",
+    "--runtime-config": "kube-apiserver",
     "--strict": "mypy",
 }
 

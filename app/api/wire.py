@@ -105,6 +105,7 @@ class PendingJob(_Out):
     first_pod: str | None
     code: str
     reason: str
+    source: str = Field(default="volcano", description="volcano or native (see Explanation)")
 
 
 class PendingPage(_Out):
@@ -143,6 +144,11 @@ class Explanation(_Out):
     summary: str
     steps: list[Step]
     victims: list[NodeVictims] = Field(default_factory=list)
+    source: str | None = Field(
+        default=None,
+        description="where the gang is defined: volcano (a Volcano PodGroup or a lone pod's "
+        "group of one) or native (a Kubernetes PodGroup, scheduling.k8s.io)",
+    )
 
 
 class QueueChangeIn(BaseModel):

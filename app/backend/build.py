@@ -229,6 +229,9 @@ def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[En
         writer = start_status_writer(backend, controller)
         if writer is not None:
             parts.append(writer)
+        watch = start_gang_preemption_watch(backend, controller, informers)
+        if watch is not None:
+            parts.append(watch)
         persister = start_usage_persister(backend, controller, history)
         if persister is not None:
             parts.append(persister)
@@ -331,6 +334,40 @@ def start_status_writer(backend: EngineBackend, controller: Controller) -> Stopp
         managed_schedulers=backend.options.scheduler_names,
         namespaces=backend.options.namespaces,
         interval=max(1.0, backend.options.refresh_interval),
+        native_api_version=_native_api_version(backend.informers),
+    ).start()
+
+
+def _native_api_version(informers: Any) -> str:
+    """The apiVersion of the native PodGroups the informers watch (the default when none)."""
+    from scheduler_core.cache.native import NATIVE_KIND
+
+    for spec in getattr(informers, "kinds", ()):
+        if spec.kind == NATIVE_KIND:
+            return str(spec.api_version)
+    return "scheduling.k8s.io/v1alpha2"
+
+
+def start_gang_preemption_watch(
+    backend: EngineBackend, controller: Controller, informers: Any
+) -> Stoppable | None:
+    """The leader's watch on preemption kube-scheduler makes for a Kubernetes PodGroup
+    without asking the extender; only where the cluster serves those PodGroups."""
+    from scheduler_core.cache.native import NATIVE_KIND
+    from scheduler_core.controller.gang_preemption import GangPreemptionWatch, grant_victims
+
+    native = [spec for spec in informers.kinds if spec.kind == NATIVE_KIND]
+    if not native:
+        return None
+    grants = backend.accounting.grants
+    return GangPreemptionWatch(
+        backend.state,
+        lambda: backend.conf,
+        lambda: grant_victims(grants.grants()),
+        controller.recorder.record,
+        controller.is_leader,
+        native_api_version=_native_api_version(informers),
+        registry=informers.registry,
     ).start()
 
 
@@ -460,6 +497,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
     """
     from scheduler_core.cache.informers import InformerSet
     from scheduler_core.cache.kinds import OPTIONAL_KINDS
+    from scheduler_core.cache.native import discover_native_kinds
     from scheduler_core.cache.reflector import ReflectorOptions
 
     if kubeconfig is not None:
@@ -477,6 +515,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
             in_cluster=True if kubeconfig is None else None,
             options=ReflectorOptions(watch_read_timeout=stall_timeout),
             optional_kinds=OPTIONAL_KINDS,
+            discover=discover_native_kinds,
         )
     except Exception as exc:
         raise ValueError(f"cannot use the {where}: {exc}") from exc

@@ -63,6 +63,7 @@ class BackendOptions:
     scheduler_names: tuple[str, ...] = ("queue-scheduler",)
     manage_annotated: bool = False
     assume_ttl: float = 30.0
+    group_window: float = 10.0
     refresh_interval: float = 0.0
     namespaces: tuple[str, ...] = field(default_factory=tuple)
 
@@ -92,6 +93,7 @@ class EngineBackend:
             state,
             conf,
             assume_ttl=self.options.assume_ttl,
+            group_window=self.options.group_window,
             min_refresh_interval=self.options.refresh_interval,
         )
         self.managed = ManagedPods(
@@ -263,7 +265,11 @@ class EngineBackend:
             self.accounting.session()
             acct = self.accounting
             return AssumptionCounts(
-                len(acct.assumed), acct.expired, acct.unseen_refused, acct.unseen_dropped
+                len(acct.assumed),
+                acct.expired,
+                acct.unseen_refused,
+                acct.unseen_dropped,
+                acct.group_released,
             )
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:

@@ -267,7 +267,7 @@ def render_pending(doc: Doc) -> str:
     rows = [
         [
             str(j["position"]),
-            j["job"],
+            j["job"] + (" (native)" if j.get("source") == "native" else ""),
             str(j["priority"]),
             f"{j['ready']}/{j['minAvailable']}",
             str(j["pending"]),
@@ -295,8 +295,11 @@ def run_explain(
 
 
 def render_explanation(doc: Doc) -> str:
-    head = [
-        (doc["kind"], doc["name"]),
+    head = [(doc["kind"], doc["name"])]
+    if doc.get("source") == "native":
+        # (a Volcano PodGroup or a lone pod's group of one is the default, not marked)
+        head.append(("Source", "Kubernetes PodGroup (scheduling.k8s.io)"))
+    head += [
         ("Queue", doc["queue"] or "<none>"),
         ("Filter", doc["filter"] + (f" ({doc['code']})" if doc["code"] else "")),
     ]

@@ -145,6 +145,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
             scheduler_names=tuple(args.scheduler_names),
             manage_annotated=args.manage_annotated,
             assume_ttl=float(args.assume_ttl),
+            group_window=float(args.group_window),
             refresh_interval=float(args.refresh_interval),
             namespaces=tuple(args.namespaces),
         ),
@@ -313,6 +314,14 @@ def _add_engine_group(p: argparse.ArgumentParser) -> None:
         type=positive_seconds,
         default=30.0,
         help="seconds a filtered pod stays assumed before the informer shows it (default 30)",
+    )
+    eng.add_argument(
+        "--group-window",
+        type=positive_seconds,
+        default=10.0,
+        help="seconds the members of a Kubernetes PodGroup gang stay assumed after the "
+        "group's last filter without any of them being bound; then all are released at "
+        "once (default 10, at most --assume-ttl)",
     )
     eng.add_argument(
         "--on-error",

@@ -89,6 +89,17 @@ INTER_POD_AFFINITY = "InterPodAffinity"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 IMAGE_LOCALITY = "ImageLocality"
 
+#: Said at the head of every rendered configuration: the one preemption kube-scheduler makes
+#: without asking extenders, and how to keep it from bypassing the queue rules.
+BYPASS_NOTE = (
+    "# Workload-aware preemption (kube-scheduler's WorkloadAwarePreemption feature gate)\n"
+    "# preempts for a whole Kubernetes PodGroup without asking extenders: the queue rules\n"
+    "# are bypassed for those evictions, which the extender can only detect afterwards.\n"
+    "# kube-scheduler 1.36 makes none in a profile with an extender, as here, but another\n"
+    "# profile or scheduler can evict these pods that way: leave the gate off on every\n"
+    "# kube-scheduler of the cluster (docs/native-gangs.md).\n"
+)
+
 #: kube-scheduler's own order of its score plugins (its v1 default set), kept so a rendered
 #: profile reads like the defaults it replaces.
 PLUGIN_ORDER = (
@@ -202,7 +213,8 @@ class Rendered:
 
     @property
     def yaml(self) -> str:
-        return dump_yaml(self.document)
+        """The YAML, headed by what the configuration cannot make go through the extender."""
+        return BYPASS_NOTE + dump_yaml(self.document)
 
     def profile(self, scheduler_name: str) -> dict[str, Any]:
         for profile in self.document["profiles"]:

@@ -70,6 +70,8 @@ class AssumptionCounts:
     expired: int
     unseen_refused: int = 0
     unseen_dropped: int = 0
+    #: Assumptions of native gangs released together because their group cycle failed.
+    group_released: int = 0
 
 
 METRICS_CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
@@ -284,12 +286,19 @@ class AssumptionCollector(Collector):
             "Assumptions of pods the cache had not shown, dropped because the API server said "
             "the pod does not exist.",
         )
+        released = CounterMetricFamily(
+            "queue_extender_group_assumptions_released",
+            "Assumptions of Kubernetes PodGroup gang members released together because the "
+            "group's cycle failed (a member reported unschedulable, or none bound within the "
+            "group window).",
+        )
         if counts is not None:
+            released.add_metric([], counts.group_released)
             assumed.add_metric([], counts.assumed)
             expired.add_metric([], counts.expired)
             refused.add_metric([], counts.unseen_refused)
             dropped.add_metric([], counts.unseen_dropped)
-        return [assumed, expired, refused, dropped]
+        return [assumed, expired, refused, dropped, released]
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,12 @@ allocation through the plugins' own event handlers, so two quick filters cannot 
 the same share. An assumption ends when the cluster shows the pod bound (its resources are
 then counted for real), shows it deleted, or after a TTL.
 
+Members of a Kubernetes PodGroup gang are filtered one by one within one group cycle of
+kube-scheduler, which reverts them all when the group does not fit; their assumptions are
+kept by group, and end together when the group fails: kube-scheduler reports a member
+unschedulable after it was assumed, or no member is bound within the group window (a few
+seconds, not the TTL) after the group's last assumption.
+
 The session follows the cluster's events rather than being opened again for each one (at
 most once per batch of changes, ``min_refresh_interval``, never per request). The cache
 classifies every event (see ``cache/changes.py``): one that changes nothing a session
@@ -28,7 +34,7 @@ from dataclasses import dataclass
 from scheduler_core.accounting.following import can_follow, follow
 from scheduler_core.accounting.grants import PreemptionGrants
 from scheduler_core.accounting.parked import ParkedPods
-from scheduler_core.api.job import JobInfo
+from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
@@ -47,6 +53,10 @@ log = logging.getLogger("scheduler_core.extender")
 #: reach the verbs could invent pods and hold a queue's share with them; past this many the
 #: rest are answered without being assumed.
 DEFAULT_MAX_UNSEEN_PER_QUEUE = 16
+
+#: Seconds a native gang's assumptions wait for one member to be shown bound after the
+#: group's last assumption: kube-scheduler binds a group it placed right after its cycle.
+DEFAULT_GROUP_WINDOW = 10.0
 
 # What the API server accepts: a namespace is a DNS label, a pod name a DNS subdomain, a UID
 # a UUID-like token (letters, digits and dashes).
@@ -76,6 +86,11 @@ class Assumption:
     # The job as judged, kept while the cache has not shown the pod: sessions opened in the
     # meantime must still count it in its queue (see ``add_unseen_jobs``).
     job: JobInfo | None = None
+    #: The native gang (job id) whose group cycle assumed the pod; "" for any other pod.
+    group: str = ""
+    #: The cache's task of the pod when it was assumed (the cache replaces a task on every
+    #: update, never changes one): a different one later is news from the cluster.
+    cached: TaskInfo | None = None
 
 
 class QueueAccounting:
@@ -88,10 +103,17 @@ class QueueAccounting:
         min_refresh_interval: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         max_unseen_per_queue: int = DEFAULT_MAX_UNSEEN_PER_QUEUE,
+        group_window: float = DEFAULT_GROUP_WINDOW,
     ) -> None:
         self.state = state
         self.conf = conf
         self.assume_ttl = assume_ttl
+        self.group_window = min(group_window, assume_ttl)
+        #: Native gang (job id) -> when the window of its current group cycle closes; gone
+        #: once a member is shown bound (the cycle placed the group).
+        self._group_deadlines: dict[str, float] = {}
+        #: Assumptions released because their native gang's group cycle failed.
+        self.group_released = 0
         self.max_unseen_per_queue = max_unseen_per_queue
         #: Pods the cache had not shown that were answered without being assumed (implausible,
         #: or their queue held its cap of unseen assumptions), and unseen assumptions dropped
@@ -260,9 +282,9 @@ class QueueAccounting:
             self._unseen_ended = self._unseen_ended or any(a.job is not None for a in ended)
 
     def _reconcile(self, now: float) -> list[Assumption]:
-        """Drop assumptions the cluster has caught up with (bound, deleted) or that expired;
-        returns them."""
-        ended: list[Assumption] = []
+        """Drop assumptions the cluster has caught up with (bound, deleted) or that expired,
+        and those of native gangs whose group cycle failed; returns them."""
+        ended: list[Assumption] = self._failed_groups(now)
         for key, assumption in list(self.assumed.items()):
             task = self.state.task(key)
             if task is not None:
@@ -288,9 +310,51 @@ class QueueAccounting:
                 self.expired += 1
         return ended
 
+    def _failed_groups(self, now: float) -> list[Assumption]:
+        """Take out every assumption of each native gang whose group cycle failed: a member
+        was reported unschedulable since it was assumed, or no member was shown bound within
+        the group window. A gang one of whose members is shown bound was placed: its
+        assumptions end one by one, as any other's."""
+        if not self._group_deadlines:
+            return []
+        members: dict[str, list[str]] = {}
+        for key, assumption in self.assumed.items():
+            if assumption.group:
+                members.setdefault(assumption.group, []).append(key)
+        ended: list[Assumption] = []
+        for group, deadline in list(self._group_deadlines.items()):
+            keys = members.get(group, [])
+            why = ""
+            for key in keys:
+                task = self.state.task(key)
+                if task is None:
+                    continue
+                if task.status != TaskStatus.PENDING:
+                    why = ""
+                    break
+                if not why and task.unschedulable and task is not self.assumed[key].cached:
+                    why = f"kube-scheduler reported pod <{key}> unschedulable"
+            else:
+                if not why and deadline <= now:
+                    why = f"no member was bound within {self.group_window:.0f}s"
+                if not why:
+                    continue
+                for key in keys:
+                    ended.append(self.assumed.pop(key))
+                self.group_released += len(keys)
+                log.log(
+                    v(3),
+                    "Group cycle of gang <%s> failed (%s): %d assumptions released",
+                    group,
+                    why,
+                    len(keys),
+                )
+            del self._group_deadlines[group]
+        return ended
+
     def _expire(self, now: float) -> None:
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
-        ended: list[Assumption] = []
+        ended: list[Assumption] = self._failed_groups(now)
         for key in expired:
             ended.append(self.assumed.pop(key))
             self.expired += 1
@@ -378,7 +442,12 @@ class QueueAccounting:
                 self.unseen_refused += 1
                 log.log(v(2), "Pod <%s> not assumed: unseen by the cache and %s", task.key, refusal)
                 return False
-        assumption = Assumption(task=task, queue=job.queue, expires=self.clock() + self.assume_ttl)
+        now = self.clock()
+        assumption = Assumption(task=task, queue=job.queue, expires=now + self.assume_ttl)
+        if job.source == NATIVE_SOURCE and job.min_available > 1:
+            assumption.group = job.uid
+            assumption.cached = self.state.task(task.key)
+            self._group_deadlines[job.uid] = now + self.group_window
         self.assumed[task.key] = assumption
         if task.job not in ssn.jobs or task.uid not in ssn.jobs[task.job].tasks:
             # Not in the cache yet: the next session is opened with its job added.

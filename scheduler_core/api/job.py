@@ -17,6 +17,11 @@ from scheduler_core.api.types import (
     valid_status,
 )
 
+#: ``JobInfo.source`` of a gang defined by a Volcano PodGroup (or a lone pod's group of one).
+VOLCANO_SOURCE = "volcano"
+#: ``JobInfo.source`` of a gang defined by Kubernetes' own PodGroup (the Workload API).
+NATIVE_SOURCE = "native"
+
 
 @dataclass(slots=True)
 class JobInfo:
@@ -50,6 +55,13 @@ class JobInfo:
     #: The PodGroup's ``spec.networkTopology``: every member inside one network domain
     #: (hard) or as close as the tree allows (soft); None: placed by count only.
     network_topology: NetworkTopologyRequest | None = None
+    #: Where the gang is defined: ``volcano`` (a Volcano PodGroup, or a lone pod's group of
+    #: one) or ``native`` (Kubernetes' own PodGroup, which kube-scheduler gangs itself and
+    #: whose status it owns). The rules are the same for both; only writing back differs.
+    source: str = VOLCANO_SOURCE
+    #: The node label keys a native PodGroup asks its members to share a domain of
+    #: (``schedulingConstraints.topology``); kept for explain, not yet placed by.
+    topology_keys: tuple[str, ...] = ()
     tasks: dict[str, TaskInfo] = field(default_factory=dict)
     status_index: dict[TaskStatus, dict[str, TaskInfo]] = field(default_factory=dict)
     allocated: Resource = field(default_factory=Resource.empty)
@@ -236,6 +248,8 @@ class JobInfo:
             synthesized=self.synthesized,
             min_runtime=self.min_runtime,
             network_topology=self.network_topology,
+            source=self.source,
+            topology_keys=self.topology_keys,
         )
 
     def copy_sharing_tasks(self) -> JobInfo:

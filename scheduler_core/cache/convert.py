@@ -45,6 +45,9 @@ from scheduler_core.cache.convert_topology import network_topology_request
 log = logging.getLogger(__name__)
 
 GROUP_NAME_ANNOTATION = "scheduling.k8s.io/group-name"
+#: What sets a native (Workload API) PodGroup's job id apart from a Volcano PodGroup's of the
+#: same name: ``namespace/native:name``. No object name holds a colon, so the two never meet.
+NATIVE_JOB_PREFIX = "native:"
 QUEUE_NAME_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PREEMPTABLE_KEY = "volcano.sh/preemptable"
 TASK_SPEC_KEY = "volcano.sh/task-spec"
@@ -341,10 +344,44 @@ def synthesized_group_name(pod_uid: str) -> str:
     return f"podgroup-{pod_uid}"
 
 
+def native_job_id(namespace: str, name: str) -> str:
+    """The job id of a native PodGroup (see ``NATIVE_JOB_PREFIX``)."""
+    return f"{namespace}/{NATIVE_JOB_PREFIX}{name}"
+
+
+def pod_scheduling_group(pod: Mapping[str, Any]) -> str:
+    """The native PodGroup a pod names in ``spec.schedulingGroup.podGroupName``, or ""."""
+    name = _map(_map(pod, "spec"), "schedulingGroup").get("podGroupName")
+    return name if isinstance(name, str) else ""
+
+
+def pod_volcano_group(pod: Mapping[str, Any]) -> str:
+    """The Volcano PodGroup a pod names in its group-name annotation, or ""."""
+    name = _map(_map(pod, "metadata"), "annotations").get(GROUP_NAME_ANNOTATION)
+    return name if isinstance(name, str) else ""
+
+
+def two_groups(pod: Mapping[str, Any]) -> str:
+    """Why a pod cannot be placed for naming two gangs (a Volcano PodGroup and a native one:
+    kube-scheduler would gang it by one and the queue rules judge it by the other), or ""."""
+    native, volcano = pod_scheduling_group(pod), pod_volcano_group(pod)
+    if not native or not volcano:
+        return ""
+    return (
+        f"the pod names two pod groups, Volcano PodGroup {volcano} (annotation "
+        f"{GROUP_NAME_ANNOTATION}) and Kubernetes PodGroup {native} "
+        "(spec.schedulingGroup.podGroupName); remove one of them"
+    )
+
+
 def pod_job_id(pod: Mapping[str, Any]) -> tuple[str, bool]:
-    """(job id, synthesized?) of a pod: its PodGroup, or a group of one."""
+    """(job id, synthesized?) of a pod: its native PodGroup (which kube-scheduler gangs it by,
+    so it wins when a pod names both), its Volcano PodGroup, or a group of one."""
     meta = _map(pod, "metadata")
     namespace = str(meta.get("namespace") or "default")
+    native = pod_scheduling_group(pod)
+    if native:
+        return native_job_id(namespace, native), False
     group = _map(meta, "annotations").get(GROUP_NAME_ANNOTATION)
     if isinstance(group, str) and group:
         return f"{namespace}/{group}", False
@@ -355,6 +392,17 @@ def pod_job_id(pod: Mapping[str, Any]) -> tuple[str, bool]:
 def pod_queue_annotation(pod: Mapping[str, Any]) -> str:
     value = _map(_map(pod, "metadata"), "annotations").get(QUEUE_NAME_ANNOTATION)
     return value if isinstance(value, str) else ""
+
+
+def named_queue(obj: Mapping[str, Any]) -> str:
+    """The queue an object names with ``scheduling.volcano.sh/queue-name``, as an annotation
+    or else a label; "" when it names none."""
+    meta = _map(obj, "metadata")
+    for source in ("annotations", "labels"):
+        value = _map(meta, source).get(QUEUE_NAME_ANNOTATION)
+        if isinstance(value, str) and value:
+            return value
+    return ""
 
 
 def pod_to_task(
@@ -543,9 +591,19 @@ class PodGroupInfo:
     #: ``spec.networkTopology``; a malformed one carries its sentence (never refuses the
     #: PodGroup: its gang and queue stay readable).
     network_topology: NetworkTopologyRequest | None = None
+    #: ``volcano`` or ``native`` (see ``JobInfo.source``).
+    source: str = "volcano"
+    #: A native PodGroup's own priority (``spec.priority``), ahead of its class's value.
+    priority: int | None = None
+    #: A native PodGroup names its queue on its labels or annotations, or not at all (its
+    #: members may then name it): whether ``queue`` was named rather than defaulted.
+    queue_named: bool = True
+    topology_keys: tuple[str, ...] = ()
 
     @property
     def uid(self) -> str:
+        if self.source == "native":
+            return native_job_id(self.namespace, self.name)
         return f"{self.namespace}/{self.name}"
 
 

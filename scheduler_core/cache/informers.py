@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kubernetes import client as k8s_client
@@ -145,7 +145,10 @@ class InformerSet:
         api_client: Any = None,
         optional_kinds: Sequence[KindSpec] = (),
         discovery_interval: float = 60.0,
+        discover: Callable[[Any], Sequence[KindSpec]] | None = None,
     ) -> None:
+        """``discover``, given the API client, names the kinds to watch besides ``kinds``
+        that only some clusters serve (native PodGroups): asked once, here."""
         self.kinds: tuple[KindSpec, ...] = tuple(kinds)
         #: Kinds watched only once discovery finds them served (see ``_discover``); each
         #: leaves this tuple when its reflector starts.
@@ -168,10 +171,18 @@ class InformerSet:
         ]
         if api_client is None:
             watches = sum(len(scopes) for _, scopes in plan) + len(self.optional_kinds)
+            # (+1: room for the watch of a kind discovery may add.)
             api_client = build_api_client(
-                kubeconfig, context=context, in_cluster=in_cluster, min_pool_size=watches + 4
+                kubeconfig, context=context, in_cluster=in_cluster, min_pool_size=watches + 5
             )
         self.api_client = api_client
+        if discover is not None:
+            found = tuple(k for k in discover(api_client) if k not in self.kinds)
+            self.kinds += found
+            plan += [
+                (spec, self.namespaces if spec.namespaced and self.namespaces else (None,))
+                for spec in found
+            ]
         for spec, scopes in plan:
             if len(scopes) == 1:
                 sinks: list[EventSink] = [sink]

@@ -37,6 +37,7 @@ from scheduler_core.cache.convert_devices import (
     resource_slice_to_info,
 )
 from scheduler_core.cache.convert_topology import hypernode_to_spec
+from scheduler_core.cache.native import NATIVE_GROUP, native_podgroup_to_info
 
 
 @dataclass(slots=True)
@@ -64,6 +65,8 @@ def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
         out.nodes.append(node_to_info(obj))
     elif kind == "Queue":
         out.queues.append(queue_to_info(obj))
+    elif kind == "PodGroup" and str(obj.get("apiVersion") or "").startswith(NATIVE_GROUP + "/"):
+        out.podgroups.append(native_podgroup_to_info(obj))
     elif kind == "PodGroup":
         out.podgroups.append(podgroup_to_info(obj))
     elif kind == "PriorityClass":

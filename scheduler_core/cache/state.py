@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import fields
+from dataclasses import fields, replace
 from types import MappingProxyType
 from typing import Any
 
 from scheduler_core.api.devices import DeviceQuotaNames
-from scheduler_core.api.job import JobInfo
+from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import DEFAULT_QUEUE, ROOT_QUEUE, QueueInfo
@@ -36,8 +36,10 @@ from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.cache.changes import ChangeLog
 from scheduler_core.cache.convert import (
+    NATIVE_JOB_PREFIX,
     ConversionError,
     PodGroupInfo,
+    named_queue,
     namespace_labels,
     node_to_info,
     object_name,
@@ -49,6 +51,7 @@ from scheduler_core.cache.convert import (
     priority_class_value,
     queue_to_info,
 )
+from scheduler_core.cache.native import NATIVE_KIND, native_podgroup_to_info
 from scheduler_core.cache.objects import (
     DEVICE_KINDS,
     STORAGE_CONVERTERS,
@@ -102,7 +105,9 @@ def apply_podgroup(
     global_default: int | None,
 ) -> None:
     """Set a job's PodGroup fields in place, keeping its tasks."""
-    if pg.priority_class_name and pg.priority_class_name in priority_classes:
+    if pg.priority is not None:
+        priority = pg.priority
+    elif pg.priority_class_name and pg.priority_class_name in priority_classes:
         priority = priority_classes[pg.priority_class_name]
     elif global_default is not None:
         priority = global_default
@@ -119,6 +124,20 @@ def apply_podgroup(
     job.min_runtime = pg.min_runtime
     job.network_topology = pg.network_topology
     job.synthesized = False
+    job.source = pg.source
+    job.topology_keys = pg.topology_keys
+    if pg.source == NATIVE_SOURCE:
+        job.phase = native_phase(job)
+
+
+def native_phase(job: JobInfo) -> PodGroupPhase:
+    """The phase a native group's job has: kube-scheduler writes none, so it is derived as
+    for a lone pod's group: Running once minMember members are placed, else Pending (and
+    admitted by enqueue, as a Volcano PodGroup no controller has admitted yet)."""
+    placed = job.scheduled_task_num() + job.releasing_scheduled_task_num()
+    return (
+        PodGroupPhase.RUNNING if placed and placed >= job.min_available else PodGroupPhase.PENDING
+    )
 
 
 def synthesized_job(task: TaskInfo, queue: str) -> JobInfo:
@@ -225,8 +244,16 @@ class ClusterState:
         #: Keys of the waiting pods kube-scheduler found no node for: the reclaim loop asks
         #: whether there is one on every tick, and must not walk every waiting pod for it.
         self._unschedulable: set[str] = set()
+        #: Pods as they were when kube-scheduler marked them as its preemption's victims
+        #: (``DisruptionTarget``, ``PreemptionByScheduler``), for the leader's look at
+        #: preemption it was not asked about: a victim may be gone within milliseconds, long
+        #: before anyone polling would see it. Bounded; its reader drains it.
+        self.marked_victims: deque[TaskInfo] = deque(maxlen=1024)
         self._queues: dict[str, QueueInfo] = {}
         self._podgroups: dict[str, PodGroupInfo] = {}
+        #: Native group job id -> pod key -> the queue that member names: a native PodGroup
+        #: that names no queue takes its members' (see ``_native_queue``).
+        self._member_queues: dict[str, dict[str, str]] = {}
         self._priority_classes: dict[str, tuple[int, bool]] = {}
         self._pdbs: dict[str, PodDisruptionBudget] = {}
         self._storage = StorageCatalog()
@@ -329,6 +356,8 @@ class ClusterState:
             self._put_podgroup(podgroup_to_info(obj))
         elif kind == HYPERNODE:
             self._topology.put_hypernode(obj)
+        elif kind == NATIVE_KIND:
+            self._put_podgroup(native_podgroup_to_info(obj))
         elif kind == "PriorityClass":
             name, value, global_default = priority_class_value(obj)
             self._priority_classes[name] = (value, global_default)
@@ -390,6 +419,9 @@ class ClusterState:
             self._remove_podgroup(key)
         elif kind == HYPERNODE:
             self._topology.delete_hypernode(key)
+        elif kind == NATIVE_KIND:
+            namespace, _, name = key.partition("/")
+            self._remove_podgroup(PodGroupInfo(namespace, name, "", 1, source=NATIVE_SOURCE).uid)
         elif kind == "PriorityClass":
             self._priority_classes.pop(key, None)
             self._converted.clear()
@@ -690,6 +722,8 @@ class ClusterState:
             self._converted[key] = version
         if task.unschedulable and task.status == TaskStatus.PENDING:
             self._unschedulable.add(key)
+        if task.disruption_target and task.node_name and (old is None or not old.disruption_target):
+            self.marked_victims.append(task)
         job = self._jobs.get(job_id)
         if kept is not None and fresh is not None:
             respec_synthesized(kept, fresh)
@@ -703,6 +737,11 @@ class ClusterState:
             self._orphans.setdefault(job_id, {})[task.uid] = task
         self._place(task)
         self._classify_pod(old, task, before)
+        if _native_job(job_id) or (old is not None and _native_job(old.job)):
+            if old is not None and old.job != job_id:
+                self._note_member_queue(old.job, key, "")
+            if _native_job(job_id):
+                self._note_member_queue(job_id, key, named_queue(pod))
         if siblings:
             self._rederive(siblings)
 
@@ -729,6 +768,8 @@ class ClusterState:
         siblings = self._forget_claim_refs(key)
         self._remove_pod(key)
         self._classify_pod(old, None, before)
+        if old is not None and _native_job(old.job):
+            self._note_member_queue(old.job, key, "")
         if siblings:
             self._rederive(siblings)
 
@@ -814,6 +855,8 @@ class ClusterState:
             self._unplaced[name] = dict(node.tasks)
 
     def _put_podgroup(self, pg: PodGroupInfo) -> None:
+        if pg.source == NATIVE_SOURCE and not pg.queue_named:
+            pg = replace(pg, queue=self._native_queue(pg.uid, pg.queue))
         self._podgroups[pg.uid] = pg
         job = self._jobs.get(pg.uid)
         if (
@@ -834,6 +877,33 @@ class ClusterState:
             apply_podgroup(job, pg, self.priority_values(), self._global_default())
         self._touch(pg.uid)
 
+    def _native_queue(self, job_id: str, default: str) -> str:
+        """The queue of a native group whose PodGroup names none: the one its members name
+        (the member whose key sorts first when they disagree, whatever order they came in),
+        else ``default``."""
+        named = self._member_queues.get(job_id)
+        if not named:
+            return default
+        return named[min(named)]
+
+    def _note_member_queue(self, job_id: str, pod_key: str, queue: str) -> None:
+        """Remember which queue a native group's member names (or that it names none), and
+        move the job when its resolved queue changes: a job changing queue is structural."""
+        named = self._member_queues.setdefault(job_id, {})
+        if queue:
+            named[pod_key] = queue
+        else:
+            named.pop(pod_key, None)
+        if not named:
+            del self._member_queues[job_id]
+        pg = self._podgroups.get(job_id)
+        if pg is None or pg.queue_named:
+            return
+        queue_now = self._native_queue(job_id, DEFAULT_QUEUE)
+        if queue_now != pg.queue:
+            self._put_podgroup(replace(pg, queue=queue_now))
+            self.changes.structural()
+
     def _remove_podgroup(self, key: str) -> None:
         self._podgroups.pop(key, None)
         job = self._jobs.pop(key, None)
@@ -853,6 +923,8 @@ class ClusterState:
                 del self._queue_usage[queue]
         job = self._jobs.get(job_id)
         if job is not None:
+            if job.source == NATIVE_SOURCE:
+                job.phase = native_phase(job)
             usage = job_usage(job)
             self._job_usage[job_id] = (job.queue, usage)
             usage.add_to(self._queue_usage.setdefault(job.queue, JobUsage.empty()))
@@ -1035,6 +1107,7 @@ class ClusterState:
             other._unschedulable = set(self._unschedulable)
             other._queues = dict(self._queues)
             other._podgroups = dict(self._podgroups)
+            other._member_queues = {j: dict(m) for j, m in self._member_queues.items()}
             other._priority_classes = dict(self._priority_classes)
             other._pdbs = dict(self._pdbs)
             other._storage = self._storage.copy()
@@ -1066,6 +1139,11 @@ class ClusterState:
             for name in node_names:
                 snapshot.nodes[name] = self._nodes[name].clone(tasks)
             return snapshot
+
+
+def _native_job(job_id: str) -> bool:
+    """Whether a job id is a native PodGroup's (see ``NATIVE_JOB_PREFIX``)."""
+    return job_id.partition("/")[2].startswith(NATIVE_JOB_PREFIX)
 
 
 def _stored_version(pod: Mapping[str, Any]) -> str:

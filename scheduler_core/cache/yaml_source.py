@@ -26,7 +26,8 @@ KNOWN_KINDS: dict[str, frozenset[str]] = {
     "PriorityClass": frozenset({"scheduling.k8s.io"}),
     "PodDisruptionBudget": frozenset({"policy"}),
     "Queue": frozenset({"scheduling.volcano.sh"}),
-    "PodGroup": frozenset({"scheduling.volcano.sh"}),
+    # Volcano's, and Kubernetes' own (the Workload API).
+    "PodGroup": frozenset({"scheduling.volcano.sh", "scheduling.k8s.io"}),
     "PersistentVolumeClaim": frozenset({""}),
     "PersistentVolume": frozenset({""}),
     "StorageClass": frozenset({"storage.k8s.io"}),

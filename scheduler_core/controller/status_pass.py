@@ -24,11 +24,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from scheduler_core.actions.enqueue import Enqueue
-from scheduler_core.api.job import JobInfo
+from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus
+from scheduler_core.cache.convert import NATIVE_JOB_PREFIX
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
 from scheduler_core.framework.memo import SessionMemos
@@ -73,10 +74,13 @@ class GroupStatus:
     known_phase: str
     facts: PodGroupFacts
     held_pods: tuple[tuple[str, str, str, str], ...]  # (namespace, name, uid, rule code)
+    #: A Kubernetes PodGroup: told about with events only, its status is kube-scheduler's.
+    native: bool = False
 
     @property
     def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+        prefix = NATIVE_JOB_PREFIX if self.native else ""
+        return f"{self.namespace}/{prefix}{self.name}"
 
     @property
     def phase(self) -> str:
@@ -103,9 +107,15 @@ def job_key(job: JobInfo) -> str:
 def nothing_to_write(snapshot: ClusterSnapshot) -> bool:
     """No PodGroup and no Queue object: plain pods' groups of one are never written, so a
     pass over them (a copy of every job, a session) would be made for nothing."""
-    return all(job.synthesized for job in snapshot.jobs.values()) and all(
-        queue.implicit for queue in snapshot.queues.values()
-    )
+    return not any(
+        _written(job) or job.source == NATIVE_SOURCE for job in snapshot.jobs.values()
+    ) and all(queue.implicit for queue in snapshot.queues.values())
+
+
+def _written(job: JobInfo) -> bool:
+    """Whether the pass writes the job's PodGroup: a Volcano one. A lone pod's group of one
+    has no object, and a Kubernetes PodGroup's status is kube-scheduler's own."""
+    return not job.synthesized and job.source != NATIVE_SOURCE
 
 
 def derive(
@@ -129,7 +139,7 @@ def derive(
         return StatusPass([], [])
     before: dict[str, str] = {}
     for job in list(snapshot.jobs.values()):
-        phase = known.get(job_key(job), job.phase.value) if not job.synthesized else job.phase
+        phase = known.get(job_key(job), job.phase.value) if _written(job) else job.phase
         before[job.uid] = str(phase)
         engine_phase = _engine_phase(job, str(phase))
         if engine_phase != job.phase or engine_phase == PodGroupPhase.PENDING:
@@ -138,9 +148,7 @@ def derive(
             snapshot.put_job(own)
     ssn = open_session(snapshot, conf, clone=False, shared_tasks=True, memos=memos)
     try:
-        if any(
-            not job.synthesized and job.phase == PodGroupPhase.PENDING for job in ssn.jobs.values()
-        ):
+        if any(_written(job) and job.phase == PodGroupPhase.PENDING for job in ssn.jobs.values()):
             # Enqueue moves only Pending jobs, and only a PodGroup's phase is written: with
             # none Pending its outcome is read by no one (it changes no allocation), so the
             # pass skips it rather than ordering every plain pod's group of one.
@@ -156,7 +164,8 @@ def derive(
         groups = [
             _group(ssn, job, before[job.uid], hold_reason, managed)
             for job in ssn.jobs.values()
-            if not job.synthesized and (not namespaces or job.namespace in namespaces)
+            if (_written(job) or job.source == NATIVE_SOURCE)
+            and (not namespaces or job.namespace in namespaces)
         ]
     finally:
         close_session(ssn, update_phases=False)
@@ -257,4 +266,12 @@ def _group(
         admitted=admitted,
         hold=hold,
     )
-    return GroupStatus(job.namespace, job.name, job.queue, phase, facts, tuple(held))
+    return GroupStatus(
+        job.namespace,
+        job.name,
+        job.queue,
+        phase,
+        facts,
+        tuple(held),
+        native=job.source == NATIVE_SOURCE,
+    )

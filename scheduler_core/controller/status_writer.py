@@ -82,7 +82,11 @@ class StatusWriter:
         qps: float = 20.0,
         burst: int = 100,
         registry: CollectorRegistry | None = None,
+        native_api_version: str = "scheduling.k8s.io/v1alpha2",
     ) -> None:
+        """``native_api_version`` is the served version of Kubernetes PodGroups, which the
+        events about them name."""
+        self.native_api_version = native_api_version
         self._controller = controller
         self._rest = controller.rest
         self._recorder = controller.recorder
@@ -166,6 +170,9 @@ class StatusWriter:
         complete = True
         phases_by_queue: dict[str, Counter[str]] = {q.name: Counter() for q in queues}
         for group in groups:
+            if group.native:
+                self._native_group(group)
+                continue
             desired = group.phase
             if self._pg_known.get(group.key) == (desired, group.facts):
                 phases_by_queue.setdefault(group.queue, Counter())[desired] += 1
@@ -287,6 +294,25 @@ class StatusWriter:
                 f"{now.get('reason')}: {now.get('message', '')}",
                 action="Schedule",
             )
+
+    def _native_group(self, group: GroupStatus) -> None:
+        """A Kubernetes PodGroup: its status is kube-scheduler's, so it is told about with
+        events only (on the PodGroup and its held pods), once per change of its facts, and it
+        is not among the Volcano PodGroups a Queue's status counts."""
+        if self._pg_known.get(group.key) == (group.phase, group.facts):
+            return
+        self._pg_known[group.key] = (group.phase, group.facts)
+        hold = group.facts.hold
+        if hold is None:
+            return
+        self._recorder.record(
+            ObjectRef("PodGroup", group.name, group.namespace, api_version=self.native_api_version),
+            WARNING,
+            UNSCHEDULABLE,
+            f"{hold.reason}: {hold.message}",
+            action="Schedule",
+        )
+        self._held_pod_events(group)
 
     def _held_pod_events(self, group: GroupStatus) -> None:
         for namespace, name, uid, code in group.held_pods:

@@ -10,7 +10,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task
+from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task, two_groups
 from scheduler_core.cache.state import synthesized_job
 from scheduler_core.engine import open_session
 from scheduler_core.framework.session import Session
@@ -35,6 +35,8 @@ class PodContext:
     ) -> None:
         self.acct = acct
         self.task: TaskInfo = request_task(acct, pod, as_stored=as_stored)
+        #: Why the pod cannot be judged for naming two pod groups ("" when it names one).
+        self.two_groups = two_groups(pod)
         job_id, self.synthesized = pod_job_id(pod)
         self.job_id = job_id
         ssn = acct.session()

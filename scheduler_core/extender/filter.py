@@ -40,6 +40,8 @@ def over_share(queue: QueueInfo) -> str:
 def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Status | None:
     """The queue and gang checks, in the order a person would debug them."""
     job, queue, ssn, task = ctx.job, ctx.queue, ctx.ssn, ctx.task
+    if ctx.two_groups:
+        return unschedulable("two-pod-groups", ctx.two_groups, resolvable=False)
     if job is None:
         return unschedulable(
             "podgroup-missing", f"PodGroup {ctx.job_id} does not exist (yet)", resolvable=True

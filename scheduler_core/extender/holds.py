@@ -34,6 +34,8 @@ class _TaskContext:
     ssn: Session
     job: JobInfo
     task: TaskInfo
+    #: (The cache's task keeps no group annotation: a pod naming two groups is filter's.)
+    two_groups: str = ""
 
     @property
     def job_id(self) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from scheduler_core.accounting.keeper import QueueAccounting
+from scheduler_core.api.job import NATIVE_SOURCE
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
@@ -85,6 +86,8 @@ class Explanation:
     summary: str
     steps: list[Step]
     victims: list[NodeVictimsView] = field(default_factory=list)
+    #: Where the pod's gang is defined: ``volcano`` or ``native`` (Kubernetes' PodGroup).
+    source: str | None = None
 
 
 def explain_cached_pod(acct: QueueAccounting, namespace: str, name: str) -> Explanation:
@@ -105,6 +108,7 @@ def explain_podgroup(acct: QueueAccounting, namespace: str, name: str) -> Explan
             pod=None,
             job=job.uid,
             queue=job.queue,
+            source=job.source,
             phase=str(job.phase),
             filter="n/a",
             code=None,
@@ -235,6 +239,7 @@ def _explain(
         summary=summary,
         steps=steps,
         victims=victims,
+        source=ctx.job.source if ctx.job is not None else None,
     )
 
 
@@ -267,6 +272,17 @@ def _skipped(name: str, question: str, why: str) -> Step:
 def _queue_steps(ctx: PodContext) -> list[Step]:
     job, ssn, task = ctx.job, ctx.ssn, ctx.task
     steps = []
+    if ctx.two_groups:
+        steps.append(
+            Step(
+                "one-group",
+                "Does the pod name one pod group?",
+                "fail",
+                "two-pod-groups",
+                ctx.two_groups,
+            )
+        )
+        return steps
     if job is None:
         steps.append(
             Step(
@@ -285,8 +301,12 @@ def _queue_steps(ctx: PodContext) -> list[Step]:
             "pass",
             "podgroup",
             f"job {job.uid} in queue {job.queue}"
-            + (" (a group of one made for a plain pod)" if job.synthesized else ""),
-            {"minAvailable": job.min_available, "pods": len(job.tasks)},
+            + (" (a group of one made for a plain pod)" if job.synthesized else "")
+            + (
+                " (a Kubernetes PodGroup, scheduling.k8s.io)" if job.source == NATIVE_SOURCE else ""
+            ),
+            {"minAvailable": job.min_available, "pods": len(job.tasks)}
+            | ({"topologyKeys": list(job.topology_keys)} if job.topology_keys else {}),
         )
     )
     queue = ctx.queue

@@ -6,6 +6,7 @@ from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.convert import native_job_id
 from scheduler_core.extender.context import PodContext, waiting_copy
 
 
@@ -22,6 +23,7 @@ class CachedPodContext(PodContext):
         self.acct = acct
         self.task = waiting_copy(task)
         self.job_id = task.job
+        self.two_groups = ""  # (the cache's task keeps no group annotation to judge by)
         ssn = acct.session()
         job = ssn.jobs.get(task.job)
         self.synthesized = job.synthesized if job is not None else False
@@ -41,7 +43,10 @@ def find_pod(acct: QueueAccounting, namespace: str, name: str) -> TaskInfo:
 
 
 def find_podgroup(acct: QueueAccounting, namespace: str, name: str) -> JobInfo:
-    job = acct.session().jobs.get(f"{namespace}/{name}")
+    """A Volcano PodGroup of that name, else a Kubernetes one (``native:NAME`` names the
+    Kubernetes one when both exist)."""
+    jobs = acct.session().jobs
+    job = jobs.get(f"{namespace}/{name}") or jobs.get(native_job_id(namespace, name))
     if job is None:
         raise NotFoundError(
             f"PodGroup {namespace}/{name} is not in the extender's cache (or its queue is not)"

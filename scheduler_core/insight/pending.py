@@ -31,6 +31,8 @@ class PendingJob:
     first_pod: str | None
     code: str
     reason: str
+    #: ``volcano`` or ``native`` (see ``JobInfo.source``).
+    source: str = "volcano"
 
 
 @dataclass(slots=True)
@@ -110,6 +112,7 @@ def pending_jobs(acct: QueueAccounting, queue: str, limit: int = DEFAULT_LIMIT) 
                 first_pod=task.key if task is not None else None,
                 code=code,
                 reason=reason,
+                source=job.source,
             )
         )
     return PendingPage(queue=queue, total=len(ordered), jobs=rows)

@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from scheduler_core.cache.informers import InformerSet
 from scheduler_core.cache.kinds import ALL_KINDS, HYPERNODE, NODE
+from scheduler_core.cache.native import NATIVE_KIND, discover_native_kinds, native_pod_group_kind
 from scheduler_core.cache.reflector import ReflectorOptions
 from tests.fakeapi import FakeApiServer, RecordingSink, wait_until, write_kubeconfig
 
@@ -386,3 +387,23 @@ def test_discovery_that_fails_is_asked_again_and_the_kind_then_watched(
     wait_until(lambda: sink.keys("HyperNode") == {"leaf-a"}, message="hypernode listed")
     statuses = [r.status for r in fake_api.requests("/apis/topology.volcano.sh/v1alpha1")]
     assert statuses[:2] == [500, 200]
+
+
+def test_a_cluster_without_native_podgroups_is_watched_as_before(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    """Discovery asks once; the answer (404 here) adds no informer and no watch on a
+    resource the cluster lacks, and readiness counts the same informers as before."""
+    seed_one_of_each(fake_api)
+    informers, _ = make_informers(discover=discover_native_kinds)
+    assert informers.wait_for_sync(5)
+    assert informers.readiness() == (True, "all 15 informers synced")
+    asked = {r.path for r in fake_api.request_log if "scheduling.k8s.io" in r.path}
+    assert asked == {"/apis/scheduling.k8s.io", "/apis/scheduling.k8s.io/v1/priorityclasses"}
+
+
+def test_a_discovered_kind_gets_its_own_informer(make_informers: MakeInformers) -> None:
+    native = native_pod_group_kind("v1alpha2")
+    informers, _ = make_informers(start=False, discover=lambda client: (native,))
+    assert informers.kinds[-1] == native
+    assert [r.spec for r in informers.reflectors[NATIVE_KIND]] == [native]

@@ -22,6 +22,11 @@ from tests.builders import Obj, snapshot
 _PREFIX = "/apis/scheduling.volcano.sh/v1beta1/"
 
 
+def _native(obj: Obj) -> bool:
+    """A Kubernetes PodGroup (``scheduling.k8s.io``), which shares the kind's name."""
+    return str(obj.get("apiVersion") or "").startswith("scheduling.k8s.io/")
+
+
 class FakeRest:
     """GET, PUT and merge-PATCH of PodGroups and Queues on the world's own objects."""
 
@@ -36,6 +41,8 @@ class FakeRest:
             wanted = ("PodGroup", parts[1], parts[3])
         for obj in self.world.objects:
             meta = obj["metadata"]
+            if _native(obj):
+                continue  # a Kubernetes PodGroup: not at the Volcano path
             if (obj["kind"], meta.get("namespace", ""), meta["name"]) == wanted:
                 return obj
         raise ApiError(404, "NotFound", path)
@@ -70,8 +77,18 @@ class _Script:
 
 
 class _Recorder:
-    def record(self, *args: Any, **kwargs: Any) -> None:
+    """Keeps (regarding kind, name, apiVersion, type, reason) of every event recorded."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str, str]] = []
+
+    def record(
+        self, regarding: Any, event_type: str, reason: str, *args: Any, **kwargs: Any
+    ) -> None:
         del args, kwargs
+        self.events.append(
+            (regarding.kind, regarding.name, regarding.api_version, event_type, reason)
+        )
 
 
 @dataclass
@@ -98,7 +115,8 @@ class StatusWorld:
     lock_depth: int = 0
 
     def __post_init__(self) -> None:
-        controller = cast(Controller, _Controller(FakeRest(self)))
+        self.recorder = _Recorder()
+        controller = cast(Controller, _Controller(FakeRest(self), self.recorder))
         conf = load_configuration(DEFAULT_CONF)
         self.writer = StatusWriter(
             controller,
@@ -140,6 +158,6 @@ class StatusWorld:
 
     def phase(self, name: str) -> str:
         for pg in self.of_kind("PodGroup"):
-            if pg["metadata"]["name"] == name:
+            if pg["metadata"]["name"] == name and not _native(pg):
                 return str((pg.get("status") or {}).get("phase") or "Pending")
         raise KeyError(name)

@@ -14,7 +14,7 @@ from scheduler_core.actions.enqueue import Enqueue
 from scheduler_core.controller import status_pass
 from scheduler_core.controller.queue_status import COUNTERS
 from scheduler_core.framework.session import Session
-from tests.builders import Obj, node, pod, podgroup, queue, with_min_resources
+from tests.builders import Obj, native_podgroup, node, pod, podgroup, queue, with_min_resources
 from tests.controller.status_world import StatusWorld
 
 
@@ -205,3 +205,34 @@ def test_no_podgroup_is_admitted_beyond_its_queue_and_counters_follow_phases(
             if world.phase(name) == "Inqueue" and before.get(name) != "Inqueue":
                 wanted = int((pg["spec"].get("minResources") or {}).get("cpu", 0))
                 assert wanted + held_cpu(world) <= cap, (name, wanted, held_cpu(world), cap)
+
+
+def test_a_native_podgroups_status_is_never_written_but_its_queue_counts_it() -> None:
+    """kube-scheduler owns a Kubernetes PodGroup's status: the pass writes nothing into it
+    (not even beside a Volcano PodGroup of the same name), and the queue counts its pods."""
+    native = native_podgroup("train", 2, queue="q")
+    world = StatusWorld([node("n0", cpu="8"), queue("q"), native, group("train", 1, None)])
+    world.objects += [
+        pod(f"k{i}", scheduling_group="train", cpu="1", memory=None, node_name="n0")
+        for i in range(2)
+    ]
+    world.objects.append(member("v0", "train"))
+    world.cycle()
+    assert native["status"] == {}
+    assert world.phase("train") in ("Inqueue", "Pending")
+    [q] = world.of_kind("Queue")
+    assert q["status"]["allocated"]["cpu"] == "2"
+
+
+def test_a_held_native_gang_is_told_about_with_an_event_once_not_a_status() -> None:
+    native = native_podgroup("trio", 3, queue="q")
+    world = StatusWorld([node("n0", cpu="8"), queue("q"), native])
+    world.objects.append(pod("t0", scheduling_group="trio", cpu="1", memory=None))
+    world.cycle()
+    assert native["status"] == {}
+    assert world.recorder.events == [
+        ("PodGroup", "trio", "scheduling.k8s.io/v1alpha2", "Warning", "Unschedulable")
+    ]
+    world.changed()
+    world.cycle()
+    assert len(world.recorder.events) == 1

@@ -40,6 +40,7 @@ INFORMER_GRANTS: set[Grant] = {
         ("", "pods"),
         ("", "nodes"),
         ("scheduling.k8s.io", "priorityclasses"),
+        ("scheduling.k8s.io", "podgroups"),  # Kubernetes' own gangs, where served
         ("policy", "poddisruptionbudgets"),
         ("scheduling.volcano.sh", "queues"),
         ("scheduling.volcano.sh", "podgroups"),

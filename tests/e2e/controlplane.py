@@ -41,6 +41,16 @@ HOW_TO_GET = (
 )
 ADMIN_TOKEN = "e2e-admin-token"
 
+#: Kubernetes' Workload API (its own PodGroups, gang scheduling), on for every control plane:
+#: it changes nothing for a pod that names no scheduling group. Workload-aware preemption is
+#: served by the API server (the PodGroup's priority and disruption mode) but left off in
+#: kube-scheduler unless a test turns it on (``start_scheduler(feature_gates=...)``).
+WORKLOAD_GATES = "GenericWorkload=true,GangScheduling=true"
+APISERVER_WORKLOAD_FLAGS = (
+    f"--feature-gates={WORKLOAD_GATES},WorkloadAwarePreemption=true",
+    "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+)
+
 
 class BinariesMissing(RuntimeError):
     pass
@@ -342,6 +352,7 @@ class ControlPlane:
                 f"--service-account-signing-key-file={pki.sa_key}",
                 f"--service-cluster-ip-range={self.service_cidr}",
                 f"--cert-dir={self.dir / 'apiserver-certs'}",
+                *APISERVER_WORKLOAD_FLAGS,
                 *extra_flags,
             ],
         )
@@ -461,6 +472,7 @@ class ControlPlane:
         extender: dict[str, Any] | None = None,
         leader_election: dict[str, Any] | None = None,
         hostname: str | None = None,
+        feature_gates: str = WORKLOAD_GATES,
     ) -> Process:
         """kube-scheduler with the given profile names and, if ``extender_url``, our extender.
 
@@ -508,6 +520,7 @@ class ControlPlane:
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--cert-dir={self.dir / (name + '-certs')}",
+                f"--feature-gates={feature_gates}",
                 "--v=2",
             ],
         )

@@ -26,6 +26,7 @@ log = logging.getLogger("tests.e2e")
 
 GROUP, VERSION = "scheduling.volcano.sh", "v1beta1"
 TOPOLOGY_GROUP, TOPOLOGY_VERSION = "topology.volcano.sh", "v1alpha1"
+NATIVE_GROUP, NATIVE_VERSION = "scheduling.k8s.io", "v1alpha2"
 QUEUE_SCHEDULER = "queue-scheduler"
 _names = itertools.count(1)
 
@@ -213,6 +214,57 @@ class Kube:
             self.hypernodes.append(name)
         return name
 
+    # --- Kubernetes' own PodGroups (the Workload API) -------------------------------------
+
+    def native_served(self) -> bool:
+        """Whether the API server serves native PodGroups at the version the tests write."""
+        try:
+            self.custom.list_cluster_custom_object(NATIVE_GROUP, NATIVE_VERSION, "podgroups")
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    def native_podgroup(
+        self,
+        namespace: str,
+        name: str,
+        min_count: int | None,
+        *,
+        queue: str | None = None,
+        priority_class: str | None = None,
+        disruption_mode: str | None = None,
+    ) -> str:
+        """A native PodGroup: a gang of ``min_count``, or a ``basic`` group when None; its
+        queue, when given, on the queue-name label."""
+        policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count else {"basic": {}}
+        spec: dict[str, Any] = {"schedulingPolicy": policy}
+        if priority_class is not None:
+            spec["priorityClassName"] = priority_class
+        if disruption_mode is not None:
+            spec["disruptionMode"] = disruption_mode
+        labels = {"scheduling.volcano.sh/queue-name": queue} if queue else {}
+        self.custom.create_namespaced_custom_object(
+            NATIVE_GROUP,
+            NATIVE_VERSION,
+            namespace,
+            "podgroups",
+            {
+                "apiVersion": f"{NATIVE_GROUP}/{NATIVE_VERSION}",
+                "kind": "PodGroup",
+                "metadata": {"name": name, "namespace": namespace, "labels": labels},
+                "spec": spec,
+            },
+        )
+        return name
+
+    def native_podgroup_object(self, namespace: str, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = self.custom.get_namespaced_custom_object(
+            NATIVE_GROUP, NATIVE_VERSION, namespace, "podgroups", name
+        )
+        return found
+
     # --- pods ---------------------------------------------------------------------------
 
     def pod(
@@ -233,6 +285,7 @@ class Kube:
         affinity: dict[str, Any] | None = None,
         spread: list[dict[str, Any]] | None = None,
         host_ports: list[int] | None = None,
+        scheduling_group: str | None = None,
     ) -> str:
         """``affinity`` and ``spread`` (topologySpreadConstraints) go into the spec as given;
         each of ``host_ports`` is asked for on the node (TCP)."""
@@ -254,6 +307,8 @@ class Kube:
         }
         if priority_class is not None:
             spec["priorityClassName"] = priority_class
+        if scheduling_group is not None:
+            spec["schedulingGroup"] = {"podGroupName": scheduling_group}
         if node is not None:
             spec["nodeName"] = node
         if node_selector is not None:
@@ -338,6 +393,10 @@ class Kube:
             with contextlib.suppress(client.ApiException):
                 self.custom.delete_collection_namespaced_custom_object(
                     GROUP, VERSION, ns, "podgroups"
+                )
+            with contextlib.suppress(client.ApiException):
+                self.custom.delete_collection_namespaced_custom_object(
+                    NATIVE_GROUP, NATIVE_VERSION, ns, "podgroups"
                 )
         for name in self.nodes:
             with contextlib.suppress(client.ApiException):

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.extender.filter import filter_pod
-from tests.builders import accounting, node, pod, podgroup, queue
+from tests.builders import accounting, native_podgroup, node, pod, podgroup, queue
 
 NODES = ["n1", "n2"]
 
@@ -237,3 +237,23 @@ def test_a_cached_pod_is_judged_with_the_assumed_pods_the_cache_has_not_shown_ye
     for name in ("u0", "u1"):
         assert filter_pod(acct, lone(name, "capped", cpu="1"), NODES).passed == NODES
     assert filter_pod(acct, cached, NODES).failed["n1"].reason_code == "queue-capability"
+
+
+def test_a_pod_naming_a_volcano_and_a_native_group_is_refused_with_a_sentence() -> None:
+    both = pod("p", group="busy", scheduling_group="train")
+    acct, _ = accounting([*base(), native_podgroup("train", 1, queue="a"), both])
+    result = filter_pod(acct, both, NODES)
+    assert result.passed == [] and acct.assumed == {}
+    rejection = result.failed["n1"]
+    assert (rejection.reason_code, rejection.resolvable) == ("two-pod-groups", False)
+    assert "Volcano PodGroup busy" in rejection.message
+    assert "Kubernetes PodGroup train" in rejection.message
+
+
+def test_a_native_gang_member_is_judged_by_the_same_gang_rule() -> None:
+    """Three 3-CPU members on two 4-CPU nodes (one of them full): the gang cannot be whole."""
+    members = [pod(f"m{i}", cpu="3", scheduling_group="trio") for i in range(3)]
+    acct, _ = accounting([*base(), native_podgroup("trio", 3, queue="a"), *members])
+    rejection = filter_pod(acct, members[0], NODES).failed["n1"]
+    assert rejection.reason_code == "gang-unsatisfiable"
+    assert "gang ns/native:trio needs 3 more pods" in rejection.message

@@ -1,13 +1,22 @@
 """The preempt verb's refusals, told as events by the replica that answered: when it chose
 no victims and no eviction at all could place the pod, the pod hears the reclaim loop's
-``ReclaimCannotHelp`` sentence; when an eviction would help, it does not."""
+``ReclaimCannotHelp`` sentence; when an eviction would help, it does not. And hold_reason: the
+filter rule holding a cached pending task, as the status pass asks it."""
 
 from __future__ import annotations
 
-from scheduler_core.extender.holds import preempt_refusals
+from scheduler_core.extender.holds import hold_reason, preempt_refusals
 from scheduler_core.extender.preempt import preempt_pod
 from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON
-from tests.builders import accounting, node, pod, priority_class, queue
+from tests.builders import (
+    accounting,
+    native_podgroup,
+    node,
+    pod,
+    podgroup,
+    priority_class,
+    queue,
+)
 
 
 def cluster(preemptor_cpu: str) -> tuple[list[dict[str, object]], dict[str, object]]:
@@ -49,3 +58,22 @@ def test_no_such_refusal_when_the_verb_found_victims() -> None:
     assert all(
         r.reason != CANNOT_HELP_REASON for r in preempt_refusals(acct, claim, candidates, chosen)
     )
+
+
+def test_a_native_gang_member_is_held_by_the_gang_rule_as_a_volcano_one_is() -> None:
+    objects = [
+        node("n1", cpu="2"),
+        queue("q"),
+        native_podgroup("k", 3, queue="q"),
+        podgroup("v", 3, queue="q"),
+        *(pod(f"k{i}", cpu="1", scheduling_group="k") for i in range(3)),
+        *(pod(f"v{i}", cpu="1", group="v") for i in range(3)),
+    ]
+    acct, _ = accounting(objects)
+    ssn = acct.session()
+    found = {}
+    for uid in ("ns/native:k", "ns/v"):
+        job = ssn.jobs[uid]
+        task = next(iter(job.tasks.values()))
+        found[uid] = hold_reason(acct, ssn, job, task)
+    assert {code for code, _ in found.values() if code} == {"gang-unsatisfiable"}

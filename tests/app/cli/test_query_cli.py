@@ -170,3 +170,44 @@ def test_an_offline_query_stops_what_its_engine_started(
     code, _, _ = run("queues", "--cluster", cluster)
     assert code == 0
     assert stopped == ["part"]
+
+
+NATIVE_JOB = """
+apiVersion: scheduling.k8s.io/v1alpha2
+kind: PodGroup
+metadata:
+  name: native-train
+  namespace: production
+  labels: {scheduling.volcano.sh/queue-name: production}
+spec: {schedulingPolicy: {gang: {minCount: 2}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: native-train-0, namespace: production}
+spec:
+  schedulerName: queue-scheduler
+  schedulingGroup: {podGroupName: native-train}
+  containers: [{name: c, resources: {requests: {cpu: "64", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: native-train-1, namespace: production}
+spec:
+  schedulerName: queue-scheduler
+  schedulingGroup: {podGroupName: native-train}
+  containers: [{name: c, resources: {requests: {cpu: "64", memory: 1Gi}}}]
+"""
+
+
+def test_a_native_podgroup_is_explained_and_listed_marked_by_its_source(tmp_path: Path) -> None:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(demo_cluster_text() + "\n---\n" + NATIVE_JOB, encoding="utf-8")
+    code, out, _ = run(
+        "explain", "podgroup/native-train", "-n", "production", "--cluster", str(path)
+    )
+    assert code == 0, out
+    assert "Source:   Kubernetes PodGroup (scheduling.k8s.io)" in out
+    assert "job production/native:native-train in queue production" in out
+    code, out, _ = run("queues", "production", "--cluster", str(path))
+    assert code == 0
+    assert "production/native:native-train (native)" in out

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -452,3 +453,11 @@ def test_every_weight_is_expressed_or_warned_about(
 
     offset = volcano(0, 0) - native(0, 0)
     assert volcano(u_cpu, u_memory) - native(u_cpu, u_memory) == pytest.approx(offset, abs=1e-6)
+
+
+def test_the_rendered_yaml_says_workload_aware_preemption_bypasses_the_extender() -> None:
+    text = render(conf_text()).yaml
+    head = [line for line in text.splitlines() if line.startswith("#")]
+    assert any("WorkloadAwarePreemption" in line for line in head)
+    assert "bypassed" in " ".join(head)
+    assert yaml.safe_load(text)["kind"] == "KubeSchedulerConfiguration"

@@ -1,0 +1,205 @@
+"""Kubernetes' own PodGroups (the Workload API, ``scheduling.k8s.io``) as a second source of
+gangs.
+
+kube-scheduler gangs the members of such a group itself (one scheduling cycle for the group,
+nobody bound until ``minCount`` fit); the engine reads the same group into the same
+``JobInfo`` a Volcano PodGroup makes, so every queue rule and every plugin treats both alike.
+Which version to read is found by discovery, at start: a cluster that does not serve the API
+is watched exactly as before, with no request for a resource it lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from scheduler_core.api.job import NATIVE_SOURCE
+from scheduler_core.api.types import PodGroupPhase
+from scheduler_core.cache.convert import (
+    ConversionError,
+    PodGroupInfo,
+    _int_field,
+    _list,
+    _map,
+    _min_runtime,
+    _preemptable,
+    _str_map,
+    describe,
+    named_queue,
+    object_name,
+)
+from scheduler_core.cache.kinds import KindSpec
+
+log = logging.getLogger(__name__)
+
+NATIVE_GROUP = "scheduling.k8s.io"
+#: The versions whose PodGroup the engine reads, the preferred first: v1beta1 (Kubernetes
+#: 1.37), v1alpha2 (1.36). v1alpha1 (1.35) had no PodGroup object of its own.
+NATIVE_VERSIONS = ("v1beta1", "v1alpha2")
+#: The kind name the informers and the cluster state use for a native PodGroup: distinct
+#: from Volcano's ``PodGroup``, whose objects share the kind's name.
+NATIVE_KIND = "NativePodGroup"
+
+BASIC = "basic"
+GANG = "gang"
+
+#: Answers a GET of an API path: (HTTP status, body).
+Fetch = Callable[[str], tuple[int, bytes]]
+
+
+def native_pod_group_kind(version: str) -> KindSpec:
+    """The watched resource of native PodGroups at ``version``."""
+    return KindSpec(NATIVE_KIND, NATIVE_GROUP, version, "podgroups", namespaced=True, custom=True)
+
+
+def served_version(fetch: Fetch) -> str | None:
+    """The preferred version of native PodGroups the API server serves, or None.
+
+    Reads the group's discovery document and then the version's resource list (a version
+    may be served with PodGroups turned off by a feature gate). Any answer but a clean one
+    is "not served": a cluster that cannot tell is treated as one without the API, never as
+    broken."""
+    try:
+        status, body = fetch(f"/apis/{NATIVE_GROUP}")
+        if status != 200:
+            return None
+        served = {
+            str(v.get("version"))
+            for v in _list(json.loads(body), "versions")
+            if isinstance(v, dict)
+        }
+        for version in NATIVE_VERSIONS:
+            if version not in served:
+                continue
+            status, body = fetch(f"/apis/{NATIVE_GROUP}/{version}")
+            if status != 200:
+                continue
+            names = {
+                str(r.get("name"))
+                for r in _list(json.loads(body), "resources")
+                if isinstance(r, dict)
+            }
+            if "podgroups" in names:
+                return version
+    except (OSError, ValueError) as exc:
+        log.warning("Discovery of %s failed (%s): native PodGroups not watched", NATIVE_GROUP, exc)
+    return None
+
+
+def api_client_fetch(api_client: Any, timeout: float = 10.0) -> Fetch:
+    """A ``Fetch`` through a kubernetes ``ApiClient`` (its host, auth and TLS)."""
+
+    def fetch(path: str) -> tuple[int, bytes]:
+        resource, _, query = path.partition("?")
+        params = [tuple(p.split("=", 1)) for p in query.split("&") if "=" in p]
+        method, url, headers, _body, _post = api_client.param_serialize(
+            "GET",
+            resource,
+            query_params=params,
+            header_params={"Accept": "application/json"},
+            auth_settings=["BearerToken"],
+        )
+        try:
+            rest = api_client.call_api(
+                method, url, header_params=headers, _request_timeout=(timeout, timeout)
+            )
+        except Exception as exc:  # the client raises its own types for refused connections
+            raise OSError(str(exc)) from exc
+        response = rest.response
+        try:
+            return int(response.status), bytes(response.data)
+        finally:
+            response.release_conn()
+
+    return fetch
+
+
+def forbidden(fetch: Fetch, version: str) -> bool:
+    """Whether listing the served PodGroups is forbidden to us (an extender upgraded without
+    its ClusterRole): watching them then would keep the informers from ever syncing, and
+    with them the verbs from answering."""
+    try:
+        status, _ = fetch(f"/apis/{NATIVE_GROUP}/{version}/podgroups?limit=1")
+    except OSError:
+        return False  # the informer's own retries will tell
+    return status == 403
+
+
+def discover_native_kinds(api_client: Any) -> tuple[KindSpec, ...]:
+    """The native PodGroup resource to watch, if the cluster serves one we may read."""
+    fetch = api_client_fetch(api_client)
+    version = served_version(fetch)
+    if version is None:
+        log.info("%s serves no PodGroups: only Volcano PodGroups are read", NATIVE_GROUP)
+        return ()
+    if forbidden(fetch, version):
+        log.warning(
+            "%s/%s serves PodGroups but listing them is forbidden: they are not read (grant "
+            "get, list and watch on podgroups.%s, as the chart's ClusterRole does)",
+            NATIVE_GROUP,
+            version,
+            NATIVE_GROUP,
+        )
+        return ()
+    log.info("Reading native PodGroups of %s/%s", NATIVE_GROUP, version)
+    return (native_pod_group_kind(version),)
+
+
+def native_podgroup_to_info(pg: Mapping[str, Any], default_queue: str = "default") -> PodGroupInfo:
+    """A native PodGroup (v1alpha2 or v1beta1: the fields read are the same) as the fields a
+    ``JobInfo`` is built from.
+
+    - ``schedulingPolicy.gang.minCount`` is the gang's minMember; a ``basic`` policy is a
+      group of pods that start on their own: minMember 1.
+    - ``spec.priority`` (set by admission from ``priorityClassName``) is the job's priority;
+      without it the class's value, as for a Volcano PodGroup.
+    - The queue is the PodGroup's ``scheduling.volcano.sh/queue-name`` (annotation or label);
+      without one the members may name it (the cluster state resolves that), else
+      ``default_queue``.
+    - ``schedulingConstraints.topology[].key`` is kept on the job.
+
+    The phase is never read: kube-scheduler keeps conditions, not Volcano's phases.
+    """
+    namespace, name = object_name(pg, "PodGroup")
+    namespace = namespace or "default"
+    where = describe("PodGroup", namespace, name) + f" ({NATIVE_GROUP})"
+    meta = _map(pg, "metadata")
+    spec = _map(pg, "spec")
+    policy = _map(spec, "schedulingPolicy")
+    if GANG in policy and isinstance(policy[GANG], dict):
+        min_member = _int_field(
+            policy[GANG].get("minCount"), f"{where}: spec.schedulingPolicy.gang.minCount", 1
+        )
+        if min_member < 1:
+            raise ConversionError(f"{where}: spec.schedulingPolicy.gang.minCount must be >= 1")
+    elif BASIC in policy:
+        min_member = 1
+    else:
+        raise ConversionError(f"{where}: spec.schedulingPolicy names neither gang nor basic")
+    priority_raw = spec.get("priority")
+    priority = (
+        _int_field(priority_raw, f"{where}: spec.priority", 0) if priority_raw is not None else None
+    )
+    queue = named_queue(pg)
+    topology = tuple(
+        str(t.get("key"))
+        for t in _list(_map(spec, "schedulingConstraints"), "topology")
+        if isinstance(t, dict) and t.get("key")
+    )
+    return PodGroupInfo(
+        namespace=namespace,
+        name=name,
+        queue=queue or default_queue,
+        min_member=min_member,
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        phase=PodGroupPhase.PENDING,
+        preemptable=_preemptable(meta, default=False),
+        creation_timestamp=str(meta.get("creationTimestamp") or ""),
+        min_runtime=_min_runtime(_str_map(meta.get("annotations")), where),
+        source=NATIVE_SOURCE,
+        priority=priority,
+        queue_named=bool(queue),
+        topology_keys=topology,
+    )
