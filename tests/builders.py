@@ -7,7 +7,7 @@ the model the service builds from the API server, with the real plugins.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -19,6 +19,7 @@ from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.topology import NetworkTopologyRequest, Topology, build_from_labels
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.convert import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
@@ -759,6 +760,37 @@ def accounting(
     conf = load_configuration(conf_text) if conf_text else default_configuration()
     clock = Clock()
     return QueueAccounting(state, conf, assume_ttl=ttl, clock=clock), clock
+
+
+def with_label_topology(
+    acct: QueueAccounting,
+    levels: Sequence[str],
+    requests: Mapping[str, NetworkTopologyRequest],
+) -> None:
+    """Give ``acct``'s cluster a topology built from its nodes' ``levels`` labels (widest
+    first), and the PodGroups named in ``requests`` (``ns/name``) their request, as the
+    cache would hold them from label levels and ``spec.networkTopology``. The tree is built
+    again when a node or its labels change (else the same tree object is kept, as the
+    cache keeps its tree: a choice made in it still holds)."""
+    state = acct.state
+    plain = state.shared_snapshot
+    built: dict[tuple[tuple[str, tuple[tuple[str, str], ...]], ...], Topology] = {}
+
+    def with_tree() -> ClusterSnapshot:
+        snap = plain()
+        labels = {n.name: n.labels for n in snap.nodes.values()}
+        key = tuple(sorted((name, tuple(sorted(lab.items()))) for name, lab in labels.items()))
+        if key not in built:
+            built.clear()
+            built[key] = build_from_labels(levels, labels)
+        snap.topology = built[key]
+        return snap
+
+    setattr(state, "shared_snapshot", with_tree)  # noqa: B010 - a method replaced on one object
+    with state.locked():
+        for job in plain().jobs.values():
+            if job.uid in requests:
+                job.network_topology = requests[job.uid]
 
 
 def assume(acct: QueueAccounting, pod_obj: Mapping[str, Any], nodes: Iterable[str]) -> None:

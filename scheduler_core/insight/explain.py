@@ -183,7 +183,7 @@ def _explain(
             )
         )
     steps.extend(_queue_steps(ctx))
-    rejection = check_pod(ctx)
+    rejection = check_pod(ctx, keep_choice=False)
     unjudged = _not_evaluable(ctx)
     if unjudged is not None:
         steps.append(_evaluable_step(unjudged))

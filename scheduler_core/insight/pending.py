@@ -79,7 +79,7 @@ def pending_jobs(acct: QueueAccounting, queue: str, limit: int = DEFAULT_LIMIT) 
         code, reason = "", ""
         if task is not None:
             ctx = CachedPodContext(acct, task)
-            rejection = check_pod(ctx)
+            rejection = check_pod(ctx, keep_choice=False)
             unjudged = ctx.ssn.not_evaluable_verdict(task) if rejection is None else None
             if unjudged is not None:
                 code = "not-evaluable"

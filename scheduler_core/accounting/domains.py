@@ -1,0 +1,142 @@
+"""The network domain chosen for each topology gang, kept between its members' filters.
+
+kube-scheduler filters a gang's members one at a time. The first member's filter chooses
+the domain (``framework/topology_fit.choose_domain``) for every member not placed yet; the
+others must land in the same one, so the choice is kept per PodGroup rather than made
+again for each member. Choosing again would also cost a trial over the tree on every
+member's filter, where a kept choice costs one dictionary lookup.
+
+How long a choice holds:
+
+- a domain chosen lives as long as the gang's assumption: the choice expires with the
+  last assumption of a member (each member assumed pushes it to that assumption's
+  expiry), or one assumption TTL after it was made when no member was assumed. By then
+  the members that were bound pin the domain anyway (``choose_domain`` keeps only domains
+  holding them), and the ones kube-scheduler gave up on are chosen for afresh;
+- a choice made in another tree (the HyperNodes, the labels or the configuration changed)
+  no longer holds: it is made again at once;
+- a refusal (hard request, no domain holds the gang) holds only while the cluster is as
+  it was when it was judged: the next change may free a domain, and a refusal kept for
+  a TTL would keep a gang out of a domain that has just emptied.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.framework.session import Session
+from scheduler_core.framework.topology_fit import DomainChoice, choose_domain
+from scheduler_core.logutil import v
+
+log = logging.getLogger("scheduler_core.extender.topology")
+
+
+@dataclass(slots=True)
+class KeptChoice:
+    """One gang's choice, until ``expires`` (a domain) or while the cluster stays at
+    ``version`` (a refusal)."""
+
+    choice: DomainChoice
+    expires: float
+    version: int
+
+
+class DomainChoices:
+    """The kept choices, by job id. Owned by the session keeper, which holds the lock the
+    verbs decide under: no lock of its own."""
+
+    def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self._kept: dict[str, KeptChoice] = {}
+        #: Choices made (not served from the kept ones): what the cache saves is visible.
+        self.made = 0
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def __iter__(self) -> Iterator[tuple[str, DomainChoice]]:
+        now = self.clock()
+        for job_id, kept in list(self._kept.items()):
+            if kept.expires > now:
+                yield job_id, kept.choice
+
+    def get(self, job_id: str) -> DomainChoice | None:
+        """The kept choice of ``job_id`` if it has not expired (whatever the tree)."""
+        kept = self._kept.get(job_id)
+        if kept is None or kept.expires <= self.clock():
+            return None
+        return kept.choice
+
+    def choice_for(self, ssn: Session, job: JobInfo, version: int) -> DomainChoice | None:
+        """The domain for ``job``'s members: the kept choice while it holds, else a new one
+        (kept). None for a job without a request, or when the session has no tree."""
+        if job.network_topology is None:
+            return None
+        now = self.clock()
+        kept = self._kept.get(job.uid)
+        if kept is not None and self._holds(kept, ssn, job, now, version):
+            return kept.choice
+        self._sweep(now)
+        choice = choose_domain(ssn, job)
+        self.made += 1
+        if choice is None:
+            self._kept.pop(job.uid, None)
+            return None
+        self._kept[job.uid] = KeptChoice(choice, now + self.ttl, version)
+        if choice.domain is not None:
+            log.log(
+                v(3),
+                "Gang <%s> (%s) placed in domain %s: %s",
+                job.uid,
+                choice.request.describe(),
+                choice.domain.name,
+                choice.reason,
+            )
+        else:
+            log.log(
+                v(3),
+                "Gang <%s> (%s) has no domain: %s",
+                job.uid,
+                choice.request.describe(),
+                choice.reason,
+            )
+        return choice
+
+    @staticmethod
+    def _holds(kept: KeptChoice, ssn: Session, job: JobInfo, now: float, version: int) -> bool:
+        choice = kept.choice
+        if kept.expires <= now or choice.topology is not ssn.topology:
+            return False
+        if choice.request != job.network_topology:
+            return False
+        return choice.domain is not None or kept.version == version
+
+    def peek(self, ssn: Session, job: JobInfo, version: int) -> DomainChoice | None:
+        """The choice the next filter of ``job``'s member would follow, without keeping a
+        new one: for the read-only views (explain, what-if), which must not steer the verbs."""
+        if job.network_topology is None:
+            return None
+        kept = self._kept.get(job.uid)
+        if kept is not None and self._holds(kept, ssn, job, self.clock(), version):
+            return kept.choice
+        return choose_domain(ssn, job)
+
+    def extend(self, job_id: str, until: float) -> None:
+        """A member of ``job_id`` was assumed until ``until``: its gang's choice lives at
+        least as long."""
+        kept = self._kept.get(job_id)
+        if kept is not None and kept.choice.domain is not None and kept.expires < until:
+            kept.expires = until
+
+    def forget(self, job_id: str) -> None:
+        self._kept.pop(job_id, None)
+
+    def _sweep(self, now: float) -> None:
+        """Drop expired choices (of gangs long placed or gone), so the map stays as small as
+        the set of gangs being placed."""
+        for job_id in [j for j, k in self._kept.items() if k.expires <= now]:
+            del self._kept[job_id]
