@@ -28,10 +28,13 @@ from dataclasses import dataclass
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.framework.session import Session
-from scheduler_core.framework.topology_fit import DomainChoice, choose_domain
+from scheduler_core.framework.topology_fit import DomainChoice, choose_domain, placed_nodes
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender.topology")
+
+#: Choices the read-only views looked at, remembered while the cluster stands still.
+MAX_PEEKED = 10_000
 
 
 @dataclass(slots=True)
@@ -52,6 +55,8 @@ class DomainChoices:
         self.ttl = ttl
         self.clock = clock
         self._kept: dict[str, KeptChoice] = {}
+        self._peeked: dict[str, KeptChoice] = {}
+        self._peeked_at = -1
         #: Choices made (not served from the kept ones): what the cache saves is visible.
         self.made = 0
 
@@ -120,10 +125,42 @@ class DomainChoices:
         new one: for the read-only views (explain, what-if), which must not steer the verbs."""
         if job.network_topology is None:
             return None
+        now = self.clock()
         kept = self._kept.get(job.uid)
-        if kept is not None and self._holds(kept, ssn, job, self.clock(), version):
+        if kept is not None and self._holds(kept, ssn, job, now, version):
             return kept.choice
-        return choose_domain(ssn, job)
+        # Looked at again by the next page view: remembered apart from the verbs' choices,
+        # while the cluster stays as it is (a view of 100 pending gangs must not run 100
+        # trials over the tree on every refresh).
+        if self._peeked_at != version or len(self._peeked) > MAX_PEEKED:
+            self._peeked.clear()
+            self._peeked_at = version
+        seen = self._peeked.get(job.uid)
+        if seen is not None and self._holds(seen, ssn, job, now, version):
+            return seen.choice
+        choice = choose_domain(ssn, job)
+        if choice is not None:
+            self._peeked[job.uid] = KeptChoice(choice, now + self.ttl, version)
+        return choice
+
+    def domain_name(self, ssn: Session, job: JobInfo) -> str | None:
+        """The domain a PodGroup carries (its annotation): the one kept for the gang while
+        its members are being placed; after that, the narrowest domain of an allowed tier
+        that holds every member placed (the one they pin). None for a job that asks for none,
+        or when no domain is known (no member placed, or none holds them together)."""
+        request = job.network_topology
+        if request is None:
+            return None
+        topology = ssn.topology
+        kept = self.get(job.uid)
+        if kept is not None and kept.domain is not None and kept.topology is topology:
+            return kept.domain.name
+        max_tier = topology.highest_tier(request)
+        pins = placed_nodes(job)
+        if max_tier is None or not pins:
+            return None
+        domain = topology.common_domain(pins, max_tier)
+        return domain.name if domain is not None else None
 
     def extend(self, job_id: str, until: float) -> None:
         """A member of ``job_id`` was assumed until ``until``: its gang's choice lives at

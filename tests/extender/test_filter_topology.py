@@ -14,47 +14,22 @@ from hypothesis import strategies as st
 from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.framework.status import Code
-from tests.builders import accounting, node, pod, podgroup, with_label_topology
+from tests.builders import (
+    SPINE_LEAF,
+    accounting,
+    node,
+    pod,
+    spine_leaf_cluster,
+    spine_leaf_nodes,
+    with_label_topology,
+)
 
-LEVELS = ["spine", "leaf"]
+LEVELS = SPINE_LEAF
 NODES = [f"n{i}" for i in range(16)]
 GANG = "ns/g"
 HARD_LEAF = NetworkTopologyRequest(TopologyMode.HARD, highest_tier_allowed=1)
 HARD_SPINE = NetworkTopologyRequest(TopologyMode.HARD, highest_tier_allowed=2)
 SOFT_LEAF = NetworkTopologyRequest(TopologyMode.SOFT, highest_tier_allowed=1)
-
-
-def leaf_of(i: int) -> str:
-    """n0-n3 leaf a, n4-n7 leaf b (spine s), n8-n11 leaf c, n12-n15 leaf d (spine t)."""
-    return "abcd"[i // 4]
-
-
-def spine_of(i: int) -> str:
-    return "s" if i < 8 else "t"
-
-
-def domain_nodes(name: str) -> set[str]:
-    """``s/b`` → the nodes of leaf b; ``s`` → the nodes of spine s."""
-    spine, _, leaf = name.partition("/")
-    return {f"n{i}" for i in range(16) if spine_of(i) == spine and (not leaf or leaf_of(i) == leaf)}
-
-
-def cluster(
-    busy: dict[str, str], gang: int, cpu: str = "4", running: dict[str, str] | None = None
-) -> list[dict[str, Any]]:
-    """16 nodes of 4 CPU in 2 spines of 2 leaves of 4; ``busy`` puts a pod of the given CPU
-    on a node; a gang of ``gang`` pending pods of ``cpu`` each (plus ``running`` members,
-    name → node)."""
-    objects: list[dict[str, Any]] = [
-        node(f"n{i}", cpu="4", labels={"spine": spine_of(i), "leaf": leaf_of(i)}) for i in range(16)
-    ]
-    for name, used in busy.items():
-        objects.append(pod(f"busy-{name}", cpu=used, node_name=name))
-    running = running or {}
-    objects.append(podgroup("g", gang + len(running), phase="Inqueue"))
-    objects += [pod(f"g-{i}", cpu=cpu, group="g") for i in range(gang)]
-    objects += [pod(name, cpu=cpu, group="g", node_name=at) for name, at in running.items()]
-    return objects
 
 
 def member(i: int, cpu: str = "4") -> dict[str, Any]:
@@ -112,10 +87,10 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_a_member_passes_only_the_chosen_domain(case: Case) -> None:
-    acct, _ = accounting(cluster(case.busy, case.gang, running=case.running))
+    acct, _ = accounting(spine_leaf_cluster(case.busy, case.gang, running=case.running))
     with_label_topology(acct, LEVELS, {GANG: case.request})
     result = filter_pod(acct, member(0), NODES)
-    wanted = domain_nodes(case.passes) if case.passes else set(NODES)
+    wanted = spine_leaf_nodes(case.passes) if case.passes else set(NODES)
     assert set(result.passed) == wanted
     assert set(result.failed) == set(NODES) - wanted
     for status in result.failed.values():
@@ -126,7 +101,7 @@ def test_a_member_passes_only_the_chosen_domain(case: Case) -> None:
 
 
 def test_hard_with_no_domain_fails_every_node_names_the_best_and_places_no_member() -> None:
-    acct, _ = accounting(cluster({"n1": "2", "n5": "2", "n9": "2", "n13": "2"}, 4))
+    acct, _ = accounting(spine_leaf_cluster({"n1": "2", "n5": "2", "n9": "2", "n13": "2"}, 4))
     with_label_topology(acct, LEVELS, {GANG: HARD_LEAF})
     for i in range(4):
         result = filter_pod(acct, member(i), NODES)
@@ -146,7 +121,7 @@ def test_hard_with_no_domain_fails_every_node_names_the_best_and_places_no_membe
 
 
 def test_a_tier_name_the_tree_lacks_fails_every_node_as_unresolvable() -> None:
-    acct, _ = accounting(cluster({}, 2))
+    acct, _ = accounting(spine_leaf_cluster({}, 2))
     asks = NetworkTopologyRequest(TopologyMode.HARD, highest_tier_name="rack")
     with_label_topology(acct, LEVELS, {GANG: asks})
     status = filter_pod(acct, member(0), NODES).failed["n0"]
@@ -155,60 +130,60 @@ def test_a_tier_name_the_tree_lacks_fails_every_node_as_unresolvable() -> None:
 
 
 def test_every_member_follows_the_first_members_choice_without_choosing_again() -> None:
-    acct, _ = accounting(cluster({"n1": "2"}, 4))
+    acct, _ = accounting(spine_leaf_cluster({"n1": "2"}, 4))
     with_label_topology(acct, LEVELS, {GANG: HARD_LEAF})
     passed = [set(filter_pod(acct, member(i), NODES).passed) for i in range(4)]
-    assert all(p == domain_nodes("s/b") for p in passed)
+    assert all(p == spine_leaf_nodes("s/b") for p in passed)
     assert acct.domains.made == 1
     assert len(acct.assumed) == 4
 
 
 def test_the_choice_outlives_a_cluster_change_while_the_gang_is_assumed() -> None:
-    acct, clock = accounting(cluster({"n1": "2"}, 4), ttl=30.0)
+    acct, clock = accounting(spine_leaf_cluster({"n1": "2"}, 4), ttl=30.0)
     with_label_topology(acct, LEVELS, {GANG: HARD_LEAF})
-    assert set(filter_pod(acct, member(0), NODES).passed) == domain_nodes("s/b")
+    assert set(filter_pod(acct, member(0), NODES).passed) == spine_leaf_nodes("s/b")
     clock.now += 20
     # leaf b fills up meanwhile; the gang's first member is still assumed there
     acct.state.upsert("Pod", pod("busy-n4", cpu="1", node_name="n4"))
-    assert set(filter_pod(acct, member(1), NODES).passed) == domain_nodes("s/b")
+    assert set(filter_pod(acct, member(1), NODES).passed) == spine_leaf_nodes("s/b")
     clock.now += 20  # 40 s after the choice, 20 s after member 1's assumption: still held
-    assert set(filter_pod(acct, member(2), NODES).passed) == domain_nodes("s/b")
+    assert set(filter_pod(acct, member(2), NODES).passed) == spine_leaf_nodes("s/b")
     assert acct.domains.made == 1
 
 
 def test_the_choice_expires_with_the_gangs_assumption_and_is_made_again() -> None:
-    acct, clock = accounting(cluster({"n1": "2"}, 4), ttl=30.0)
+    acct, clock = accounting(spine_leaf_cluster({"n1": "2"}, 4), ttl=30.0)
     with_label_topology(acct, LEVELS, {GANG: HARD_LEAF})
-    assert set(filter_pod(acct, member(0), NODES).passed) == domain_nodes("s/b")
+    assert set(filter_pod(acct, member(0), NODES).passed) == spine_leaf_nodes("s/b")
     acct.state.upsert("Pod", pod("busy-n4", cpu="3", node_name="n4"))
     acct.state.delete("Pod", "ns/busy-n1")
     clock.now += 31  # member 0 was never bound: its assumption and the choice are gone
-    assert set(filter_pod(acct, member(1), NODES).passed) == domain_nodes("s/a")
+    assert set(filter_pod(acct, member(1), NODES).passed) == spine_leaf_nodes("s/a")
     assert acct.domains.made == 2
 
 
 def test_a_new_tree_makes_the_choice_again_at_once() -> None:
-    acct, _ = accounting(cluster({"n1": "2"}, 4))
+    acct, _ = accounting(spine_leaf_cluster({"n1": "2"}, 4))
     with_label_topology(acct, LEVELS, {GANG: HARD_LEAF})
-    assert set(filter_pod(acct, member(0), NODES).passed) == domain_nodes("s/b")
+    assert set(filter_pod(acct, member(0), NODES).passed) == spine_leaf_nodes("s/b")
     # n7 moves to a leaf of its own: leaf b holds only 3 members now, as does leaf a
     moved = node("n7", cpu="4", labels={"spine": "s", "leaf": "e"})
     acct.state.upsert("Node", moved)
     result = filter_pod(acct, member(1), NODES)
     assert acct.domains.made == 2
-    assert set(result.passed) == domain_nodes("t/c")
+    assert set(result.passed) == spine_leaf_nodes("t/c")
 
 
 def test_a_refusal_is_judged_again_when_the_cluster_changes() -> None:
-    acct, _ = accounting(cluster({"n1": "2", "n5": "2", "n9": "2", "n13": "2"}, 4))
+    acct, _ = accounting(spine_leaf_cluster({"n1": "2", "n5": "2", "n9": "2", "n13": "2"}, 4))
     with_label_topology(acct, LEVELS, {GANG: HARD_LEAF})
     assert filter_pod(acct, member(0), NODES).passed == []
     acct.state.delete("Pod", "ns/busy-n13")
-    assert set(filter_pod(acct, member(0), NODES).passed) == domain_nodes("t/d")
+    assert set(filter_pod(acct, member(0), NODES).passed) == spine_leaf_nodes("t/d")
 
 
 def test_a_pod_whose_gang_asks_nothing_passes_every_node() -> None:
-    acct, _ = accounting(cluster({"n1": "2"}, 4))
+    acct, _ = accounting(spine_leaf_cluster({"n1": "2"}, 4))
     with_label_topology(acct, LEVELS, {})
     assert filter_pod(acct, member(0), NODES).passed == NODES
     assert acct.domains.made == 0
@@ -235,7 +210,7 @@ def domains_at(tier: int) -> list[str]:
 
 def holds(domain: str, busy: dict[str, str], cpu: int) -> int:
     """How many members of ``cpu`` the domain's nodes hold, node by node (the oracle)."""
-    return sum((4 - int(busy.get(n, "0"))) // cpu for n in domain_nodes(domain))
+    return sum((4 - int(busy.get(n, "0"))) // cpu for n in spine_leaf_nodes(domain))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -244,7 +219,7 @@ def test_a_hard_gang_never_gets_a_node_outside_its_domain(
     drawn: tuple[dict[str, str], int, int, NetworkTopologyRequest],
 ) -> None:
     busy, gang, cpu, request = drawn
-    acct, _ = accounting(cluster(busy, gang, cpu=str(cpu)))
+    acct, _ = accounting(spine_leaf_cluster(busy, gang, cpu=str(cpu)))
     hard = NetworkTopologyRequest(TopologyMode.HARD, request.highest_tier_allowed)
     with_label_topology(acct, LEVELS, {GANG: hard})
     used: set[str] = set()
@@ -252,7 +227,7 @@ def test_a_hard_gang_never_gets_a_node_outside_its_domain(
         used |= set(filter_pod(acct, member(i, str(cpu)), NODES).passed)
     allowed = [d for t in (1, 2) if t <= (hard.highest_tier_allowed or 0) for d in domains_at(t)]
     if used:
-        assert any(used <= domain_nodes(d) for d in allowed)
+        assert any(used <= spine_leaf_nodes(d) for d in allowed)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -261,7 +236,7 @@ def test_a_domain_is_chosen_whenever_one_of_an_allowed_tier_holds_the_whole_gang
     drawn: tuple[dict[str, str], int, int, NetworkTopologyRequest],
 ) -> None:
     busy, gang, cpu, request = drawn
-    acct, _ = accounting(cluster(busy, gang, cpu=str(cpu)))
+    acct, _ = accounting(spine_leaf_cluster(busy, gang, cpu=str(cpu)))
     with_label_topology(acct, LEVELS, {GANG: request})
     passed = set(filter_pod(acct, member(0, str(cpu)), NODES).passed)
     tiers = [t for t in (1, 2) if t <= (request.highest_tier_allowed or 0)]
@@ -269,4 +244,6 @@ def test_a_domain_is_chosen_whenever_one_of_an_allowed_tier_holds_the_whole_gang
     if fitting:
         lowest = min(1 if "/" in d else 2 for d in fitting)
         # one domain of the lowest tier that holds the gang, and only its nodes
-        assert any(passed == domain_nodes(d) for d in fitting if (1 if "/" in d else 2) == lowest)
+        assert any(
+            passed == spine_leaf_nodes(d) for d in fitting if (1 if "/" in d else 2) == lowest
+        )
