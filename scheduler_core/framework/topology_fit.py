@@ -269,3 +269,9 @@ def no_domain_sentence(
     last = trials[-1]
     where = f" ({last.best.name})" if last.best is not None else ""
     return f"{head}; the most any tier-{last.tier} domain holds is {last.holds}{where}"
+
+
+def domain_fullness(ssn: Session, domain: Domain, wanted: Resource) -> float:
+    """How full ``domain`` is on ``wanted``'s dimensions (0 empty .. 1 full), as the choice
+    ranks domains: the score of Volcano's hypernode binpack."""
+    return _fullness(domain, ssn, wanted, future_room)
