@@ -251,6 +251,15 @@ def _network_topology(raw: Any, source: str) -> NetworkTopologyConf:
         raise ConfigError(f"{where}.labelLevels must be a list of label keys, widest first")
     if len(set(levels)) != len(levels):
         raise ConfigError(f"{where}.labelLevels lists a label key twice: {levels}")
+    if not enabled:
+        # Said once, at load: a user who wrote a request would otherwise see gangs spread
+        # over switches with no word anywhere. Not a configuration warning: turning the
+        # feature off is a choice, and ``--strict-conf`` must not refuse it.
+        log.warning(
+            "%s: networkTopology.enabled is false: PodGroups' spec.networkTopology is "
+            "ignored and their gangs are placed by count, in any domain",
+            source,
+        )
     return NetworkTopologyConf(enabled=enabled, label_levels=tuple(levels))
 
 

@@ -357,6 +357,53 @@ def with_min_resources(pg: Obj, resources: Mapping[str, str]) -> Obj:
     return pg
 
 
+def with_network_topology(
+    pg: Obj, mode: str | None = "hard", tier: int | None = None, tier_name: str | None = None
+) -> Obj:
+    """``pg`` with ``spec.networkTopology`` (Volcano's topology request); ``None`` leaves a
+    field out."""
+    request: Obj = {}
+    if mode is not None:
+        request["mode"] = mode
+    if tier is not None:
+        request["highestTierAllowed"] = tier
+    if tier_name is not None:
+        request["highestTierName"] = tier_name
+    pg["spec"]["networkTopology"] = request
+    return pg
+
+
+def hypernode(
+    name: str,
+    tier: int,
+    *,
+    nodes: Iterable[str] = (),
+    hypernodes: Iterable[str] = (),
+    node_regex: str = "",
+    node_labels: Mapping[str, str] | None = None,
+    tier_name: str = "",
+) -> Obj:
+    """A HyperNode (``topology.volcano.sh/v1alpha1``): exact node and HyperNode members, and
+    optionally one node member by regular expression and one by labels."""
+    members: list[Obj] = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+    members += [{"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in hypernodes]
+    if node_regex:
+        members.append({"type": "Node", "selector": {"regexMatch": {"pattern": node_regex}}})
+    if node_labels is not None:
+        members.append(
+            {"type": "Node", "selector": {"labelMatch": {"matchLabels": dict(node_labels)}}}
+        )
+    spec: Obj = {"tier": tier, "members": members}
+    if tier_name:
+        spec["tierName"] = tier_name
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
 def queue(
     name: str,
     weight: int = 1,

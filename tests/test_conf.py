@@ -166,3 +166,14 @@ def test_a_misspelt_plugin_is_a_warning_and_is_still_skipped() -> None:
         "(available: " + ", ".join(sorted(plugin_names())) + ")"
     ]
     assert set(open_session(ClusterSnapshot(), conf).plugins) == {"gang"}
+
+
+def test_turning_network_topology_off_is_said_at_load_and_is_no_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="scheduler_core.conf"):
+        conf = load_configuration(
+            "networkTopology: {enabled: false}\ntiers:\n- plugins: [{name: gang}]\n", "c.yaml"
+        )
+    assert "c.yaml: networkTopology.enabled is false" in caplog.text
+    assert conf.warnings == []

@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 from scheduler_core.insight.explain import Explanation
 from scheduler_core.insight.pending import PendingPage
 from scheduler_core.insight.queues import QueueView
+from scheduler_core.insight.topology import TopologyView
 from scheduler_core.insight.whatif import WhatIfRequest, WhatIfResult
 
 
@@ -53,6 +54,8 @@ class InsightBackend(Protocol):
     def explain_podgroup(self, namespace: str, name: str) -> Explanation:
         """Raises ``NotFoundError``."""
         ...
+
+    def topology(self) -> TopologyView: ...
 
     def whatif(self, request: WhatIfRequest) -> Callable[[], WhatIfResult]:
         """Reads what it needs now (raising ``WhatIfError`` for a bad request) and returns

@@ -263,3 +263,37 @@ class ApiError(BaseModel):
 
 def dump(model: BaseModel) -> bytes:
     return model.model_dump_json(by_alias=True).encode()
+
+
+class TopologyDomain(_Out):
+    name: str
+    tier: int
+    tier_name: str = Field(description="the HyperNode's tierName, or the level's label key")
+    node_count: int
+    parent: str | None
+    children: list[str]
+
+
+class TopologyTier(_Out):
+    tier: int = Field(description="1 is the narrowest, closest to the nodes")
+    tier_name: str
+    domains: list[TopologyDomain]
+
+
+class TopologyRefusal(_Out):
+    source: str
+    problems: dict[str, str] = Field(description="offending object -> what is wrong with it")
+    message: str
+
+
+class Topology(_Out):
+    enabled: bool = Field(description="whether PodGroups' networkTopology is honoured")
+    source: str = Field(description='"hypernodes", "labels" or "none"')
+    label_levels: list[str]
+    hypernodes: int
+    nodes_in_domains: int
+    tiers: list[TopologyTier] = Field(description="the serving tree's domains, by tier")
+    refusal: TopologyRefusal | None = Field(
+        description="why the tree the cluster describes now is refused (null when it holds)"
+    )
+    notes: list[str]

@@ -30,6 +30,7 @@ from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.cache.state import ClusterState
+from scheduler_core.cache.topology_metrics import TopologyCollector
 from scheduler_core.cache.yaml_source import load_cluster_file, load_cluster_text
 from scheduler_core.conf import (
     SchedulerConfiguration,
@@ -231,6 +232,8 @@ def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[En
         persister = start_usage_persister(backend, controller, history)
         if persister is not None:
             parts.append(persister)
+        parts.append(start_topology_reporter(backend, controller))
+        informers.registry.register(TopologyCollector(state))
         loop = None
         if options.reclaim is not None:
             loop = start_reclaim_loop(options.reclaim, conf, controller, backend)
@@ -402,6 +405,13 @@ def start_usage_persister(
     return UsagePersister(controller, history, state.queues, refusals, interval).start()
 
 
+def start_topology_reporter(backend: EngineBackend, controller: Controller) -> Stoppable:
+    """The leader reports each refused network topology as events on its HyperNodes."""
+    from scheduler_core.controller.topology_report import TopologyReporter
+
+    return TopologyReporter(controller, backend.state.take_topology_refusals).start()
+
+
 def start_reclaim_loop(
     options: ReclaimOptions,
     conf: SchedulerConfiguration,
@@ -450,6 +460,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
     (ConfigException, YAML errors, TypeError, ...), and a user needs one line, not a traceback.
     """
     from scheduler_core.cache.informers import InformerSet
+    from scheduler_core.cache.kinds import OPTIONAL_KINDS
     from scheduler_core.cache.reflector import ReflectorOptions
 
     if kubeconfig is not None:
@@ -466,6 +477,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
             kubeconfig=kubeconfig,
             in_cluster=True if kubeconfig is None else None,
             options=ReflectorOptions(watch_read_timeout=stall_timeout),
+            optional_kinds=OPTIONAL_KINDS,
         )
     except Exception as exc:
         raise ValueError(f"cannot use the {where}: {exc}") from exc

@@ -49,6 +49,7 @@ from scheduler_core.insight.explain import (
 from scheduler_core.insight.lookup import NotFoundError
 from scheduler_core.insight.pending import PendingPage, pending_jobs
 from scheduler_core.insight.queues import QueueView, queue_view, queue_views
+from scheduler_core.insight.topology import TopologyView, topology_view
 from scheduler_core.insight.whatif import WhatIfRequest, WhatIfResult, prepare, run_prepared
 from scheduler_core.report import queue_attrs, session_report
 
@@ -82,6 +83,7 @@ class EngineBackend:
         self.state = state
         self.conf = conf
         state.set_device_names(DeviceQuotaNames(dict(conf.device_class_mappings)))
+        state.set_topology_levels(conf.network_topology.label_levels)
         self.options = options or BackendOptions()
         self.informers = informers
         self.source = source
@@ -116,6 +118,7 @@ class EngineBackend:
         with self.state.locked():
             self.conf = conf
             self.state.set_device_names(DeviceQuotaNames(dict(conf.device_class_mappings)))
+            self.state.set_topology_levels(conf.network_topology.label_levels)
             self.accounting.use_configuration(conf)
 
     def _freeze_once(self) -> None:
@@ -300,6 +303,10 @@ class EngineBackend:
     def explain_podgroup(self, namespace: str, name: str) -> Explanation:
         with self.state.locked():
             return explain_podgroup(self.accounting, namespace, name)
+
+    def topology(self) -> TopologyView:
+        with self.state.locked():
+            return topology_view(self.state, self.conf)
 
     def whatif(self, request: WhatIfRequest) -> Callable[[], WhatIfResult]:
         """The dry run to call off the event loop; it runs in a forked child (see

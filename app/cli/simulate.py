@@ -10,7 +10,7 @@ import orjson
 
 from app.cli.tables import fmt_resources, table
 from scheduler_core.api.devices import DeviceQuotaNames
-from scheduler_core.cache.builder import build_snapshot
+from scheduler_core.cache.builder import build_checked_snapshot
 from scheduler_core.cache.yaml_source import ClusterFileError, load_cluster_file
 from scheduler_core.conf import (
     ConfigError,
@@ -68,7 +68,13 @@ def run_simulate(
     if loaded.skipped:
         print(loaded.skipped_summary(), file=err)
     names = DeviceQuotaNames(dict(conf.device_class_mappings))
-    ssn = run_session(build_snapshot(loaded.objects, names), conf)
+    snapshot, refusal = build_checked_snapshot(
+        loaded.objects, names, conf.network_topology.label_levels
+    )
+    if refusal is not None:
+        print(f"error: {args.cluster}: network topology refused: {refusal.describe()}", file=err)
+        return 2
+    ssn = run_session(snapshot, conf)
     report = session_report(ssn)
     if args.output == "json":
         out.write(orjson.dumps(report, option=orjson.OPT_INDENT_2).decode() + "\n")

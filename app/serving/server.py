@@ -31,6 +31,7 @@ from starlette.routing import Route
 from app.api import explain as routes_explain_api
 from app.api import queues as routes_queues_api
 from app.api import status_routes as routes_status_page
+from app.api import topology as routes_topology_api
 from app.api import whatif as routes_whatif_api
 from app.api.common import answer_validation_errors_with_400, drop_validation_422
 from app.api.port import InsightBackend, RecentEvictionsProvider
@@ -398,6 +399,7 @@ def add_insight_routes(
     app.include_router(routes_queues_api.make_router(backend))
     app.include_router(routes_explain_api.make_router(backend))
     app.include_router(routes_whatif_api.make_router(backend))
+    app.include_router(routes_topology_api.make_router(backend))
     app.include_router(routes_status_page.make_router(backend, evictions))
     answer_validation_errors_with_400(app)
     return routes_whatif_api.request_schema()[1]

@@ -50,9 +50,15 @@ class NetworkTopologyRequest:
     mode: TopologyMode = TopologyMode.HARD
     highest_tier_allowed: int | None = None
     highest_tier_name: str = ""
+    #: Why the PodGroup's request is malformed (both bound forms, an unknown mode...); such
+    #: a request is held as hard with no domain, so that no member is placed and each is
+    #: told this sentence. Empty for a well-formed request.
+    problem: str = ""
 
     def describe(self) -> str:
         """The request as a person wrote it, for sentences: ``hard, tier ≤ 2``."""
+        if self.problem:
+            return f"malformed ({self.problem})"
         if self.highest_tier_allowed is not None:
             bound = f"tier ≤ {self.highest_tier_allowed}"
         elif self.highest_tier_name:

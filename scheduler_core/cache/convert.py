@@ -31,6 +31,7 @@ from scheduler_core.api.task import (
     TaskInfo,
     Toleration,
 )
+from scheduler_core.api.topology import NetworkTopologyRequest
 from scheduler_core.api.types import PodGroupPhase, QueueState, task_status_from_pod
 from scheduler_core.api.usage_history import (
     USAGE_HISTORY_ANNOTATION,
@@ -39,6 +40,7 @@ from scheduler_core.api.usage_history import (
     decode_record,
 )
 from scheduler_core.cache import convert_constraints
+from scheduler_core.cache.convert_topology import network_topology_request
 
 log = logging.getLogger(__name__)
 
@@ -538,6 +540,9 @@ class PodGroupInfo:
     preemptable: bool = False
     creation_timestamp: str = ""
     min_runtime: float | None = None
+    #: ``spec.networkTopology``; a malformed one carries its sentence (never refuses the
+    #: PodGroup: its gang and queue stay readable).
+    network_topology: NetworkTopologyRequest | None = None
 
     @property
     def uid(self) -> str:
@@ -576,6 +581,7 @@ def podgroup_to_info(pg: Mapping[str, Any], default_queue: str = "default") -> P
         preemptable=_preemptable(meta, default=False),
         creation_timestamp=str(meta.get("creationTimestamp") or ""),
         min_runtime=_min_runtime(_str_map(meta.get("annotations")), where),
+        network_topology=network_topology_request(spec.get("networkTopology")),
     )
 
 

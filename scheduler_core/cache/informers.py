@@ -22,11 +22,13 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from .discovery import Served, served
 from .kinds import ALL_KINDS, KindSpec
 from .reflector import (
     EVENT_TYPES,
     RESTART_REASONS,
     EventSink,
+    Phase,
     Reflector,
     ReflectorOptions,
     ReflectorStatus,
@@ -141,8 +143,19 @@ class InformerSet:
         options: ReflectorOptions | None = None,
         registry: CollectorRegistry | None = None,
         api_client: Any = None,
+        optional_kinds: Sequence[KindSpec] = (),
+        discovery_interval: float = 60.0,
     ) -> None:
         self.kinds: tuple[KindSpec, ...] = tuple(kinds)
+        #: Kinds watched only once discovery finds them served (see ``_discover``); each
+        #: leaves this tuple when its reflector starts.
+        self.optional_kinds: tuple[KindSpec, ...] = tuple(optional_kinds)
+        self.discovery_interval = discovery_interval
+        self._sink = sink
+        self._discovery_stop = threading.Event()
+        self._discovery: threading.Thread | None = None
+        #: The optional kinds found served (and watched) since.
+        self._discovered: set[str] = set()
         self.namespaces: tuple[str, ...] = tuple(dict.fromkeys(n for n in namespaces if n))
         self.options = options or ReflectorOptions()
         self._started = False
@@ -154,7 +167,7 @@ class InformerSet:
             for spec in self.kinds
         ]
         if api_client is None:
-            watches = sum(len(scopes) for _, scopes in plan)
+            watches = sum(len(scopes) for _, scopes in plan) + len(self.optional_kinds)
             api_client = build_api_client(
                 kubeconfig, context=context, in_cluster=in_cluster, min_pool_size=watches + 4
             )
@@ -191,10 +204,50 @@ class InformerSet:
         )
         for reflector in self.all_reflectors():
             reflector.start()
+        if self.optional_kinds and not self._discover():
+            self._discovery = threading.Thread(
+                target=self._discover_until_served, name="informers-discovery", daemon=True
+            )
+            self._discovery.start()
+
+    def _discover(self) -> bool:
+        """Start a reflector for each optional kind the API server serves now; whether none
+        is left to look for. A kind found served is part of readiness from then on: while
+        it lists, what it feeds (the network topology) is not yet known, and deciding on
+        half of it would place a hard gang across switches."""
+        for spec in self.optional_kinds:
+            answer = served(self.api_client, spec)
+            if answer is Served.YES:
+                reflector = Reflector(spec, self.api_client, self._sink, options=self.options)
+                self.reflectors = {**self.reflectors, spec.kind: [reflector]}
+                self.kinds = (*self.kinds, spec)
+                self.optional_kinds = tuple(k for k in self.optional_kinds if k != spec)
+                self._discovered.add(spec.kind)
+                self._flat = (*self._flat, reflector)
+                self._all_synced = False
+                log.info("%s is served: watching it", spec.resource)
+                if not self._stopped:
+                    reflector.start()
+            elif answer is Served.NO and not self._discovery:
+                log.info(
+                    "%s is not served (its CRD is not installed): not watched; asked again "
+                    "every %.0fs",
+                    spec.resource,
+                    self.discovery_interval,
+                )
+        return not self.optional_kinds
+
+    def _discover_until_served(self) -> None:
+        while not self._discovery_stop.wait(self.discovery_interval):
+            if self._stopped or self._discover():
+                return
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop every reflector (cutting their watches) and close the client we built."""
         self._stopped = True
+        self._discovery_stop.set()
+        if self._discovery is not None:
+            self._discovery.join(timeout)
         for reflector in self.all_reflectors():
             reflector.stop(timeout=0)
         deadline = time.monotonic() + timeout
@@ -224,9 +277,16 @@ class InformerSet:
         found = []
         for reflector in self._flat:
             why = reflector.stale(now)
-            if why:
+            if why and not self._withdrawn(reflector):
                 found.append(f"{reflector.name} ({why})")
         return found
+
+    def _withdrawn(self, reflector: Reflector) -> bool:
+        """Whether ``reflector`` watches an optional kind whose CRD was deleted since: what
+        it fed is gone from the cluster, and waiting for it would stop every decision."""
+        return reflector.spec.kind in self._discovered and (
+            reflector.status().phase is Phase.NOT_INSTALLED
+        )
 
     def fresh(self) -> bool:
         """Every informer synced and heard from within its stall bound: a cache to decide
@@ -236,7 +296,7 @@ class InformerSet:
     def heard_since(self, at: float) -> bool:
         """Every informer has delivered something after monotonic time ``at`` (and none is
         relisting after a stall): what the cache shows is newer than ``at``."""
-        return all(r.heard_since(at) for r in self.all_reflectors())
+        return all(r.heard_since(at) or self._withdrawn(r) for r in self.all_reflectors())
 
     def statuses(self) -> list[ReflectorStatus]:
         return [r.status() for r in self.all_reflectors()]

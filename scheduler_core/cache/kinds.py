@@ -108,6 +108,15 @@ STORAGE_KINDS: tuple[KindSpec, ...] = (
     DEVICE_CLASS,
 )
 
+#: Volcano's network topology. Not in ``ALL_KINDS``: watched only where the API server serves
+#: it (discovery), so that a cluster without Volcano's topology API is no error and no wait.
+HYPERNODE = KindSpec(
+    "HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", namespaced=False, custom=True
+)
+
+#: The kinds watched only when discovery finds them served.
+OPTIONAL_KINDS: tuple[KindSpec, ...] = (HYPERNODE,)
+
 #: Only their labels are read: pod affinity terms select namespaces by label.
 NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False)
 
@@ -122,4 +131,4 @@ ALL_KINDS: tuple[KindSpec, ...] = (
     NAMESPACE,
 )
 
-BY_KIND: dict[str, KindSpec] = {spec.kind: spec for spec in ALL_KINDS}
+BY_KIND: dict[str, KindSpec] = {spec.kind: spec for spec in (*ALL_KINDS, *OPTIONAL_KINDS)}

@@ -14,7 +14,9 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.storage import StorageCatalog
+from scheduler_core.api.topology import HyperNodeSpec
 from scheduler_core.cache.convert import (
+    ConversionError,
     PodGroupInfo,
     csinode_to_info,
     namespace_labels,
@@ -34,6 +36,7 @@ from scheduler_core.cache.convert_devices import (
     resource_claim_to_info,
     resource_slice_to_info,
 )
+from scheduler_core.cache.convert_topology import hypernode_to_spec
 
 
 @dataclass(slots=True)
@@ -48,6 +51,7 @@ class ClusterObjects:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     storage: StorageCatalog = field(default_factory=StorageCatalog)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    hypernodes: list[HyperNodeSpec] = field(default_factory=list)
 
 
 def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
@@ -70,6 +74,11 @@ def add_object(out: ClusterObjects, obj: Mapping[str, Any]) -> None:
     elif kind == "Namespace":
         name, labels = namespace_labels(obj)
         out.namespaces[name] = labels
+    elif kind == "HyperNode":
+        try:
+            out.hypernodes.append(hypernode_to_spec(obj))
+        except ValueError as exc:
+            raise ConversionError(str(exc)) from None
     elif kind in STORAGE_CONVERTERS:
         put_storage(out.storage, kind, obj)
 

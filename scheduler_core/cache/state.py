@@ -30,6 +30,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot, PlacementEpoch
 from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.topology import Topology
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
 from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.api.usage_history import UsageHistory
@@ -55,8 +56,13 @@ from scheduler_core.cache.objects import (
     delete_storage,
     put_storage,
 )
+from scheduler_core.cache.topology_source import TopologySource
 
 log = logging.getLogger("scheduler_core.cache")
+
+#: Volcano's network topology objects: not in ``KINDS`` (the state is loaded without them
+#: when the CRD is not served), watched only where it is.
+HYPERNODE = "HyperNode"
 
 KINDS = (
     "Pod",
@@ -111,6 +117,7 @@ def apply_podgroup(
     job.preemptable = pg.preemptable
     job.creation_timestamp = pg.creation_timestamp
     job.min_runtime = pg.min_runtime
+    job.network_topology = pg.network_topology
     job.synthesized = False
 
 
@@ -233,6 +240,8 @@ class ClusterState:
         #: Queue name -> why its persisted usage history was refused (the leader reports
         #: each as an event and drops it from here).
         self.usage_refusals: dict[str, str] = {}
+        #: The network topology: HyperNodes, label levels, the last good tree, its refusal.
+        self._topology = TopologySource()
 
     # --- locking ------------------------------------------------------------------------
 
@@ -277,8 +286,11 @@ class ClusterState:
             self._converted.clear()
             self._storage.merge(objects.storage)
             for node in objects.nodes:
+                self._topology.node_changed(self._node_base.get(node.name), node)
                 self._node_base[node.name] = node
                 self._put_node(self._with_devices(node))
+            for hypernode in objects.hypernodes:
+                self._topology.put_hypernode_spec(hypernode)
             for queue in objects.queues:
                 self._queues[queue.name] = queue
             for pg in objects.podgroups:
@@ -300,6 +312,7 @@ class ClusterState:
             self._put_pod(obj)
         elif kind == "Node":
             base = node_to_info(obj)
+            self._topology.node_changed(self._node_base.get(base.name), base)
             self._node_base[base.name] = base
             self._put_node(self._with_devices(base))
         elif kind == "Queue":
@@ -314,6 +327,8 @@ class ClusterState:
                 self._classified = True
         elif kind == "PodGroup":
             self._put_podgroup(podgroup_to_info(obj))
+        elif kind == HYPERNODE:
+            self._topology.put_hypernode(obj)
         elif kind == "PriorityClass":
             name, value, global_default = priority_class_value(obj)
             self._priority_classes[name] = (value, global_default)
@@ -365,7 +380,7 @@ class ClusterState:
         if kind == "Pod":
             self._delete_pod(key)
         elif kind == "Node":
-            self._node_base.pop(key, None)
+            self._topology.node_changed(self._node_base.pop(key, None), None)
             self._remove_node(key)
         elif kind == "Queue":
             self._queues.pop(key, None)
@@ -373,6 +388,8 @@ class ClusterState:
                 self.usage_history.forget(key)
         elif kind == "PodGroup":
             self._remove_podgroup(key)
+        elif kind == HYPERNODE:
+            self._topology.delete_hypernode(key)
         elif kind == "PriorityClass":
             self._priority_classes.pop(key, None)
             self._converted.clear()
@@ -415,6 +432,37 @@ class ClusterState:
         now): the decision version moves, an accounting session follows without a rebuild."""
         self._classified = True
         self.changes.sums((), ())
+
+    # --- network topology -----------------------------------------------------------------
+
+    def set_topology_levels(self, levels: Iterable[str]) -> None:
+        """Build the tree from these node label keys, widest first (the configuration's
+        ``networkTopology.labelLevels``); empty: from HyperNodes. A change is structural:
+        every session must see the tree it brings."""
+        with self._lock:
+            if self._topology.set_levels(tuple(levels)):
+                self.changes.structural()
+                self.version += 1
+
+    def topology(self) -> Topology:
+        """The tree gangs are placed in: the last good one, rebuilt first when HyperNodes,
+        the node set, node labels or the levels changed since it was built."""
+        with self._lock:
+            return self._topology.current(self._nodes)
+
+    def topology_status(self) -> TopologySource:
+        """The topology's source as it is (levels, HyperNodes, refusal), its tree current.
+        Read it under the lock (``locked()``): it is the live object."""
+        with self._lock:
+            self._topology.current(self._nodes)
+            return self._topology
+
+    def take_topology_refusals(self) -> dict[str, str]:
+        """The refused HyperNodes not yet reported, each with its sentence (the leader
+        records an event on each); emptied by the call."""
+        with self._lock:
+            self._topology.current(self._nodes)
+            return self._topology.take_unreported()
 
     # --- DRA devices ----------------------------------------------------------------------
 
@@ -768,7 +816,12 @@ class ClusterState:
     def _put_podgroup(self, pg: PodGroupInfo) -> None:
         self._podgroups[pg.uid] = pg
         job = self._jobs.get(pg.uid)
-        if job is not None and job.queue == pg.queue and not job.synthesized:
+        if (
+            job is not None
+            and job.queue == pg.queue
+            and not job.synthesized
+            and job.network_topology == pg.network_topology
+        ):
             # The same job in the same queue: its spec and phase change its usage only.
             self._classified = True
             self.changes.sums([pg.uid], ())
@@ -943,6 +996,7 @@ class ClusterState:
             namespace_labels=self._namespaces,
             placement_epoch=self._placement,
             usage_history=self.usage_history,
+            topology=self._topology.current(self._nodes),
         )
 
     def fork(self) -> ClusterState:
@@ -988,6 +1042,7 @@ class ClusterState:
             other._placement = PlacementEpoch(self._placement.value)
             other.usage_history = self.usage_history
             other._feeds_history = False
+            other._topology = self._topology.copy()
             return other
 
     def whatif_snapshot(self, nodes: Iterable[str], jobs: Iterable[str] = ()) -> ClusterSnapshot:

@@ -33,6 +33,7 @@ KNOWN_KINDS: dict[str, frozenset[str]] = {
     "CSINode": frozenset({"storage.k8s.io"}),
     "ResourceClaim": frozenset({"resource.k8s.io"}),
     "Namespace": frozenset({""}),
+    "HyperNode": frozenset({"topology.volcano.sh"}),
 }
 
 

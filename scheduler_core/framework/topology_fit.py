@@ -170,7 +170,15 @@ def choose_domain(
     because requests are off: then the job is placed as any other)."""
     request = job.network_topology
     topology = ssn.topology
-    if request is None or topology.empty:
+    if request is None or not ssn.conf.network_topology.enabled:
+        return None
+    if request.problem:
+        # A malformed request holds the gang (no partial placement by count), tree or not.
+        todo_count = len(members) if members is not None else len(pending_members(job))
+        return DomainChoice(
+            request, None, todo_count, reason=f"{request.problem}", topology=topology
+        )
+    if topology.empty:
         return None
     todo = list(members) if members is not None else pending_members(job)
     pins = placed_nodes(job)

@@ -40,7 +40,7 @@ from scheduler_core.insight.lookup import (
     first_pending,
 )
 from scheduler_core.insight.queues import UsageView, usage_views
-from scheduler_core.insight.topology import domain_view, request_numbers
+from scheduler_core.insight.domains import domain_view, request_numbers
 from scheduler_core.report import queue_attrs
 
 Verdict = Literal["pass", "fail", "skip", "info"]

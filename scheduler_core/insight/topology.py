@@ -1,139 +1,93 @@
-"""A topology gang's network domain as people read it: which domain, and why (the tiers
-tried and the most each could hold), for explain, the what-if, the pending list, the status
-page and ``kubectl queue``. One wording for all of them, taken from the choice the verbs
-follow."""
+"""The network topology as a person reads it: where the tree comes from, its domains by
+tier, and why the tree the cluster describes now is refused, if it is (the last good tree
+keeps serving meanwhile, and is what the domains show).
+
+Read from the cluster state's own record (the tree snapshots carry, the refusal it keeps),
+never rebuilt here: what this shows is what placement uses.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduler_core.api.job import JobInfo
-from scheduler_core.api.topology import NetworkTopologyRequest
-from scheduler_core.framework.session import Session
-from scheduler_core.framework.topology_fit import DomainChoice
+from scheduler_core.cache.state import ClusterState
+from scheduler_core.conf import SchedulerConfiguration
 
 
-@dataclass(slots=True)
-class TierTried:
-    tier: int
-    best: str | None
-    holds: int
-
-
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class DomainView:
-    """One gang's domain. ``state``: ``placed`` (a domain chosen), ``refused`` (hard, none
-    holds the gang: no member starts), ``anywhere`` (soft, none holds it: the cluster),
-    ``ignored`` (the configuration turns requests off, or the cluster describes no
-    topology: placed as any other gang)."""
-
-    job: str
-    request: str
-    mode: str
-    state: str
-    domain: str | None
-    tier: int | None
-    needed: int
-    sentence: str
-    tried: list[TierTried] = field(default_factory=list)
-    pinned_by: list[str] = field(default_factory=list)
+    name: str
+    tier: int
+    tier_name: str
+    node_count: int
+    parent: str | None
+    children: tuple[str, ...]
 
 
-def request_numbers(request: NetworkTopologyRequest) -> dict[str, object]:
-    return {
-        "mode": request.mode.value,
-        "highestTierAllowed": request.highest_tier_allowed,
-        "highestTierName": request.highest_tier_name or None,
-    }
+@dataclass(frozen=True, slots=True)
+class TierView:
+    tier: int
+    #: The tier's name (a HyperNode ``tierName`` or a level's label key); empty when unnamed.
+    tier_name: str
+    domains: tuple[DomainView, ...]
 
 
-def ignored_sentence(ssn: Session, job: JobInfo) -> str:
-    """Why a job's request is not honoured ("" when it is, or the job asks nothing)."""
-    request = job.network_topology
-    if request is None:
-        return ""
-    if not ssn.conf.network_topology.enabled:
-        return (
-            f"the gang asks for one network domain ({request.describe()}), but "
-            "networkTopology.enabled is false in the scheduler configuration: the request is "
-            "not honoured and the gang is placed as any other"
+@dataclass(frozen=True, slots=True)
+class RefusalView:
+    source: str
+    #: Each offending object (a HyperNode's name, or ``levels``) and what is wrong with it.
+    problems: dict[str, str]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyView:
+    #: Whether PodGroups' requests are honoured (``networkTopology.enabled``).
+    enabled: bool
+    #: Where the tree comes from now: ``hypernodes``, ``labels`` or ``none``.
+    source: str
+    label_levels: tuple[str, ...]
+    hypernodes: int
+    nodes_in_domains: int
+    tiers: tuple[TierView, ...] = ()
+    refusal: RefusalView | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def topology_view(state: ClusterState, conf: SchedulerConfiguration) -> TopologyView:
+    """The view; call with the state's lock held."""
+    status = state.topology_status()
+    tree = status.tree
+    tiers = []
+    for tier in tree.tiers:
+        domains = tuple(
+            DomainView(d.name, d.tier, d.tier_name, len(d.nodes), d.parent, d.children)
+            for d in tree.domains_at(tier)
         )
-    if ssn.topology.empty:
-        return (
-            f"the gang asks for one network domain ({request.describe()}), but the cluster "
-            "describes no network topology (no HyperNodes, no label levels): the gang is "
-            "placed as any other"
+        names = sorted({d.tier_name for d in domains if d.tier_name})
+        tiers.append(TierView(tier, "/".join(names), domains))
+    in_domains = set().union(*(d.nodes for d in tree.domains.values())) if tree.domains else set()
+    refusal = None
+    if status.refusal is not None:
+        refusal = RefusalView(
+            status.refusal.source,
+            dict(status.refusal.problems),
+            f"refused ({status.refusal.describe()}); the last good tree keeps serving",
         )
-    return ""
-
-
-def tried_sentence(choice: DomainChoice) -> str:
-    """``tier 1: at most 3 of 4 (s/a)``, for every tier tried without success."""
-    return "; ".join(
-        f"tier {t.tier}: at most {t.holds} of {choice.needed}"
-        + (f" ({t.best.name})" if t.best is not None else "")
-        for t in choice.trials
-    )
-
-
-def choice_sentence(choice: DomainChoice) -> str:
-    """The domain and why, or why none, in one sentence."""
-    tried = tried_sentence(choice)
-    pinned = (
-        f"; pinned by members already on {', '.join(choice.pinned_by)}" if choice.pinned_by else ""
-    )
-    if choice.domain is not None:
-        why = choice.reason or "the members already placed are all there"
-        lower = f" (no lower tier holds the gang: {tried})" if tried else ""
-        return f"domain {choice.domain.name} (tier {choice.domain.tier}): {why}{lower}{pinned}"
-    if choice.hard:
-        return f"no domain ({choice.request.describe()}): {choice.reason}{pinned}"
-    return (
-        f"no domain of an allowed tier holds the gang ({choice.reason}): the request is "
-        "soft, so its members go anywhere in the cluster"
-    )
-
-
-def domain_view(ssn: Session, job: JobInfo, choice: DomainChoice | None) -> DomainView | None:
-    """The view of ``job``'s domain (None for a job that asks for none)."""
-    request = job.network_topology
-    if request is None:
-        return None
-    if choice is None:
-        return DomainView(
-            job.uid,
-            request.describe(),
-            request.mode.value,
-            "ignored",
-            None,
-            None,
-            0,
-            ignored_sentence(ssn, job),
+    notes = []
+    if not conf.network_topology.enabled:
+        notes.append(
+            "networkTopology.enabled is false: requests are ignored and gangs are placed by count"
         )
-    state = "placed" if choice.domain is not None else "refused" if choice.hard else "anywhere"
-    return DomainView(
-        job.uid,
-        request.describe(),
-        request.mode.value,
-        state,
-        choice.domain.name if choice.domain is not None else None,
-        choice.domain.tier if choice.domain is not None else None,
-        choice.needed,
-        choice_sentence(choice),
-        [
-            TierTried(t.tier, t.best.name if t.best is not None else None, t.holds)
-            for t in choice.trials
-        ],
-        list(choice.pinned_by),
+    if status.source != tree.source and tree.source != "none" and refusal is None:
+        notes.append(f"the serving tree comes from {tree.source}")
+    return TopologyView(
+        enabled=conf.network_topology.enabled,
+        source=status.source,
+        label_levels=status.levels,
+        hypernodes=len(status.hypernodes) + len(status.unreadable),
+        nodes_in_domains=len(in_domains),
+        tiers=tuple(tiers),
+        refusal=refusal,
+        notes=tuple(notes),
     )
-
-
-def short(view: DomainView | None) -> str:
-    """The one cell a table shows: ``s/b (hard, tier ≤ 1)``, ``none (hard, tier ≤ 1)``,
-    ``anywhere (soft, tier ≤ 1)``, ``ignored (...)``; "" for a job that asks nothing."""
-    if view is None:
-        return ""
-    where = {"placed": view.domain or "", "refused": "none", "anywhere": "anywhere"}.get(
-        view.state, "ignored"
-    )
-    return f"{where} ({view.request})"

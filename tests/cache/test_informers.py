@@ -14,7 +14,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from scheduler_core.cache.informers import InformerSet
-from scheduler_core.cache.kinds import ALL_KINDS
+from scheduler_core.cache.kinds import ALL_KINDS, HYPERNODE, NODE
 from scheduler_core.cache.reflector import ReflectorOptions
 from tests.fakeapi import FakeApiServer, RecordingSink, wait_until, write_kubeconfig
 
@@ -312,3 +312,77 @@ def test_a_stalled_watch_makes_the_cache_stale_unready_and_counted(
     pods._stalled = False
     assert informers.fresh() and informers.heard_since(started - 3600)
     assert not informers.heard_since(time.monotonic() + 1)
+
+
+def test_an_optional_kind_the_server_serves_is_watched_and_part_of_readiness(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    fake_api.add("Node", {"metadata": {"name": "n"}})
+    fake_api.add("HyperNode", {"metadata": {"name": "leaf-a"}, "spec": {"tier": 1}})
+    informers, sink = make_informers(kinds=[NODE], optional_kinds=[HYPERNODE])
+    assert informers.wait_for_sync(5)
+    assert informers.readiness() == (True, "all 2 informers synced")
+    assert sink.keys("HyperNode") == {"leaf-a"}
+    fake_api.add("HyperNode", {"metadata": {"name": "leaf-b"}, "spec": {"tier": 1}})
+    wait_until(lambda: sink.keys("HyperNode") == {"leaf-a", "leaf-b"}, message="hypernode")
+
+
+def test_an_optional_kind_not_served_is_not_watched_and_holds_nothing(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    fake_api.set_crd_installed("topology.volcano.sh", "hypernodes", False)
+    informers, _sink = make_informers(
+        kinds=[NODE], optional_kinds=[HYPERNODE], discovery_interval=3600
+    )
+    assert informers.wait_for_sync(5)
+    assert informers.readiness() == (True, "all 1 informers synced")
+    assert "HyperNode" not in informers.reflectors
+    paths = {r.path for r in fake_api.request_log}
+    assert "/apis/topology.volcano.sh/v1alpha1/hypernodes" not in paths
+    assert "/apis/topology.volcano.sh/v1alpha1" in paths
+
+
+def test_an_optional_kind_installed_later_is_found_by_discovery_and_watched(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    fake_api.set_crd_installed("topology.volcano.sh", "hypernodes", False)
+    informers, sink = make_informers(
+        kinds=[NODE], optional_kinds=[HYPERNODE], discovery_interval=0.05
+    )
+    assert informers.wait_for_sync(5)
+    fake_api.set_crd_installed("topology.volcano.sh", "hypernodes", True)
+    fake_api.add("HyperNode", {"metadata": {"name": "leaf-a"}, "spec": {"tier": 1}})
+    wait_until(lambda: sink.keys("HyperNode") == {"leaf-a"}, message="hypernode listed")
+    wait_until(lambda: informers.readiness()[0], message="ready with the new kind")
+    assert informers.readiness() == (True, "all 2 informers synced")
+
+
+def test_an_optional_kind_whose_crd_is_deleted_holds_neither_readiness_nor_reclaim(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    fake_api.add("Node", {"metadata": {"name": "n"}})
+    informers, _ = make_informers(kinds=[NODE], optional_kinds=[HYPERNODE])
+    assert informers.wait_for_sync(5)
+    started = time.monotonic()
+    [hypernodes] = informers.reflectors["HyperNode"]
+    fake_api.set_crd_installed("topology.volcano.sh", "hypernodes", False)
+    fake_api.drop_watches()
+    wait_until(
+        lambda: hypernodes.status().phase.value == "not_installed", message="CRD seen deleted"
+    )
+    hypernodes.stats.last_event_at = started - 3600  # nothing heard since, long ago
+    assert informers.readiness()[0]
+    assert informers.heard_since(started - 60)
+
+
+def test_discovery_that_fails_is_asked_again_and_the_kind_then_watched(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    fake_api.add("HyperNode", {"metadata": {"name": "leaf-a"}, "spec": {"tier": 1}})
+    fake_api.fail_next(1, 500, path="/apis/topology.volcano.sh/v1alpha1")
+    _informers, sink = make_informers(
+        kinds=[NODE], optional_kinds=[HYPERNODE], discovery_interval=0.05
+    )
+    wait_until(lambda: sink.keys("HyperNode") == {"leaf-a"}, message="hypernode listed")
+    statuses = [r.status for r in fake_api.requests("/apis/topology.volcano.sh/v1alpha1")]
+    assert statuses[:2] == [500, 200]

@@ -43,6 +43,7 @@ INFORMER_GRANTS: set[Grant] = {
         ("policy", "poddisruptionbudgets"),
         ("scheduling.volcano.sh", "queues"),
         ("scheduling.volcano.sh", "podgroups"),
+        ("topology.volcano.sh", "hypernodes"),
         ("", "persistentvolumeclaims"),
         ("", "persistentvolumes"),
         ("storage.k8s.io", "storageclasses"),

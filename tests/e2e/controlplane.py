@@ -405,7 +405,11 @@ class ControlPlane:
                     for cond in (c.status.conditions or [])
                 )
             }
-            return {"queues.scheduling.volcano.sh", "podgroups.scheduling.volcano.sh"} <= names
+            return {
+                "queues.scheduling.volcano.sh",
+                "podgroups.scheduling.volcano.sh",
+                "hypernodes.topology.volcano.sh",
+            } <= names
 
         wait_for(established, 30, "the Volcano CRDs to be Established")
         custom = client.CustomObjectsApi(self.api_client())
@@ -417,6 +421,23 @@ class ControlPlane:
             30,
             "discovery to serve scheduling.volcano.sh/v1beta1",
         )
+
+    def delete_crd(self, name: str) -> None:
+        """Remove one CRD (``hypernodes.topology.volcano.sh``) and wait until it is gone, for a
+        test of a cluster without it; ``install_crds`` puts it back. An extender already
+        running keeps what it watched: restart it to see the cluster without the CRD."""
+        from kubernetes import client
+
+        api = client.ApiextensionsV1Api(self.api_client())
+        with contextlib.suppress(client.ApiException):
+            api.delete_custom_resource_definition(name)
+
+        def gone() -> bool:
+            return name not in {
+                c.metadata.name for c in api.list_custom_resource_definition().items
+            }
+
+        wait_for(gone, 30, f"CRD {name} to be deleted")
 
     def api_client(self) -> Any:
         from kubernetes import client, config

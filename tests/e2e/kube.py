@@ -13,7 +13,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +25,7 @@ from tests.e2e.controlplane import wait_for
 log = logging.getLogger("tests.e2e")
 
 GROUP, VERSION = "scheduling.volcano.sh", "v1beta1"
+TOPOLOGY_GROUP, TOPOLOGY_VERSION = "topology.volcano.sh", "v1alpha1"
 QUEUE_SCHEDULER = "queue-scheduler"
 _names = itertools.count(1)
 
@@ -46,6 +47,7 @@ class Kube:
     queues: list[str] = field(default_factory=list)
     priority_classes: list[str] = field(default_factory=list)
     namespaces: list[str] = field(default_factory=list)
+    hypernodes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.core = client.CoreV1Api(self.api)
@@ -147,10 +149,13 @@ class Kube:
         *,
         min_resources: dict[str, str] | None = None,
         priority_class: str | None = None,
+        network_topology: dict[str, Any] | None = None,
     ) -> str:
         spec: dict[str, Any] = {"minMember": min_member, "queue": queue}
         if min_resources is not None:
             spec["minResources"] = min_resources
+        if network_topology is not None:
+            spec["networkTopology"] = network_topology
         if priority_class is not None:
             spec["priorityClassName"] = priority_class
         self.custom.create_namespaced_custom_object(
@@ -165,6 +170,47 @@ class Kube:
                 "spec": spec,
             },
         )
+        return name
+
+    # --- the network topology ---------------------------------------------------------
+
+    def hypernode(
+        self,
+        name: str,
+        tier: int,
+        *,
+        nodes: Sequence[str] = (),
+        hypernodes: Sequence[str] = (),
+        tier_name: str = "",
+    ) -> str:
+        """A HyperNode whose members are these nodes or HyperNodes, by exact name; made
+        again (replaced) when it exists, which is how a test edits one."""
+        members = [{"type": "Node", "selector": {"exactMatch": {"name": n}}} for n in nodes]
+        members += [
+            {"type": "HyperNode", "selector": {"exactMatch": {"name": h}}} for h in hypernodes
+        ]
+        spec: dict[str, Any] = {"tier": tier, "members": members}
+        if tier_name:
+            spec["tierName"] = tier_name
+        body = {
+            "apiVersion": f"{TOPOLOGY_GROUP}/{TOPOLOGY_VERSION}",
+            "kind": "HyperNode",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+        if name in self.hypernodes:
+            current = self.custom.get_cluster_custom_object(
+                TOPOLOGY_GROUP, TOPOLOGY_VERSION, "hypernodes", name
+            )
+            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            self.custom.replace_cluster_custom_object(
+                TOPOLOGY_GROUP, TOPOLOGY_VERSION, "hypernodes", name, body
+            )
+        else:
+            self.custom.create_cluster_custom_object(
+                TOPOLOGY_GROUP, TOPOLOGY_VERSION, "hypernodes", body
+            )
+            self.hypernodes.append(name)
         return name
 
     # --- pods ---------------------------------------------------------------------------
@@ -296,6 +342,11 @@ class Kube:
         for name in self.nodes:
             with contextlib.suppress(client.ApiException):
                 self.core.delete_node(name)
+        for name in self.hypernodes:
+            with contextlib.suppress(client.ApiException):
+                self.custom.delete_cluster_custom_object(
+                    TOPOLOGY_GROUP, TOPOLOGY_VERSION, "hypernodes", name
+                )
         for name in self.queues:
             with contextlib.suppress(client.ApiException):
                 self.custom.delete_cluster_custom_object(GROUP, VERSION, "queues", name)

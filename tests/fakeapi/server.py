@@ -65,6 +65,7 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("ResourceSlice", "resource.k8s.io", "v1", "resourceslices", False),
     Resource("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False),
     Resource("Namespace", "", "v1", "namespaces", False),
+    Resource("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", False),
 )
 _BY_NAME: dict[str, Resource] = {r.kind: r for r in RESOURCES} | {r.plural: r for r in RESOURCES}
 _BY_PATH: dict[tuple[str, str, str], Resource] = {
@@ -454,6 +455,27 @@ class FakeApiServer:
         with self._cond:
             return (resource.group, resource.plural) not in self._uninstalled
 
+    def _discovery(self, path: str) -> tuple[int, bytes] | None:
+        """The discovery document of ``/apis/<group>/<version>``: the installed resources
+        of that group version (404 when none is); None for any other path."""
+        segments = [s for s in path.split("/") if s]
+        if len(segments) != 3 or segments[0] != "apis":
+            return None
+        group, version = segments[1], segments[2]
+        served = [
+            r for r in RESOURCES if (r.group, r.version) == (group, version) and self._installed(r)
+        ]
+        if not served:
+            return 404, status_body(404, "the server could not find the requested resource")
+        document = {
+            "kind": "APIResourceList",
+            "groupVersion": f"{group}/{version}",
+            "resources": [
+                {"name": r.plural, "kind": r.kind, "namespaced": r.namespaced} for r in served
+            ],
+        }
+        return 200, orjson.dumps(document)
+
     def _list(
         self, resource: Resource, namespace: str | None, query: dict[str, str]
     ) -> tuple[int, bytes]:
@@ -686,6 +708,9 @@ class _Handler(BaseHTTPRequestHandler):
         injected = api._injected_failure(path, query)
         if injected is not None:
             return injected, status_body(injected, f"injected failure {injected}")
+        discovery = api._discovery(path)
+        if discovery is not None:
+            return discovery
         target = _parse_path(path)
         if target is None or not api._installed(target[0]):
             return 404, status_body(404, "the server could not find the requested resource")

@@ -123,3 +123,12 @@ def test_a_job_that_asks_nothing_or_a_conf_that_turns_requests_off_gets_no_choic
     assert choose_domain(off, gang_of(off)) is None
     gang_of(ssn).network_topology = None
     assert choose_domain(ssn, gang_of(ssn)) is None
+
+
+def test_a_malformed_request_holds_the_gang_with_its_sentence() -> None:
+    malformed = NetworkTopologyRequest(TopologyMode.HARD, problem="sets both forms")
+    ssn = open_with(cluster({}, 2), malformed)
+    choice = choose_domain(ssn, gang_of(ssn))
+    assert choice is not None and choice.domain is None
+    assert choice.reason == "sets both forms"
+    assert not choice.allows("n0")

@@ -17,6 +17,7 @@ from app.cli.main import build_parser
 from app.cli.serve import backend_from_args
 from app.serving.server import create_app
 from scheduler_core.insight.whatif import MAX_OBJECTS
+from tests.builders import hypernode
 from tests.insight.conftest import fingerprint
 
 from ..live import serve
@@ -237,3 +238,39 @@ def test_debug_queues_shows_the_api_s_queue_views(
     _, client = demo
     debug = client.get("/debug/queues").json()["queues"]
     assert debug == client.get("/api/v1/queues").json()["queues"]
+
+
+def test_the_topology_shows_the_serving_tree_by_tier_and_its_refusal(
+    demo: tuple[EngineBackend, httpx.Client],
+) -> None:
+    engine, client = demo
+    empty = client.get("/api/v1/topology").json()
+    assert (empty["enabled"], empty["source"], empty["tiers"], empty["refusal"]) == (
+        True,
+        "none",
+        [],
+        None,
+    )
+    nodes = sorted(engine.state.snapshot().nodes)
+    with engine.state.locked():
+        engine.state.upsert("HyperNode", hypernode("leaf", 1, nodes=nodes[:2], tier_name="leaf"))
+        engine.state.upsert("HyperNode", hypernode("spine", 2, hypernodes=["leaf"]))
+    tree = client.get("/api/v1/topology").json()
+    assert tree["source"] == "hypernodes" and tree["hypernodes"] == 2
+    assert [(t["tier"], [d["name"] for d in t["domains"]]) for t in tree["tiers"]] == [
+        (1, ["leaf"]),
+        (2, ["spine"]),
+    ]
+    assert tree["tiers"][0]["domains"][0] == {
+        "name": "leaf",
+        "tier": 1,
+        "tierName": "leaf",
+        "nodeCount": 2,
+        "parent": "spine",
+        "children": [],
+    }
+    with engine.state.locked():
+        engine.state.upsert("HyperNode", hypernode("spine", 2, hypernodes=["leaf", "spine"]))
+    refused = client.get("/api/v1/topology").json()
+    assert refused["refusal"]["problems"] == {"spine": "cycle: spine → spine"}
+    assert refused["tiers"] == tree["tiers"]  # the last good tree keeps serving
