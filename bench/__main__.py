@@ -29,6 +29,7 @@ from bench import (
     load_average,
     machine_facts,
     sync_bench,
+    topology_bench,
 )
 from bench.synthetic import ClusterSpec, SyntheticCluster
 
@@ -62,6 +63,8 @@ BUDGETS: dict[str, Budget] = {
     # Every pod of the row's cluster once, after 20 warm-up pods.
     "cycle-200": Budget(n=980, seconds=60, warmup=20),
     "cycle-1000": Budget(n=4_980, seconds=240, warmup=20),
+    "topology-choose-1000": Budget(n=100, seconds=15, warmup=3),
+    "topology-choose-5000": Budget(n=50, seconds=30, warmup=2),
 }
 # The fit variant's rows measure as their plain rows do, with the same budget.
 BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}
@@ -72,6 +75,7 @@ GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("engine", engine_bench.BENCHES),
     ("cycle", cycle_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
+    ("topology", topology_bench.BENCHES),
     ("http", http_bench.BENCHES),
     ("sync", sync_bench.BENCHES),
     ("fit", {n: w for n, (_, w) in engine_bench.FIT_BENCHES.items()}),
@@ -169,6 +173,11 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
         results += engine_bench.run(fixture, set(engine), budgets)
         results += insight_bench.run(fixture, set(insight), budgets)
         del fixture
+        gc.collect()
+    topology = [n for n in topology_bench.BENCHES if n in selected]
+    if topology:
+        log(f"running {', '.join(topology)} (their own clusters)")
+        results += topology_bench.run(set(topology), budgets)
         gc.collect()
     cycle = [n for n in cycle_bench.BENCHES if n in selected]
     if cycle:

@@ -33,6 +33,7 @@ from scheduler_core.extender.preempt_node import select_victims_for_node
 from scheduler_core.framework.status import Status
 from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.insight.amounts import amounts
+from scheduler_core.insight.domains import domain_view, request_numbers
 from scheduler_core.insight.lookup import (
     CachedPodContext,
     find_pod,
@@ -40,7 +41,6 @@ from scheduler_core.insight.lookup import (
     first_pending,
 )
 from scheduler_core.insight.queues import UsageView, usage_views
-from scheduler_core.insight.domains import domain_view, request_numbers
 from scheduler_core.report import queue_attrs
 
 Verdict = Literal["pass", "fail", "skip", "info"]

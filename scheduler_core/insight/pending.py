@@ -12,8 +12,8 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.extender.filter import check_pod, topology_choice
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
-from scheduler_core.insight.lookup import CachedPodContext, NotFoundError, first_pending
 from scheduler_core.insight.domains import domain_view, short
+from scheduler_core.insight.lookup import CachedPodContext, NotFoundError, first_pending
 
 #: Default and largest page of pending jobs: each carries a verdict the verbs compute.
 DEFAULT_LIMIT = 100

@@ -28,8 +28,8 @@ from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.topology_fit import choose_domain
 from scheduler_core.insight.amounts import Amounts, amounts
-from scheduler_core.insight.queues import QueueView, queue_views
 from scheduler_core.insight.domains import DomainView, domain_view
+from scheduler_core.insight.queues import QueueView, queue_views
 from scheduler_core.report import queue_attrs
 
 #: The kinds a what-if may add; anything else is refused rather than silently ignored.
