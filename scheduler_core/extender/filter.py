@@ -29,6 +29,11 @@ from scheduler_core.logutil import v
 log = logging.getLogger("scheduler_core.extender.filter")
 
 
+def unknown_node() -> Status:
+    """For a node kube-scheduler offered that the cache does not hold yet."""
+    return unschedulable("node-unknown", "node is not in the extender's cache yet", resolvable=True)
+
+
 def not_admitted(job: JobInfo) -> str:
     """For a refusal whose plugin gave no reason."""
     return f"queue {job.queue} cannot admit job {job.uid} now"
@@ -109,30 +114,39 @@ def no_domain(job: JobInfo, choice: DomainChoice) -> Status:
 
 
 def within_domain(
-    job: JobInfo, choice: DomainChoice, passed: list[str], failed: dict[str, Status]
-) -> tuple[list[str], dict[str, Status]]:
+    acct: QueueAccounting, job: JobInfo, choice: DomainChoice, node_names: list[str]
+) -> tuple[list[str], dict[str, Status]] | None:
     """Only the chosen domain's nodes pass; every other node fails with the domain named.
+    None when the member is placed as any other (no domain: soft's fallback).
 
     Hard: the others are unresolvable, since no eviction outside the domain lets the gang
     land together. Soft: they are resolvable, and when kube-scheduler's own filters left no
     node of the domain, the member falls back to the nodes it offered (soft asks for the
-    lowest tier it can get, not for staying pending)."""
+    lowest tier it can get, not for staying pending). One pass over the offered names: the
+    domain's handful are looked up in the cache, the thousands outside it are not."""
     domain = choice.domain
     if domain is None:
-        return passed, failed  # soft with no domain: anywhere
-    inside = list(filter(domain.nodes.__contains__, passed))
-    if len(inside) == len(passed) or (not inside and not choice.hard):
-        return passed, failed
-    outside = unschedulable(
-        "topology-outside-domain",
-        f"outside network domain {domain.name} of gang {job.uid}",
-        resolvable=not choice.hard,
+        return None
+    inside = list(filter(domain.nodes.__contains__, node_names))
+    if not inside and not choice.hard:
+        return None
+    refused = dict.fromkeys(
+        node_names,
+        unschedulable(
+            "topology-outside-domain",
+            f"outside network domain {domain.name} of gang {job.uid}",
+            resolvable=not choice.hard,
+        ),
     )
-    refused = dict.fromkeys(passed, outside)
+    known = acct.state.has_node()
+    passed: list[str] = []
     for name in inside:
-        del refused[name]
-    refused.update(failed)
-    return inside, refused
+        if known(name):
+            refused.pop(name, None)
+            passed.append(name)
+        else:
+            refused[name] = unknown_node()
+    return passed, refused
 
 
 def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
@@ -221,20 +235,22 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
         acct.parked.park(ctx.task.key, pod, rejection.reason_code, acct.clock())
         return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
     acct.parked.unpark(ctx.task.key)
-    assert ctx.job is not None
-    known = acct.state.has_node()  # no per-request copy of 5,000 names
-    passed = list(filter(known, node_names))
-    unknown = unschedulable(
-        "node-unknown", "node is not in the extender's cache yet", resolvable=True
-    )
-    failed = (
-        {n: unknown for n in node_names if not known(n)} if len(passed) != len(node_names) else {}
-    )
     job = ctx.job
+    assert job is not None
+    placed = None
     if job.network_topology is not None:
         choice = acct.domain_choice(ctx.ssn, job)  # chosen by check_pod, kept: a lookup
         if choice is not None:
-            passed, failed = within_domain(job, choice, passed, failed)
+            placed = within_domain(acct, job, choice, node_names)
+    if placed is not None:
+        passed, failed = placed
+    else:
+        known = acct.state.has_node()  # no per-request copy of 5,000 names
+        passed = list(filter(known, node_names))
+        failed = {}
+        if len(passed) != len(node_names):
+            unknown = unknown_node()
+            failed = {n: unknown for n in node_names if not known(n)}
     if passed:
         acct.assume(ctx.task, job)
     log.log(

@@ -247,3 +247,13 @@ def test_a_domain_is_chosen_whenever_one_of_an_allowed_tier_holds_the_whole_gang
         assert any(
             passed == spine_leaf_nodes(d) for d in fitting if (1 if "/" in d else 2) == lowest
         )
+
+
+def test_a_node_the_cache_lacks_fails_outside_the_domain_and_a_repeat_passes_as_offered() -> None:
+    acct, _ = accounting(spine_leaf_cluster({"n1": "2"}, 4))
+    with_label_topology(acct, LEVELS, {GANG: HARD_LEAF})
+    offered = [*NODES, "n4", "ghost"]
+    result = filter_pod(acct, member(0), offered)
+    assert result.passed == ["n4", "n5", "n6", "n7", "n4"]
+    assert result.failed["ghost"].reason_code == "topology-outside-domain"
+    assert set(result.failed) == set(NODES) - spine_leaf_nodes("s/b") | {"ghost"}
