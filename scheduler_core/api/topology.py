@@ -216,7 +216,9 @@ def build_from_hypernodes(
     compile; a HyperNode member naming a HyperNode that does not exist; a HyperNode that is a
     member of two others; a cycle; a member whose tier is not lower than its parent's; a node
     in two domains of one tier. A node member named exactly that the cluster does not have
-    yet is no error (nodes come and go): it simply adds nothing until it exists."""
+    yet is no error (nodes come and go): it simply adds nothing until it exists. A pattern
+    selects every name it matches anywhere in, as Volcano's Go ``regexp.MatchString`` does
+    (``^gpu-a-[0-9]+$`` for a whole name)."""
     by_name: dict[str, HyperNodeSpec] = {}
     problems: dict[str, str] = {}
     for spec in specs:
@@ -251,7 +253,7 @@ def build_from_hypernodes(
                         continue
                     kids.append(sel.exact)
                 elif pattern is not None:
-                    kids.extend(n for n in sorted(by_name) if pattern.fullmatch(n))
+                    kids.extend(n for n in sorted(by_name) if pattern.search(n))
                 elif sel.labels is not None:
                     kids.extend(n for n in sorted(by_name) if sel.labels.matches(by_name[n].labels))
             else:
@@ -259,7 +261,7 @@ def build_from_hypernodes(
                     if sel.exact in nodes:
                         own.add(sel.exact)
                 elif pattern is not None:
-                    own.update(n for n in nodes if pattern.fullmatch(n))
+                    own.update(n for n in nodes if pattern.search(n))
                 elif sel.labels is not None:
                     own.update(n for n, labels in nodes.items() if sel.labels.matches(labels))
         for kid in kids:

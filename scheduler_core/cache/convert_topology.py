@@ -5,7 +5,8 @@ A HyperNode (``topology.volcano.sh/v1alpha1``, cluster-scoped) has ``spec.tier``
 ≥ 0; older objects wrote it as a string of digits, read the same), an optional
 ``spec.tierName`` and ``spec.members``: each of ``type`` ``Node`` or ``HyperNode`` with a
 ``selector`` holding exactly one of ``exactMatch.name``, ``regexMatch.pattern`` or
-``labelMatch`` (a label selector). A HyperNode the API server's schema would have refused is a
+``labelMatch`` (a label selector; as in Volcano, an empty one selects no node and one on a
+HyperNode member selects nothing). A HyperNode the API server's schema would have refused is a
 ``ValueError`` naming the object and the field: the caller refuses the whole tree with that
 sentence rather than build one without the object (half a tree places gangs across switches
 without saying so). Whether a pattern compiles, a member exists or the tiers nest is the
@@ -56,7 +57,7 @@ def _tier(raw: Any, where: str) -> int:
     return raw
 
 
-def _selector(raw: Any, at: str) -> MemberSelector:
+def _selector(raw: Any, at: str, member_type: str) -> MemberSelector:
     if not isinstance(raw, Mapping):
         raise ValueError(f"{at}.selector is required (exactMatch, regexMatch or labelMatch)")
     given = [k for k in ("exactMatch", "regexMatch", "labelMatch") if raw.get(k) is not None]
@@ -69,6 +70,10 @@ def _selector(raw: Any, at: str) -> MemberSelector:
     body = raw[kind]
     if kind == "labelMatch":
         labels = label_selector(body, f"{at}.selector.labelMatch")
+        if labels is None or not labels.requirements or member_type != MEMBER_NODE:
+            # As in Volcano: an empty label selector selects no node (not every node), and
+            # HyperNode members are chosen by name only.
+            return MemberSelector()
         return MemberSelector(labels=labels)
     field = "name" if kind == "exactMatch" else "pattern"
     value = body.get(field) if isinstance(body, Mapping) else None
@@ -100,7 +105,7 @@ def hypernode_to_spec(obj: Mapping[str, Any]) -> HyperNodeSpec:
         member_type = raw.get("type")
         if member_type not in (MEMBER_NODE, MEMBER_HYPERNODE):
             raise ValueError(f"{at}.type must be Node or HyperNode, got {member_type!r}")
-        selector = _selector(raw.get("selector"), at)
+        selector = _selector(raw.get("selector"), at, str(member_type))
         members.append(HyperNodeMember(type=str(member_type), selector=selector))
     meta = obj.get("metadata")
     labels = meta.get("labels") if isinstance(meta, Mapping) else None

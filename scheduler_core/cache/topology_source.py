@@ -114,7 +114,7 @@ class TopologySource:
         """A node was added, removed or updated: stale only when its name or labels moved."""
         if old is None and new is not None:
             for pattern, matched in self._regex_matches.values():
-                if pattern.fullmatch(new.name):
+                if pattern.search(new.name):
                     matched.add(new.name)
         elif new is None and old is not None:
             for _, matched in self._regex_matches.values():
@@ -168,8 +168,12 @@ class TopologySource:
             log.info("Network topology accepted again (%s): the refusal is lifted", source)
         self.refusal = None
         self.unreported = {}
-        self.tree = tree
         self.builds += 1
+        if tree.source == self.tree.source and tree.domains == self.tree.domains:
+            # The same tree (a label that places no node elsewhere): keep its identity, so
+            # that the choices made in it (kept while the tree is the same) still hold.
+            return
+        self.tree = tree
         log.info(
             "Network topology from %s: %d domains in %d tiers",
             source,
@@ -224,7 +228,7 @@ class TopologySource:
                 pattern = re.compile(text)
             except re.error:
                 return None
-            known = (pattern, {name for name in nodes if pattern.fullmatch(name)})
+            known = (pattern, {name for name in nodes if pattern.search(name)})
             self._regex_matches[text] = known
         return known[1]
 

@@ -10,6 +10,7 @@ from scheduler_core.api.pod_constraints import IN, LabelRequirement, LabelSelect
 from scheduler_core.api.topology import (
     MEMBER_HYPERNODE,
     MEMBER_NODE,
+    MemberSelector,
     NetworkTopologyRequest,
     TopologyMode,
 )
@@ -143,3 +144,12 @@ def test_the_podgroup_carries_its_request_and_stays_readable_when_it_is_malforme
     assert bad.min_member == 3
     assert bad.network_topology is not None and bad.network_topology.problem
     assert podgroup_to_info(podgroup("g")).network_topology is None
+
+
+def test_an_empty_label_match_and_one_on_a_hypernode_member_select_nothing() -> None:
+    obj = hypernode("s", 2, node_labels={})
+    obj["spec"]["members"].append(
+        {"type": "HyperNode", "selector": {"labelMatch": {"matchLabels": {"tier": "leaf"}}}}
+    )
+    spec = hypernode_to_spec(obj)
+    assert [m.selector for m in spec.members] == [MemberSelector(), MemberSelector()]

@@ -70,8 +70,16 @@ def test_a_node_heartbeat_does_not_rebuild_the_tree_but_a_label_change_does() ->
     assert state.topology() is first
     assert state.topology_status().builds == builds
     state.upsert("Node", node("n1", labels={"zone": "z1"}))
-    assert state.topology() is not first
+    assert state.topology() is first  # rebuilt, the same tree: its identity is kept
     assert state.topology_status().builds == builds + 1
+    state.upsert("Node", node("n3", labels={"rack": "b"}))  # leaf-b by regex and by label
+    assert state.topology() is first
+    state.upsert("Node", node("n1", labels={"rack": "b"}))  # now in leaf-a and leaf-b
+    assert state.topology() is first and state.topology_status().refusal is not None
+    state.upsert("Node", node("n1"))
+    state.upsert("Node", node("n5", labels={"rack": "b"}))
+    changed = state.topology()
+    assert changed is not first and "n5" in changed.domains["leaf-b"].nodes
 
 
 def test_many_changes_build_the_tree_once_on_the_next_read() -> None:
@@ -83,6 +91,20 @@ def test_many_changes_build_the_tree_once_on_the_next_read() -> None:
     state.upsert(HYPERNODE, hypernode("leaf-c", 1, node_regex="n1[0-9]"))
     assert state.topology_status().builds == builds + 1
     assert sorted(state.topology().domains["leaf-c"].nodes) == [f"n{i}" for i in range(10, 20)]
+
+
+def test_a_pattern_selects_the_names_it_matches_anywhere_as_volcano_does() -> None:
+    state = ClusterState()
+    for name in ("gpu-a-1", "xgpu-a-2", "gpu-b-1"):
+        state.upsert("Node", node(name))
+    state.upsert(HYPERNODE, hypernode("loose", 1, node_regex="gpu-a"))
+    state.upsert(HYPERNODE, hypernode("anchored", 2, node_regex="^gpu-[ab]-1$"))
+    assert domains(state) == {
+        "loose": (1, ["gpu-a-1", "xgpu-a-2"]),
+        "anchored": (2, ["gpu-a-1", "gpu-b-1"]),
+    }
+    state.upsert("Node", node("gpu-a-3"))  # a node joining is matched against every pattern
+    assert domains(state)["loose"] == (1, ["gpu-a-1", "gpu-a-3", "xgpu-a-2"])
 
 
 def test_a_node_added_or_removed_changes_the_domains_it_belongs_to() -> None:
