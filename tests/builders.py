@@ -805,6 +805,7 @@ def accounting(
     state = ClusterState()
     state.apply_objects(collect(objects))
     conf = load_configuration(conf_text) if conf_text else default_configuration()
+    state.set_topology_levels(conf.network_topology.label_levels)  # as the backend does
     clock = Clock()
     return QueueAccounting(state, conf, assume_ttl=ttl, clock=clock), clock
 

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
+from scheduler_core.conf import DEFAULT_CONF
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.framework.status import Code
 from tests.builders import (
@@ -19,9 +20,11 @@ from tests.builders import (
     accounting,
     node,
     pod,
+    podgroup,
     spine_leaf_cluster,
     spine_leaf_nodes,
     with_label_topology,
+    with_network_topology,
 )
 
 LEVELS = SPINE_LEAF
@@ -257,3 +260,16 @@ def test_a_node_the_cache_lacks_fails_outside_the_domain_and_a_repeat_passes_as_
     assert result.passed == ["n4", "n5", "n6", "n7", "n4"]
     assert result.failed["ghost"].reason_code == "topology-outside-domain"
     assert set(result.failed) == set(NODES) - spine_leaf_nodes("s/b") | {"ghost"}
+
+
+def test_a_podgroups_own_request_and_the_confs_label_levels_place_the_gang() -> None:
+    # the cache's own conversion: spec.networkTopology and networkTopology.labelLevels
+    objects = [
+        o
+        for o in spine_leaf_cluster({"n1": "2"}, 4)
+        if not (o["kind"] == "PodGroup" and o["metadata"]["name"] == "g")
+    ]
+    objects.append(with_network_topology(podgroup("g", 4, phase="Inqueue"), "hard", tier=1))
+    conf = DEFAULT_CONF + "networkTopology:\n  labelLevels: [spine, leaf]\n"
+    acct, _ = accounting(objects, conf)
+    assert set(filter_pod(acct, member(0), NODES).passed) == spine_leaf_nodes("s/b")
