@@ -238,12 +238,22 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
     job = ctx.job
     assert job is not None
     placed = None
+    choice = None
     if job.network_topology is not None:
         choice = acct.domain_choice(ctx.ssn, job)  # chosen by check_pod, kept: a lookup
         if choice is not None:
             placed = within_domain(acct, job, choice, node_names)
     if placed is not None:
         passed, failed = placed
+        log.log(
+            v(4),
+            "Filter keeps pod <%s> of gang <%s> in network domain %s: %d of %d nodes",
+            ctx.task.key,
+            job.uid,
+            choice.domain.name if choice is not None and choice.domain is not None else "-",
+            len(passed),
+            len(node_names),
+        )
     else:
         known = acct.state.has_node()  # no per-request copy of 5,000 names
         passed = list(filter(known, node_names))
