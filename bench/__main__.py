@@ -65,6 +65,7 @@ BUDGETS: dict[str, Budget] = {
     "cycle-1000": Budget(n=4_980, seconds=240, warmup=20),
     "topology-choose-1000": Budget(n=100, seconds=15, warmup=3),
     "topology-choose-5000": Budget(n=50, seconds=30, warmup=2),
+    "topology-filter-5000": Budget(n=200, seconds=30, warmup=10),
 }
 # The fit variant's rows measure as their plain rows do, with the same budget.
 BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}

@@ -10,25 +10,35 @@ row times ``choose_domain`` alone (the first, cold, call is reported beside it).
 
 from __future__ import annotations
 
+import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bench import Budget, Measurement, rss_mib, sample
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode, build_from_labels
 from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.objects import collect
+from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration
 from scheduler_core.engine import open_session
+from scheduler_core.extender.filter import filter_pod
 from scheduler_core.framework.topology_fit import choose_domain
 
 #: Nodes per row.
 SCALES: dict[str, int] = {"topology-choose-1000": 1_000, "topology-choose-5000": 5_000}
+FILTER_ROW = "topology-filter-5000"
 
 BENCHES: dict[str, str] = {
-    name: f"choose_domain for a 16-pod gang (hard, tier ≤ 2), {nodes:,} nodes, 3 tiers, "
-    "8 nodes a leaf"
-    for name, nodes in SCALES.items()
+    **{
+        name: f"choose_domain for a 16-pod gang (hard, tier ≤ 2), {nodes:,} nodes, 3 tiers, "
+        "8 nodes a leaf"
+        for name, nodes in SCALES.items()
+    },
+    FILTER_ROW: "filter_pod of a topology gang member once its domain is kept, 5,000 names "
+    "(extra: a plain gang member's p50 on the same cluster, and the ratio)",
 }
 
 #: Milliseconds, p50, at 5,000 nodes; the 1,000-node row is informative.
@@ -118,9 +128,62 @@ def bench_choose(name: str, nodes: int, budget: Budget) -> Measurement:
     )
 
 
+def bench_filter(budget: Budget) -> Measurement:
+    """A member's filter after its gang's domain is kept, beside a plain gang's member on the
+    same cluster: the choice must cost the later members nothing measurable."""
+    objects = _objects(5_000)
+    for pg in (o for o in objects if o["kind"] == "PodGroup"):
+        pg["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 2}
+    objects.append(
+        {
+            "kind": "PodGroup",
+            "metadata": {"name": "plain", "namespace": "bench"},
+            "spec": {"minMember": GANG, "queue": "default"},
+            "status": {"phase": "Inqueue"},
+        }
+    )
+    objects += [_pod(f"plain-{i}", "8", "", "plain") for i in range(GANG)]
+    state = ClusterState()
+    conf = default_configuration()
+    state.set_topology_levels(LEVELS)
+    state.apply_objects(collect(objects))
+    acct = QueueAccounting(state, conf)
+    names = sorted(n for n in state.shared_snapshot().nodes)
+
+    def member_filter(group: str) -> Callable[[int], None]:
+        pod = next(o for o in objects if o["metadata"]["name"] == f"{group}-1")
+
+        def call(_: int) -> None:
+            with state.locked():
+                acct.release(f"bench/{group}-1")
+                filter_pod(acct, pod, names)
+
+        return call
+
+    topo = member_filter("gang")
+    topo(-1)  # the first member's filter: the choice is made and kept
+    plain = sample(member_filter("plain"), budget)
+    samples = sample(topo, budget)
+    plain_p50 = statistics.median(plain)
+    return Measurement(
+        FILTER_ROW,
+        BENCHES[FILTER_ROW],
+        samples=samples,
+        extra={
+            "plain_member_p50_ms": round(plain_p50, 3),
+            "ratio_p50": round(statistics.median(samples) / plain_p50, 3),
+            "domains_made": acct.domains.made,
+        },
+        rss_mib=rss_mib(),
+    )
+
+
 def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
-    return [
+    out = [
         bench_choose(name, nodes, budgets[name])
         for name, nodes in SCALES.items()
         if name in selected
     ]
+    if FILTER_ROW in selected:
+        out.append(bench_filter(budgets[FILTER_ROW]))
+    return out

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.status import Status
 from scheduler_core.framework.topology_fit import DomainChoice, choose_domain, placed_nodes
 from scheduler_core.logutil import v
 
@@ -56,6 +57,10 @@ class DomainChoices:
         self.clock = clock
         self._kept: dict[str, KeptChoice] = {}
         self._peeked: dict[str, KeptChoice] = {}
+        #: The last filter answer per gang: (choice, names offered, the domain's names among
+        #: them, every offered node refused as outside the domain). kube-scheduler offers
+        #: every member the same list, so the next member's answer is a copy, not a rebuild.
+        self._answers: dict[str, tuple[DomainChoice, list[str], list[str], dict[str, Status]]] = {}
         self._peeked_at = -1
         #: Choices made (not served from the kept ones): what the cache saves is visible.
         self.made = 0
@@ -171,9 +176,33 @@ class DomainChoices:
 
     def forget(self, job_id: str) -> None:
         self._kept.pop(job_id, None)
+        self._answers.pop(job_id, None)
+
+    def answer(
+        self, job_id: str, choice: DomainChoice, names: list[str]
+    ) -> tuple[list[str], dict[str, Status]] | None:
+        """(the domain's names among ``names``, the refusal of every name) as kept for the
+        same choice and the same offered names; None otherwise. The map is the kept one:
+        copy it before changing it."""
+        got = self._answers.get(job_id)
+        if got is None or got[0] is not choice or got[1] != names:
+            return None
+        return got[2], got[3]
+
+    def keep_answer(
+        self,
+        job_id: str,
+        choice: DomainChoice,
+        names: list[str],
+        inside: list[str],
+        refused: dict[str, Status],
+    ) -> None:
+        self._answers[job_id] = (choice, list(names), inside, dict(refused))
 
     def _sweep(self, now: float) -> None:
         """Drop expired choices (of gangs long placed or gone), so the map stays as small as
         the set of gangs being placed."""
         for job_id in [j for j, k in self._kept.items() if k.expires <= now]:
             del self._kept[job_id]
+        for job_id in [j for j in self._answers if j not in self._kept]:
+            del self._answers[job_id]

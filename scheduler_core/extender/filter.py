@@ -123,21 +123,27 @@ def within_domain(
     land together. Soft: they are resolvable, and when kube-scheduler's own filters left no
     node of the domain, the member falls back to the nodes it offered (soft asks for the
     lowest tier it can get, not for staying pending). One pass over the offered names: the
-    domain's handful are looked up in the cache, the thousands outside it are not."""
+    domain's handful are looked up in the cache, the thousands outside it are not; and the
+    next member offered the same names copies the answer the keeper kept for the gang."""
     domain = choice.domain
     if domain is None:
         return None
-    inside = list(filter(domain.nodes.__contains__, node_names))
+    kept = acct.domains.answer(job.uid, choice, node_names)
+    if kept is not None:
+        inside, refused = kept[0], dict(kept[1])
+    else:
+        inside = list(filter(domain.nodes.__contains__, node_names))
+        refused = dict.fromkeys(
+            node_names,
+            unschedulable(
+                "topology-outside-domain",
+                f"outside network domain {domain.name} of gang {job.uid}",
+                resolvable=not choice.hard,
+            ),
+        )
+        acct.domains.keep_answer(job.uid, choice, node_names, inside, refused)
     if not inside and not choice.hard:
         return None
-    refused = dict.fromkeys(
-        node_names,
-        unschedulable(
-            "topology-outside-domain",
-            f"outside network domain {domain.name} of gang {job.uid}",
-            resolvable=not choice.hard,
-        ),
-    )
     known = acct.state.has_node()
     passed: list[str] = []
     for name in inside:
