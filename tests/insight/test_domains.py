@@ -10,19 +10,21 @@ import pytest
 
 from app.api.status_page import render_queue
 from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
-from scheduler_core.conf import default_configuration
+from scheduler_core.conf import DEFAULT_CONF, default_configuration
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.insight.explain import Step, explain_podgroup
 from scheduler_core.insight.pending import pending_jobs
 from scheduler_core.insight.queues import queue_view
-from scheduler_core.insight.whatif import WhatIfRequest, prepare, run_prepared
+from scheduler_core.insight.whatif import WhatIfRequest, prepare, run_prepared, what_if
 from tests.builders import (
     SPINE_LEAF,
     accounting,
     pod,
+    podgroup,
     spine_leaf_cluster,
     with_label_topology,
     with_label_tree,
+    with_network_topology,
     with_requests,
 )
 from tests.insight.conftest import fingerprint
@@ -140,3 +142,13 @@ def test_the_status_page_shows_a_gangs_domain_beside_why_it_waits() -> None:
     html = render_queue(view, pending_jobs(acct, "default"))
     assert "<th>Network domain</th>" in html
     assert "none (hard, tier ≤ 1)" in html
+
+
+def test_a_submitted_podgroups_own_request_gets_its_domain_in_the_what_if() -> None:
+    conf = DEFAULT_CONF + "networkTopology:\n  labelLevels: [spine, leaf]\n"
+    cluster = [o for o in spine_leaf_cluster({"n1": "2"}, 0) if o["kind"] != "PodGroup"]
+    acct, _ = accounting(cluster, conf)
+    gang = with_network_topology(podgroup("new", 4, phase="Pending"), "hard", tier=1)
+    members = [pod(f"new-{i}", cpu="4", group="new") for i in range(4)]
+    [view] = what_if(acct, acct.conf, WhatIfRequest(add=[gang, *members])).domains
+    assert (view.job, view.state, view.domain) == ("ns/new", "placed", "s/b")
