@@ -29,6 +29,7 @@ from bench import (
     load_average,
     machine_facts,
     sync_bench,
+    topology_bench,
     verbs_bench,
 )
 from bench.synthetic import ClusterSpec, SyntheticCluster
@@ -67,6 +68,9 @@ BUDGETS: dict[str, Budget] = {
     "verbs-protocol-filter": Budget(n=25, seconds=30, warmup=2),
     "verbs-protocol-prioritize": Budget(n=25, seconds=30, warmup=2),
     "verbs-protocol-preempt": Budget(n=25, seconds=30, warmup=2),
+    "topology-choose-1000": Budget(n=100, seconds=15, warmup=3),
+    "topology-choose-5000": Budget(n=50, seconds=30, warmup=2),
+    "topology-filter-5000": Budget(n=200, seconds=30, warmup=10),
 }
 # The fit variant's rows measure as their plain rows do, with the same budget.
 BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}
@@ -78,6 +82,7 @@ GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("cycle", cycle_bench.BENCHES),
     ("verbs", verbs_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
+    ("topology", topology_bench.BENCHES),
     ("http", http_bench.BENCHES),
     ("sync", sync_bench.BENCHES),
     ("fit", {n: w for n, (_, w) in engine_bench.FIT_BENCHES.items()}),
@@ -175,6 +180,11 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
         results += engine_bench.run(fixture, set(engine), budgets)
         results += insight_bench.run(fixture, set(insight), budgets)
         del fixture
+        gc.collect()
+    topology = [n for n in topology_bench.BENCHES if n in selected]
+    if topology:
+        log(f"running {', '.join(topology)} (their own clusters)")
+        results += topology_bench.run(set(topology), budgets)
         gc.collect()
     cycle = [n for n in cycle_bench.BENCHES if n in selected]
     if cycle:

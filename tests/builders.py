@@ -7,7 +7,7 @@ the model the service builds from the API server, with the real plugins.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -19,7 +19,7 @@ from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.topology import NetworkTopologyRequest, build_from_labels
+from scheduler_core.api.topology import NetworkTopologyRequest, Topology, build_from_labels
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.builder import build_snapshot
 from scheduler_core.cache.convert import GROUP_NAME_ANNOTATION, QUEUE_NAME_ANNOTATION
@@ -774,7 +774,7 @@ def snapshot(objects: Iterable[Mapping[str, Any]]) -> ClusterSnapshot:
     return build_snapshot(collect(objects))
 
 
-def with_label_topology(
+def snapshot_with_label_topology(
     snap: ClusterSnapshot,
     levels: list[str],
     requests: Mapping[str, NetworkTopologyRequest] | None = None,
@@ -860,8 +860,90 @@ def accounting(
     state = ClusterState()
     state.apply_objects(collect(objects))
     conf = load_configuration(conf_text) if conf_text else default_configuration()
+    state.set_topology_levels(conf.network_topology.label_levels)  # as the backend does
     clock = Clock()
     return QueueAccounting(state, conf, assume_ttl=ttl, clock=clock), clock
+
+
+# --- network topology ---------------------------------------------------------------------
+
+
+def leaf_of(i: int) -> str:
+    """In ``spine_leaf_cluster``: n0-n3 leaf a, n4-n7 leaf b (spine s), n8-n11 leaf c,
+    n12-n15 leaf d (spine t)."""
+    return "abcd"[i // 4]
+
+
+def spine_of(i: int) -> str:
+    return "s" if i < 8 else "t"
+
+
+def spine_leaf_nodes(name: str) -> set[str]:
+    """``s/b`` → the nodes of leaf b; ``s`` → the nodes of spine s."""
+    spine, _, leaf = name.partition("/")
+    return {f"n{i}" for i in range(16) if spine_of(i) == spine and (not leaf or leaf_of(i) == leaf)}
+
+
+#: The label levels of ``spine_leaf_cluster``, widest first.
+SPINE_LEAF = ("spine", "leaf")
+
+
+def spine_leaf_cluster(
+    busy: Mapping[str, str], gang: int, cpu: str = "4", running: Mapping[str, str] | None = None
+) -> list[Obj]:
+    """16 nodes of 4 CPU in 2 spines of 2 leaves of 4; ``busy`` puts a pod of the given CPU
+    on a node; a gang of ``gang`` pending pods of ``cpu`` each (plus ``running`` members,
+    name → node)."""
+    objects: list[Obj] = [
+        node(f"n{i}", cpu="4", labels={"spine": spine_of(i), "leaf": leaf_of(i)}) for i in range(16)
+    ]
+    for name, used in busy.items():
+        objects.append(pod(f"busy-{name}", cpu=used, node_name=name))
+    running = running or {}
+    objects.append(podgroup("g", gang + len(running), phase="Inqueue"))
+    objects += [pod(f"g-{i}", cpu=cpu, group="g") for i in range(gang)]
+    objects += [pod(name, cpu=cpu, group="g", node_name=at) for name, at in running.items()]
+    return objects
+
+
+def with_label_topology(
+    acct: QueueAccounting,
+    levels: Sequence[str],
+    requests: Mapping[str, NetworkTopologyRequest],
+) -> None:
+    """Give ``acct``'s cluster a topology built from its nodes' ``levels`` labels (widest
+    first), and the PodGroups named in ``requests`` (``ns/name``) their request, as the
+    cache would hold them from label levels and ``spec.networkTopology``."""
+    with_label_tree(acct.state, levels)
+    with_requests(acct.state, requests)
+
+
+def with_label_tree(state: ClusterState, levels: Sequence[str]) -> None:
+    """Every snapshot of ``state`` carries the tree its nodes' ``levels`` labels describe:
+    built again when a node or its labels change, else the same tree object (as the cache
+    keeps its tree: a choice made in it still holds)."""
+    plain = state.shared_snapshot
+    built: dict[tuple[tuple[str, tuple[tuple[str, str], ...]], ...], Topology] = {}
+
+    def with_tree() -> ClusterSnapshot:
+        snap = plain()
+        labels = {n.name: n.labels for n in snap.nodes.values()}
+        key = tuple(sorted((name, tuple(sorted(lab.items()))) for name, lab in labels.items()))
+        if key not in built:
+            built.clear()
+            built[key] = build_from_labels(levels, labels)
+        snap.topology = built[key]
+        return snap
+
+    setattr(state, "shared_snapshot", with_tree)  # noqa: B010 - a method replaced on one object
+
+
+def with_requests(state: ClusterState, requests: Mapping[str, NetworkTopologyRequest]) -> None:
+    """The PodGroups named in ``requests`` (``ns/name``) ask for a network topology."""
+    with state.locked():
+        for job in state.shared_snapshot().jobs.values():
+            if job.uid in requests:
+                job.network_topology = requests[job.uid]
 
 
 def assume(acct: QueueAccounting, pod_obj: Mapping[str, Any], nodes: Iterable[str]) -> None:

@@ -125,11 +125,17 @@ def _pending_list(page: PendingPage | None, shown: int) -> str:
     if page is None or not page.jobs:
         return "<span class=muted>none</span>"
     items = "".join(
-        f"<li><code>{escape(job.job)}</code> <span class=reason>{escape(job.reason)}</span></li>"
+        f"<li><code>{escape(job.job)}</code>{_domain_badge(job.topology)} "
+        f"<span class=reason>{escape(job.reason)}</span></li>"
         for job in page.jobs[:shown]
     )
     more = f"<li class=muted>… {page.total - shown} more</li>" if page.total > shown else ""
     return f"<ol>{items}{more}</ol>"
+
+
+def _domain_badge(topology: str) -> str:
+    """A topology gang's network domain next to its name ("" for a job that asks none)."""
+    return f" <span class=dim>domain {escape(topology)}</span>" if topology else ""
 
 
 def _tree(views: Sequence[QueueView]) -> list[tuple[int, QueueView]]:
@@ -281,16 +287,20 @@ def render_queue(view: QueueView, pending: PendingPage, branch: Amounts | None =
         + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in facts)
         + "</table>"
     )
+    # The network domain column only where some pending gang asks for one.
+    domains = any(j.topology for j in pending.jobs)
     rows = "".join(
         f"<tr><td>{j.position}</td><td><code>{escape(j.job)}</code></td><td>{j.priority}</td>"
         f"<td>{j.ready}/{j.min_available}</td><td>{j.pending}</td>"
-        f"<td class=reason>{escape(j.reason)}</td></tr>"
+        + (f"<td>{escape(j.topology) or '-'}</td>" if domains else "")
+        + f"<td class=reason>{escape(j.reason)}</td></tr>"
         for j in pending.jobs
     )
     jobs = (
         f"<h3>Pending jobs ({pending.total})</h3><table id=pending><tr><th>#</th><th>Job</th>"
-        f"<th>Priority</th><th>Ready/min</th><th>Pending pods</th><th>Why it waits</th></tr>"
-        f"{rows}</table>"
+        f"<th>Priority</th><th>Ready/min</th><th>Pending pods</th>"
+        + ("<th>Network domain</th>" if domains else "")
+        + f"<th>Why it waits</th></tr>{rows}</table>"
     )
     return _page(f"queue {view.name}", table + _derivation(view.derivation) + jobs, root="../")
 

@@ -94,6 +94,29 @@ class QueueList(_Out):
     queues: list[Queue]
 
 
+class TierTried(_Out):
+    tier: int
+    best: str | None
+    holds: int
+
+
+class DomainView(_Out):
+    """A topology gang's network domain: ``state`` placed (a domain chosen), refused (hard,
+    none holds the gang), anywhere (soft, none holds it) or ignored (requests turned off, or
+    no topology described)."""
+
+    job: str
+    request: str
+    mode: str
+    state: str
+    domain: str | None
+    tier: int | None
+    needed: int
+    sentence: str
+    tried: list[TierTried]
+    pinned_by: list[str]
+
+
 class PendingJob(_Out):
     position: int
     job: str
@@ -106,6 +129,11 @@ class PendingJob(_Out):
     code: str
     reason: str
     source: str = Field(default="volcano", description="volcano or native (see Explanation)")
+    topology: str = Field(
+        default="",
+        description="the gang's network domain and request (e.g. 's/b (hard, tier ≤ 1)'); "
+        "empty for a job that asks for none",
+    )
 
 
 class PendingPage(_Out):
@@ -218,6 +246,10 @@ class WhatIfOut(_Out):
     evicted: list[Eviction]
     unplaced: list[str]
     queues: list[QueueChange]
+    domains: list[DomainView] = Field(
+        default_factory=list,
+        description="the network domain of each submitted gang that asks for one",
+    )
 
 
 class RecentEviction(_Out):

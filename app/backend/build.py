@@ -331,6 +331,7 @@ def start_status_writer(backend: EngineBackend, controller: Controller) -> Stopp
         state.locked,
         lambda: state.version,
         lambda ssn, job, task: hold_reason(accounting, ssn, job, task),
+        domain_of=accounting.domains.domain_name,
         managed_schedulers=backend.options.scheduler_names,
         namespaces=backend.options.namespaces,
         interval=max(1.0, backend.options.refresh_interval),

@@ -264,6 +264,8 @@ def render_queue(doc: Doc) -> str:
 
 
 def render_pending(doc: Doc) -> str:
+    # The DOMAIN column only where some pending gang asks for a network topology.
+    domains = any(j.get("topology") for j in doc["jobs"])
     rows = [
         [
             str(j["position"]),
@@ -271,11 +273,13 @@ def render_pending(doc: Doc) -> str:
             str(j["priority"]),
             f"{j['ready']}/{j['minAvailable']}",
             str(j["pending"]),
+            *([j.get("topology") or "-"] if domains else []),
             j["reason"],
         ]
         for j in doc["jobs"]
     ]
-    return table(["#", "JOB", "PRIORITY", "READY/MIN", "PENDING", "WHY IT WAITS"], rows)
+    head = ["#", "JOB", "PRIORITY", "READY/MIN", "PENDING"]
+    return table([*head, *(["DOMAIN"] if domains else []), "WHY IT WAITS"], rows)
 
 
 # --- explain ---------------------------------------------------------------------------------
@@ -373,4 +377,10 @@ def render_whatif(doc: Doc) -> str:
             ]
         )
     text += "\n" + table(["QUEUE", "DESERVED", "ALLOCATED", "SHARE"], rows)
+    domains = [
+        [d["job"], d["request"], d["domain"] or "-", d["sentence"]]
+        for d in doc.get("domains") or []
+    ]
+    if domains:
+        text += "\n" + table(["GANG", "NETWORK TOPOLOGY", "DOMAIN", "WHY"], domains)
     return text

@@ -356,8 +356,18 @@ def split_failed(failed: Mapping[str, Status]) -> tuple[dict[str, str], dict[str
     each with its reasons in one line. The one place a status code becomes a wire field."""
     resolvable: dict[str, str] = {}
     unresolvable: dict[str, str] = {}
+    # Most answers refuse every node, or every node outside a gang's domain, with one Status
+    # object: then the whole map is built in C, with the message joined once, instead of
+    # per node (at 5,000 nodes the per-node loop was most of encoding such an answer).
+    statuses = dict(zip(map(id, failed.values()), failed.values(), strict=True))
+    if len(statuses) == 1:
+        (only,) = statuses.values()
+        every = dict.fromkeys(failed, only.message)
+        return (every, unresolvable) if only.resolvable else (resolvable, every)
+    said = {key: (s.resolvable, s.message) for key, s in statuses.items()}
     for node, status in failed.items():
-        (resolvable if status.resolvable else unresolvable)[node] = status.message
+        ok, message = said[id(status)]
+        (resolvable if ok else unresolvable)[node] = message
     return resolvable, unresolvable
 
 

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from scheduler_core.accounting.domains import DomainChoices
 from scheduler_core.accounting.following import can_follow, follow
 from scheduler_core.accounting.grants import PreemptionGrants
 from scheduler_core.accounting.parked import ParkedPods
@@ -44,6 +45,7 @@ from scheduler_core.engine import close_session, open_session
 from scheduler_core.framework.hooks import ADJUST_WEIGHTS
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender")
@@ -125,6 +127,8 @@ class QueueAccounting:
         self.assumed: dict[str, Assumption] = {}  # pod key -> assumption
         self.grants = PreemptionGrants(ttl=assume_ttl, clock=clock)
         self.parked = ParkedPods()
+        #: The network domain chosen for each topology gang, kept while its assumption lives.
+        self.domains = DomainChoices(ttl=assume_ttl, clock=clock)
         #: What the plugins remember from one of this accounting's sessions to the next.
         self.memos = SessionMemos()
         self._session: Session | None = None
@@ -449,6 +453,8 @@ class QueueAccounting:
             assumption.cached = self.state.task(task.key)
             self._group_deadlines[job.uid] = now + self.group_window
         self.assumed[task.key] = assumption
+        if job.network_topology is not None:
+            self.domains.extend(task.job, assumption.expires)
         if task.job not in ssn.jobs or task.uid not in ssn.jobs[task.job].tasks:
             # Not in the cache yet: the next session is opened with its job added.
             assumption.job = job.clone()
@@ -496,6 +502,11 @@ class QueueAccounting:
         assumption = self.assumed.pop(key, None)
         if assumption is not None:
             self._settle([assumption])
+
+    def domain_choice(self, ssn: Session, job: JobInfo) -> DomainChoice | None:
+        """The network domain ``job``'s members go to (kept per gang, see ``domains.py``);
+        None for a job that asks for none. Call with the cluster state's lock held."""
+        return self.domains.choice_for(ssn, job, self.state.decision_version)
 
     def assumed_in_job(self, job_id: str) -> int:
         return sum(1 for a in self.assumed.values() if a.task.job == job_id)

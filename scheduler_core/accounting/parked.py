@@ -25,6 +25,7 @@ RETRYABLE_CODES = frozenset(
         "queue-capability",
         "queue-overused",
         "gang-unsatisfiable",
+        "topology-no-domain",
     }
 )
 

@@ -33,6 +33,10 @@ SCHEDULED_REASON: Final = "tasks in gang are ready to be scheduled"
 #: Volcano's condition reasons (apis/pkg/apis/scheduling/v1beta1/types.go).
 NOT_ENOUGH_RESOURCES: Final = "NotEnoughResources"
 NOT_ENOUGH_TASKS: Final = "NotEnoughTasks"
+#: The network domain a topology gang lands in, on its PodGroup (an annotation rather than
+#: a status field: Volcano's PodGroup status has no such field, and a condition would be
+#: rewritten by Volcano's own controllers where they run too).
+TOPOLOGY_DOMAIN_ANNOTATION: Final = "kube-queue-extender.io/topology-domain"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,8 @@ class PodGroupFacts:
     ready: bool  # Volcano's JobInfo.IsReady: enough members hold resources to run the gang
     admitted: bool  # the queue lets it in (enqueue's gate)
     hold: Hold | None = None  # set when the gang is not ready and a queue or gang rule holds it
+    #: The network domain of a gang that asks for one (``TOPOLOGY_DOMAIN_ANNOTATION``).
+    domain: str | None = None
 
 
 def next_phase(current: str, facts: PodGroupFacts) -> str:

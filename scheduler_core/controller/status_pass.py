@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 
 #: What the engine says holds one pending task: (rule code, sentence), or None.
 HoldReason = Callable[[Session, JobInfo, TaskInfo], "tuple[str, str] | None"]
+#: The network domain a topology gang lands in, as its PodGroup carries it, or None.
+DomainOf = Callable[[Session, JobInfo], "str | None"]
 
 #: The filter's rule codes as Volcano condition reasons.
 RULE_REASONS: dict[str, str] = {
@@ -58,6 +60,7 @@ RULE_REASONS: dict[str, str] = {
     "queue-capability": NOT_ENOUGH_RESOURCES,
     "queue-overused": NOT_ENOUGH_RESOURCES,
     "gang-unsatisfiable": NOT_ENOUGH_RESOURCES,
+    "topology-no-domain": NOT_ENOUGH_RESOURCES,
     "queue-closed": "QueueClosed",
     "queue-missing": "QueueMissing",
 }
@@ -127,12 +130,13 @@ def derive(
     managed: Iterable[str] = ("queue-scheduler",),
     namespaces: Iterable[str] = (),
     memos: SessionMemos | None = None,
+    domain_of: DomainOf | None = None,
 ) -> StatusPass:
     """The pass over ``snapshot`` (its job map and usage sums are changed in place: give it
     one of its own, as ``sharing_tasks`` makes; the job objects are replaced, never changed,
     and the tasks are shared with the cache, so the session is opened with shared tasks).
     ``known`` is the phase of each PodGroup (``namespace/name``) as last written, where the
-    snapshot may not show it yet."""
+    snapshot may not show it yet; ``domain_of`` gives a topology gang's network domain."""
     managed = frozenset(managed)
     namespaces = frozenset(namespaces)
     if nothing_to_write(snapshot):
@@ -162,7 +166,7 @@ def derive(
             if not queue.implicit
         ]
         groups = [
-            _group(ssn, job, before[job.uid], hold_reason, managed)
+            _group(ssn, job, before[job.uid], hold_reason, managed, domain_of)
             for job in ssn.jobs.values()
             if (_written(job) or job.source == NATIVE_SOURCE)
             and (not namespaces or job.namespace in namespaces)
@@ -222,7 +226,12 @@ def fits_alongside(ssn: Session, job: JobInfo) -> bool:
 
 
 def _group(
-    ssn: Session, job: JobInfo, phase: str, hold_reason: HoldReason, managed: frozenset[str]
+    ssn: Session,
+    job: JobInfo,
+    phase: str,
+    hold_reason: HoldReason,
+    managed: frozenset[str],
+    domain_of: DomainOf | None = None,
 ) -> GroupStatus:
     queue = ssn.queues.get(job.queue)
     held: list[tuple[str, str, str, str]] = []
@@ -265,6 +274,11 @@ def _group(
         ready=ready,
         admitted=admitted,
         hold=hold,
+        domain=(
+            domain_of(ssn, job)
+            if domain_of is not None and job.network_topology is not None
+            else None
+        ),
     )
     return GroupStatus(
         job.namespace,

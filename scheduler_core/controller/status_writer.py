@@ -34,12 +34,25 @@ from scheduler_core.framework.session import Session
 
 from .events import NORMAL, WARNING, ObjectRef, TokenBucket
 from .periodic import BACKGROUND_SHARE, Periodic
-from .podgroup_status import PHASES, UNSCHEDULABLE, PodGroupFacts, next_status
+from .podgroup_status import (
+    PHASES,
+    TOPOLOGY_DOMAIN_ANNOTATION,
+    UNSCHEDULABLE,
+    PodGroupFacts,
+    next_status,
+)
 from .queue_status import resource_list, status_patch
 from .rest import ApiError
 from .runtime import Controller
 from .snapshot import sharing_tasks
-from .status_pass import GroupStatus, HoldReason, QueueStatus, derive, nothing_to_write
+from .status_pass import (
+    DomainOf,
+    GroupStatus,
+    HoldReason,
+    QueueStatus,
+    derive,
+    nothing_to_write,
+)
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +69,7 @@ POD_EVENT_REASONS: Final = {
     "gang-unsatisfiable": "GangUnsatisfiable",
     "queue-closed": "QueueClosed",
     "queue-missing": "QueueMissing",
+    "topology-no-domain": "TopologyUnsatisfiable",
 }
 
 
@@ -83,6 +97,7 @@ class StatusWriter:
         burst: int = 100,
         registry: CollectorRegistry | None = None,
         native_api_version: str = "scheduling.k8s.io/v1alpha2",
+        domain_of: DomainOf | None = None,
     ) -> None:
         """``native_api_version`` is the served version of Kubernetes PodGroups, which the
         events about them name."""
@@ -95,6 +110,7 @@ class StatusWriter:
         self._locked = locked
         self._version = version
         self._hold_reason = hold_reason
+        self._domain_of = domain_of
         self._managed = frozenset(managed_schedulers)
         self._namespaces = frozenset(namespaces)
         self.interval = interval
@@ -220,6 +236,7 @@ class StatusWriter:
             managed=self._managed,
             namespaces=self._namespaces,
             memos=self.memos,
+            domain_of=self._domain if self._domain_of is not None else None,
         )
         return result.groups, result.queues
 
@@ -228,6 +245,13 @@ class StatusWriter:
         queue accounting, which the verbs change under that lock."""
         with self._locked():
             return self._hold_reason(ssn, job, task)
+
+    def _domain(self, ssn: Session, job: JobInfo) -> str | None:
+        """A topology gang's domain, asked under the state's lock: it reads the choices the
+        verbs keep, which they change under that lock."""
+        assert self._domain_of is not None
+        with self._locked():
+            return self._domain_of(ssn, job)
 
     # ------------------------------------------------------------------ PodGroups
 
@@ -252,11 +276,14 @@ class StatusWriter:
             current = fresh.get("status") or {}
             status = next_status(current, group.facts, _now())
             phase = str(status.get("phase"))
-            if status == current:
+            annotations = _with_domain(fresh, group.facts.domain)
+            if status == current and annotations is None:
                 self._pg_known[key] = (phase, group.facts)
                 self._phase[key] = phase
                 return phase
             fresh["status"] = status
+            if annotations is not None:
+                fresh.setdefault("metadata", {})["annotations"] = annotations
             try:
                 self._rest.put(path, fresh, "podgroups")
             except ApiError as exc:
@@ -374,6 +401,19 @@ class StatusWriter:
             for phase, gauge in self._gauges.items():
                 gauge.labels(name).set(counts.get(phase, 0))
         self._gauge_queues = set(phases_by_queue)
+
+
+def _with_domain(obj: dict[str, Any], domain: str | None) -> dict[str, str] | None:
+    """The PodGroup's annotations with its network domain set (or, with none, removed);
+    None when they already say so."""
+    annotations = dict((obj.get("metadata") or {}).get("annotations") or {})
+    if annotations.get(TOPOLOGY_DOMAIN_ANNOTATION) == domain:
+        return None
+    if domain is None:
+        del annotations[TOPOLOGY_DOMAIN_ANNOTATION]
+    else:
+        annotations[TOPOLOGY_DOMAIN_ANNOTATION] = domain
+    return annotations
 
 
 def _condition(status: dict[str, Any], ctype: str) -> dict[str, Any] | None:

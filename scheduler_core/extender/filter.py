@@ -1,9 +1,10 @@
 """filter: may this pod start now, as far as its queue and its gang are concerned?
 
 Node fit is kube-scheduler's business (it calls us only with nodes that passed its own
-filters); ours is the queue. Every node gets the same answer, and every rejected node is
-listed with a reason a person can act on, never dropped: a node dropped silently can never
-become a preemption candidate.
+filters); ours is the queue, and for a gang that asks for a network topology, the domain its
+members land in. Every node gets the same answer except for such a gang's members, and every
+rejected node is listed with a reason a person can act on, never dropped: a node dropped
+silently can never become a preemption candidate.
 """
 
 from __future__ import annotations
@@ -22,9 +23,15 @@ from scheduler_core.api.types import TaskStatus
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import FilterResult
 from scheduler_core.framework.status import Status, unschedulable
+from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender.filter")
+
+
+def unknown_node() -> Status:
+    """For a node kube-scheduler offered that the cache does not hold yet."""
+    return unschedulable("node-unknown", "node is not in the extender's cache yet", resolvable=True)
 
 
 def not_admitted(job: JobInfo) -> str:
@@ -37,8 +44,12 @@ def over_share(queue: QueueInfo) -> str:
     return f"queue {queue.name} cannot take more work now"
 
 
-def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Status | None:
-    """The queue and gang checks, in the order a person would debug them."""
+def check_pod(
+    ctx: PodContext, node_names: list[str] | None = None, *, keep_choice: bool = True
+) -> Status | None:
+    """The queue and gang checks, in the order a person would debug them. ``keep_choice``:
+    a topology gang's domain chosen here is kept for its other members (the verbs); off
+    for the read-only views, which must not steer the verbs."""
     job, queue, ssn, task = ctx.job, ctx.queue, ctx.ssn, ctx.task
     if ctx.two_groups:
         return unschedulable("two-pod-groups", ctx.two_groups, resolvable=False)
@@ -73,7 +84,77 @@ def check_pod(ctx: PodContext, node_names: list[str] | None = None) -> Status | 
     gang = gang_shortfall(ctx, node_names)
     if gang is not None:
         return unschedulable("gang-unsatisfiable", gang, resolvable=True)
+    if job.network_topology is not None:
+        choice = topology_choice(ctx, keep=keep_choice)
+        if choice is not None and choice.domain is None and choice.hard:
+            return no_domain(job, choice)
     return None
+
+
+def topology_choice(ctx: PodContext, *, keep: bool = True) -> DomainChoice | None:
+    """The network domain the pod's gang goes to: kept per gang by the session keeper
+    (``keep``), or only looked at (the kept one if it holds, else chosen and forgotten)."""
+    job = ctx.job
+    if job is None or job.network_topology is None:
+        return None
+    if keep:
+        return ctx.acct.domain_choice(ctx.ssn, job)
+    return ctx.acct.domains.peek(ctx.ssn, job, ctx.acct.state.decision_version)
+
+
+def no_domain(job: JobInfo, choice: DomainChoice) -> Status:
+    """A hard request no domain holds: every node fails, so no member starts (no partial
+    gang). Resolvable when domains were tried (evictions inside one domain may make room
+    for the whole gang: the preempt verb offers victims only there); unresolvable when the
+    request cannot be met by any eviction (a tier the tree lacks, members already split)."""
+    return unschedulable(
+        "topology-no-domain",
+        f"gang {job.uid} asks for one network domain ({choice.request.describe()}): "
+        f"{choice.reason}",
+        resolvable=bool(choice.trials),
+    )
+
+
+def within_domain(
+    acct: QueueAccounting, job: JobInfo, choice: DomainChoice, node_names: list[str]
+) -> tuple[list[str], dict[str, Status]] | None:
+    """Only the chosen domain's nodes pass; every other node fails with the domain named.
+    None when the member is placed as any other (no domain: soft's fallback).
+
+    Hard: the others are unresolvable, since no eviction outside the domain lets the gang
+    land together. Soft: they are resolvable, and when kube-scheduler's own filters left no
+    node of the domain, the member falls back to the nodes it offered (soft asks for the
+    lowest tier it can get, not for staying pending). One pass over the offered names: the
+    domain's handful are looked up in the cache, the thousands outside it are not; and the
+    next member offered the same names copies the answer the keeper kept for the gang."""
+    domain = choice.domain
+    if domain is None:
+        return None
+    kept = acct.domains.answer(job.uid, choice, node_names)
+    if kept is not None:
+        inside, refused = kept[0], dict(kept[1])
+    else:
+        inside = list(filter(domain.nodes.__contains__, node_names))
+        refused = dict.fromkeys(
+            node_names,
+            unschedulable(
+                "topology-outside-domain",
+                f"outside network domain {domain.name} of gang {job.uid}",
+                resolvable=not choice.hard,
+            ),
+        )
+        acct.domains.keep_answer(job.uid, choice, node_names, inside, refused)
+    if not inside and not choice.hard:
+        return None
+    known = acct.state.has_node()
+    passed: list[str] = []
+    for name in inside:
+        if known(name):
+            refused.pop(name, None)
+            passed.append(name)
+        else:
+            refused[name] = unknown_node()
+    return passed, refused
 
 
 def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
@@ -162,17 +243,34 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
         acct.parked.park(ctx.task.key, pod, rejection.reason_code, acct.clock())
         return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
     acct.parked.unpark(ctx.task.key)
-    assert ctx.job is not None
-    known = acct.state.has_node()  # no per-request copy of 5,000 names
-    passed = list(filter(known, node_names))
-    unknown = unschedulable(
-        "node-unknown", "node is not in the extender's cache yet", resolvable=True
-    )
-    failed = (
-        {n: unknown for n in node_names if not known(n)} if len(passed) != len(node_names) else {}
-    )
+    job = ctx.job
+    assert job is not None
+    placed = None
+    choice = None
+    if job.network_topology is not None:
+        choice = acct.domain_choice(ctx.ssn, job)  # chosen by check_pod, kept: a lookup
+        if choice is not None:
+            placed = within_domain(acct, job, choice, node_names)
+    if placed is not None:
+        passed, failed = placed
+        log.log(
+            v(4),
+            "Filter keeps pod <%s> of gang <%s> in network domain %s: %d of %d nodes",
+            ctx.task.key,
+            job.uid,
+            choice.domain.name if choice is not None and choice.domain is not None else "-",
+            len(passed),
+            len(node_names),
+        )
+    else:
+        known = acct.state.has_node()  # no per-request copy of 5,000 names
+        passed = list(filter(known, node_names))
+        failed = {}
+        if len(passed) != len(node_names):
+            unknown = unknown_node()
+            failed = {n: unknown for n in node_names if not known(n)}
     if passed:
-        acct.assume(ctx.task, ctx.job)
+        acct.assume(ctx.task, job)
     log.log(
         v(4),
         "Filter passed pod <%s> in queue <%s> on %d nodes",

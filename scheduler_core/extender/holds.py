@@ -55,7 +55,7 @@ def hold_reason(
 ) -> tuple[str, str] | None:
     """(rule code, sentence) of the filter rule holding ``task``, or None if none does."""
     ctx: Any = _TaskContext(acct, ssn, job, task)
-    rejection = check_pod(ctx)
+    rejection = check_pod(ctx, keep_choice=False)
     return None if rejection is None else (rejection.reason_code, rejection.message)
 
 

@@ -1,4 +1,7 @@
-"""prioritize: the configured node order (binpack, nodeorder) on kube-scheduler's 0..10 scale."""
+"""prioritize: the configured node order (binpack, nodeorder) on kube-scheduler's 0..10 scale,
+and for a member of a topology gang placed in a domain wider than one leaf, Volcano's
+hypernode binpack: the nodes of the fuller narrowest domains first, so that the gang packs
+into as few leaves as it can and whole leaves stay free."""
 
 from __future__ import annotations
 
@@ -12,9 +15,11 @@ import numpy.typing as npt
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.cache.convert import pod_job_id
 from scheduler_core.extender.context import request_task
 from scheduler_core.framework.node_scores import FloatArray
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.topology_fit import domain_fullness
 
 IntArray = npt.NDArray[np.int64]
 
@@ -68,7 +73,39 @@ def prioritize_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[
     has not seen yet). The pod is kube-scheduler's, as stored: see ``request_task``.
     """
     ssn = acct.session()
-    return host_scores(ssn, request_task(acct, pod, as_stored=True), node_names)
+    task = request_task(acct, pod, as_stored=True)
+    scores = host_scores(ssn, task, node_names)
+    if len(acct.domains):  # only while some topology gang is being placed
+        return with_domain_binpack(acct, ssn, pod, task, scores)
+    return scores
+
+
+def with_domain_binpack(
+    acct: QueueAccounting, ssn: Session, pod: dict[str, Any], task: TaskInfo, scores: HostScores
+) -> HostScores:
+    """``scores`` averaged with the fullness of each node's narrowest domain (scaled to
+    0..10), for a member of a gang whose chosen domain spans several of them; unchanged
+    otherwise."""
+    choice = acct.domains.get(pod_job_id(pod)[0])
+    topology = ssn.topology
+    if choice is None or choice.domain is None or choice.topology is not topology:
+        return scores
+    narrowest = topology.tiers[0]
+    if choice.domain.tier <= narrowest:
+        return scores  # one leaf: within it, the node order alone
+    wanted = task.init_resreq
+    fullness: dict[str, float] = {}
+    leaves: list[str | None] = []
+    for name in scores.names:
+        leaf = topology.domain_of(name, narrowest)
+        leaves.append(leaf.name if leaf is not None else None)
+        if leaf is not None and leaf.name not in fullness:
+            fullness[leaf.name] = domain_fullness(ssn, leaf, wanted)
+    # On the extender's scale as node scores are: the fullest leaf offered 10, the others
+    # in proportion, an empty one 0.
+    full = np.array([fullness[leaf] if leaf is not None else 0.0 for leaf in leaves])
+    bonus = extender_scale_array(full)
+    return HostScores(scores.names, (scores.scores + bonus) // 2)
 
 
 class _Offered:

@@ -103,6 +103,7 @@ def count_fitting(
     takes every member that passes the session's predicates on it and fits in the room the
     members placed on it before have left. ``stop_at``: stop counting once that many fit."""
     left = list(members)
+    shapes = {t.uid: _shape(t.init_resreq) for t in left}
     placed = 0
     goal = len(members) if stop_at is None else min(stop_at, len(members))
     for node in sorted(nodes, key=lambda n: n.name):
@@ -110,14 +111,160 @@ def count_fitting(
             break
         free = room(node).clone()
         kept: list[TaskInfo] = []
+        # The room on a node only shrinks as members are placed on it: a request that did
+        # not fit once does not fit again, and its twins (a gang's members mostly are) are
+        # passed over without another comparison.
+        too_big: set[tuple[object, ...]] = set()
         for task in left:
-            if task.init_resreq.less_equal(free, ZERO) and ssn.predicate(task, node) is None:
+            shape = shapes[task.uid]
+            if shape in too_big:
+                kept.append(task)
+            elif not task.init_resreq.less_equal(free, ZERO):
+                too_big.add(shape)
+                kept.append(task)
+            elif ssn.predicate(task, node) is None:
                 free.sub_without_assert(task.init_resreq)
                 placed += 1
             else:
                 kept.append(task)
         left = kept
     return placed
+
+
+def _shape(request: Resource) -> tuple[object, ...]:
+    """A request as a key: members with equal keys ask for exactly the same amounts."""
+    scalars = tuple(sorted(request.scalars.items())) if request.scalars else ()
+    return (request.milli_cpu, request.memory, scalars)
+
+
+#: Memo slot: a node's future idle by name, with the node stamp it was read at.
+_ROOMS = "topology_fit.future_idle"
+#: Memo slot: per request shape, each node's row for the domain sums, by node stamp.
+_ROWS = "topology_fit.node_rows"
+
+
+def _remembered(ssn: Session, room: RoomFn) -> RoomFn:
+    """``room`` asked once per node for one choice: every tier and the binpack order read
+    the same nodes again, and a node's room does not change within one choice. The default
+    room (future idle) is kept across choices and sessions by node stamp, which changes
+    whenever the node's tasks do: the first member of the next gang reads 5,000 nodes'
+    rooms from the memo instead of computing them again."""
+    seen: dict[str, Resource] = {}
+    if room is future_room:
+        kept: dict[str, tuple[int, Resource]] = ssn.memos.slot(_ROOMS, dict)
+        if len(kept) > 4 * max(len(ssn.nodes), 1024):
+            kept.clear()  # names of nodes long gone
+
+        def stamped(node: NodeInfo) -> Resource:
+            got = kept.get(node.name)
+            if got is not None and got[0] == node.stamp:
+                return got[1]
+            idle = node.future_idle()
+            kept[node.name] = (node.stamp, idle)
+            return idle
+
+        room = stamped
+
+    def remembered(node: NodeInfo) -> Resource:
+        got = seen.get(node.name)
+        if got is None:
+            got = seen[node.name] = room(node)
+        return got
+
+    return remembered
+
+
+#: A node's or domain's sums: allocatable and room (at least 0) on the dimensions fullness
+#: reads, room on the dimensions the gang asks, the most members it could hold.
+_Row = tuple[list[float], list[float], list[float], int]
+
+
+class _Tally:
+    """One choice's sums on the gang's dimensions: per node (its allocatable, its room, and
+    how many members its room could hold at most), read once, and per domain, added up from
+    its children where they cover it (a spine from its leaves, not from its 5,000 nodes).
+    What ``_fullness`` and ``_may_hold`` compute, without walking every node per tier."""
+
+    def __init__(
+        self,
+        ssn: Session,
+        topology: Topology,
+        wanted: Resource,
+        smallest: dict[str, float],
+        room: RoomFn,
+        room_is_default: bool,
+    ) -> None:
+        self.ssn = ssn
+        self.topology = topology
+        self.room = room
+        self.shown = [n for n in wanted.resource_names() if n != "pods"] or ["cpu"]
+        self.needed = [wanted.get(d) for d in wanted.resource_names() if d != "pods"]
+        self.held = [n for n in wanted.resource_names() if n != "pods"]
+        self.smallest = list(smallest.items())
+        #: domain name → (allocatable by shown dim, room ≥ 0 by shown dim, room by held dim,
+        #: the most members it could hold)
+        self._rows: dict[str, _Row] = {}
+        #: Node rows of the default room, kept across choices by node stamp (as the rooms
+        #: are) for gangs asking the same dimensions and smallest request.
+        self._node_rows: dict[str, tuple[int, _Row]] | None = None
+        if room_is_default:
+            key = (tuple(self.shown), tuple(self.held), tuple(self.smallest))
+            by_key: dict[object, dict[str, tuple[int, _Row]]] = ssn.memos.slot(_ROWS, dict)
+            if key not in by_key and len(by_key) >= 8:
+                by_key.clear()  # a few request shapes at a time
+            self._node_rows = by_key.setdefault(key, {})
+
+    def _node_row(self, node: NodeInfo) -> _Row:
+        kept = self._node_rows
+        if kept is not None:
+            got = kept.get(node.name)
+            if got is not None and got[0] == node.stamp:
+                return got[1]
+        row = self._read(node)
+        if kept is not None:
+            kept[node.name] = (node.stamp, row)
+        return row
+
+    def _read(self, node: NodeInfo) -> _Row:
+        left = self.room(node)
+        total = [node.allocatable.get(d) for d in self.shown]
+        free = [max(left.get(d), 0.0) for d in self.shown]
+        raw = [left.get(d) for d in self.held]
+        fits = min((int(left.get(d) // need) for d, need in self.smallest), default=1 << 30)
+        return total, free, raw, max(fits, 0)
+
+    def row(self, domain: Domain) -> _Row:
+        got = self._rows.get(domain.name)
+        if got is not None:
+            return got
+        kids = [self.topology.domains.get(k) for k in domain.children]
+        parts: list[_Row]
+        if (
+            kids
+            and all(k is not None for k in kids)
+            and sum(len(k.nodes) for k in kids if k is not None) == len(domain.nodes)
+        ):
+            parts = [self.row(k) for k in kids if k is not None]
+        else:
+            nodes = self.ssn.nodes
+            parts = [self._node_row(nodes[n]) for n in domain.nodes if n in nodes]
+        total = [sum(p[0][i] for p in parts) for i in range(len(self.shown))]
+        free = [sum(p[1][i] for p in parts) for i in range(len(self.shown))]
+        raw = [sum(p[2][i] for p in parts) for i in range(len(self.held))]
+        got = self._rows[domain.name] = (total, free, raw, sum(p[3] for p in parts))
+        return got
+
+    def fullness(self, domain: Domain) -> float:
+        total, free, _, _ = self.row(domain)
+        used = [1.0 - f / t for f, t in zip(free, total, strict=True) if t > 0]
+        return sum(used) / len(used) if used else 0.0
+
+    def may_hold(self, domain: Domain) -> bool:
+        _, _, raw, _ = self.row(domain)
+        return all(r >= n for r, n in zip(raw, self.needed, strict=True))
+
+    def upper_bound(self, domain: Domain) -> int:
+        return self.row(domain)[3]
 
 
 def _fullness(domain: Domain, ssn: Session, wanted: Resource, room: RoomFn) -> float:
@@ -136,6 +283,12 @@ def _fullness(domain: Domain, ssn: Session, wanted: Resource, room: RoomFn) -> f
             free[dim] += max(left.get(dim), 0.0)
     used = [1.0 - free[d] / total[d] for d in names if total[d] > 0]
     return sum(used) / len(used) if used else 0.0
+
+
+def domain_fullness(ssn: Session, domain: Domain, wanted: Resource) -> float:
+    """How full ``domain`` is on ``wanted``'s dimensions (0 empty .. 1 full), as the choice
+    ranks domains: the score of Volcano's hypernode binpack."""
+    return _fullness(domain, ssn, wanted, future_room)
 
 
 def _may_hold(domain: Domain, ssn: Session, wanted: Resource, room: RoomFn) -> bool:
@@ -209,6 +362,14 @@ def choose_domain(
     wanted = Resource.empty()
     for task in todo:
         wanted.add(task.init_resreq)
+    room_is_default = room is future_room
+    room = _remembered(ssn, room)
+    smallest = {
+        dim: need
+        for dim in wanted.resource_names()
+        if dim != "pods" and (need := min(t.init_resreq.get(dim) for t in todo)) > 0
+    }
+    tally = _Tally(ssn, topology, wanted, smallest, room, room_is_default)
     trials: list[TierTrial] = []
     for tier in topology.tiers:
         if tier > max_tier:
@@ -218,12 +379,12 @@ def choose_domain(
         candidates = [
             d for d in topology.domains_at(tier) if pinned is None or pinned.nodes <= d.nodes
         ]
-        ranked = sorted(candidates, key=lambda d: (-_fullness(d, ssn, wanted, room), d.name))
+        ranked = sorted(candidates, key=lambda d: (-tally.fullness(d), d.name))
         if not todo and ranked:
             return DomainChoice(request, ranked[0], 0, tuple(trials), pins, "", topology)
         holds: dict[str, int] = {}
         for domain in ranked:
-            if not _may_hold(domain, ssn, wanted, room):
+            if not tally.may_hold(domain):
                 continue
             holds[domain.name] = count_fitting(ssn, todo, domain_nodes(ssn, domain), room)
             if holds[domain.name] == len(todo):
@@ -237,11 +398,24 @@ def choose_domain(
                     topology,
                 )
         # None holds the gang: what the best of them holds, for the sentence and explain.
+        # Domains whose upper bound is below what some domain holds cannot be the best: only
+        # the others are counted (in a tier of 600 leaves, a handful).
+        bounds = {d.name: tally.upper_bound(d) for d in ranked}
+        floor = 0
+        if ranked:
+            top = max(ranked, key=lambda d: bounds[d.name])
+            if top.name not in holds:
+                holds[top.name] = count_fitting(ssn, todo, domain_nodes(ssn, top), room)
+            floor = holds[top.name]
         best: Domain | None = None
         best_holds = 0
         for domain in ranked:
             held = holds.get(domain.name)
             if held is None:
+                if bounds[domain.name] < floor or (
+                    best is not None and bounds[domain.name] <= best_holds
+                ):
+                    continue
                 held = count_fitting(ssn, todo, domain_nodes(ssn, domain), room)
             if best is None or held > best_holds:
                 best, best_holds = domain, held

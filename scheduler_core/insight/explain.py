@@ -27,12 +27,15 @@ from scheduler_core.extender.filter import (
     gang_shortfall,
     not_admitted,
     over_share,
+    topology_choice,
 )
 from scheduler_core.extender.preempt import gangs_broken
 from scheduler_core.extender.preempt_node import select_victims_for_node
 from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON, CannotHelp, judge
 from scheduler_core.framework.status import Status
+from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.insight.amounts import amounts
+from scheduler_core.insight.domains import domain_view, request_numbers
 from scheduler_core.insight.lookup import (
     CachedPodContext,
     find_pod,
@@ -188,11 +191,14 @@ def _explain(
             )
         )
     steps.extend(_queue_steps(ctx))
-    rejection = check_pod(ctx)
+    choice, topology_step = _topology_step(ctx)
+    if topology_step is not None:
+        steps.append(topology_step)
+    rejection = check_pod(ctx, keep_choice=False)
     unjudged = _not_evaluable(ctx)
     if unjudged is not None:
         steps.append(_evaluable_step(unjudged))
-    fitting, node_step = _node_step(ctx)
+    fitting, node_step = _node_step(ctx, choice)
     steps.append(node_step)
     victims: list[NodeVictimsView] = []
     stuck = rejection is not None or not fitting
@@ -410,6 +416,42 @@ def _queue_steps(ctx: PodContext) -> list[Step]:
     return steps
 
 
+def _topology_step(ctx: PodContext) -> tuple[DomainChoice | None, Step | None]:
+    """For a gang that asks for a network topology: the domain its members go to and why
+    (the tiers tried, what each could hold), or why none, or why the request is ignored.
+    The choice the verbs keep when there is one; else the one the next filter would make."""
+    job = ctx.job
+    if job is None or job.network_topology is None:
+        return None, None
+    choice = topology_choice(ctx, keep=False)
+    view = domain_view(ctx.ssn, job, choice)
+    assert view is not None
+    kept = choice is not None and ctx.acct.domains.get(job.uid) is choice
+    detail = view.sentence
+    if kept:
+        detail += "; kept for the gang since a member's filter chose it"
+    verdict: Verdict = (
+        "pass" if view.state == "placed" else "fail" if view.state == "refused" else "info"
+    )
+    return choice, Step(
+        "topology",
+        "Does one network domain hold every gang member not placed yet?",
+        verdict,
+        "networkTopology",
+        detail,
+        {
+            "request": request_numbers(job.network_topology),
+            "state": view.state,
+            "domain": view.domain,
+            "tier": view.tier,
+            "needed": view.needed,
+            "tried": [{"tier": t.tier, "best": t.best, "holds": t.holds} for t in view.tried],
+            "pinnedBy": view.pinned_by,
+            "kept": kept,
+        },
+    )
+
+
 # --- nodes ---------------------------------------------------------------------------------
 
 
@@ -467,14 +509,19 @@ def _fit(ctx: PodContext, task: TaskInfo, node: NodeInfo) -> str | None:
     return None
 
 
-def _node_step(ctx: PodContext) -> tuple[list[str], Step]:
+def _node_step(ctx: PodContext, choice: DomainChoice | None = None) -> tuple[list[str], Step]:
     """Which nodes would take the pod now (the predicates and free resources, as allocate
-    checks them), and why the others would not, counted by reason."""
+    checks them, inside its gang's network domain when one was chosen), and why the others
+    would not, counted by reason."""
     fitting: list[str] = []
     reasons: Counter[str] = Counter()
     task = ctx.job.tasks.get(ctx.task.uid, ctx.task) if ctx.job is not None else ctx.task
+    domain = choice.domain if choice is not None else None
     for node in ctx.ssn.nodes.values():
-        why = _fit(ctx, task, node)
+        if domain is not None and node.name not in domain.nodes:
+            why: str | None = f"outside network domain {domain.name}"
+        else:
+            why = _fit(ctx, task, node)
         if why is None:
             fitting.append(node.name)
         else:

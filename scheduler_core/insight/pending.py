@@ -9,9 +9,10 @@ from functools import cmp_to_key
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.filter import check_pod
+from scheduler_core.extender.filter import check_pod, topology_choice
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
+from scheduler_core.insight.domains import domain_view, short
 from scheduler_core.insight.lookup import CachedPodContext, NotFoundError, first_pending
 
 #: Default and largest page of pending jobs: each carries a verdict the verbs compute.
@@ -33,6 +34,8 @@ class PendingJob:
     reason: str
     #: ``volcano`` or ``native`` (see ``JobInfo.source``).
     source: str = "volcano"
+    #: The gang's network domain and request, "" for a job that asks for none.
+    topology: str = ""
 
 
 @dataclass(slots=True)
@@ -78,10 +81,13 @@ def pending_jobs(acct: QueueAccounting, queue: str, limit: int = DEFAULT_LIMIT) 
             for other in pending[1:]:
                 total.add(other.resreq)
             request = amounts(total)
-        code, reason = "", ""
+        code, reason, topology = "", "", ""
         if task is not None:
             ctx = CachedPodContext(acct, task)
-            rejection = check_pod(ctx)
+            rejection = check_pod(ctx, keep_choice=False)
+            if job.network_topology is not None:
+                view = domain_view(ctx.ssn, job, topology_choice(ctx, keep=False))
+                topology = short(view)
             unjudged = ctx.ssn.not_evaluable_verdict(task) if rejection is None else None
             if unjudged is not None:
                 code = "not-evaluable"
@@ -113,6 +119,7 @@ def pending_jobs(acct: QueueAccounting, queue: str, limit: int = DEFAULT_LIMIT) 
                 code=code,
                 reason=reason,
                 source=job.source,
+                topology=topology,
             )
         )
     return PendingPage(queue=queue, total=len(ordered), jobs=rows)

@@ -26,7 +26,9 @@ from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session, run_actions
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
+from scheduler_core.framework.topology_fit import choose_domain
 from scheduler_core.insight.amounts import Amounts, amounts
+from scheduler_core.insight.domains import DomainView, domain_view
 from scheduler_core.insight.queues import QueueView, queue_views
 from scheduler_core.report import queue_attrs
 
@@ -103,6 +105,9 @@ class WhatIfResult:
     evicted: list[EvictionView]
     unplaced: list[str]
     queues: list[QueueChangeView]
+    #: The network domain of each submitted gang that asks for one, chosen as the filter
+    #: verb would choose it before the actions ran.
+    domains: list[DomainView] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -177,6 +182,7 @@ def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
             f"too much work: {work} (pending pods x nodes; at most {prepared.max_work}); "
             "submit fewer pods or use scope 'submitted'"
         )
+    domains = _domains(ssn)
     run_actions(ssn)
     close_session(ssn)
     placed = _placements(ssn, prepared.added)
@@ -186,7 +192,24 @@ def run_prepared(prepared: PreparedWhatIf) -> WhatIfResult:
         evicted=_evictions(ssn),
         unplaced=sorted(prepared.added - {p.pod for p in placed}),
         queues=_queue_changes(ssn, prepared.before),
+        domains=domains,
     )
+
+
+def _domains(ssn: Session) -> list[DomainView]:
+    """The domain of every gang the dry run may schedule that asks for one, by job."""
+    views: list[DomainView] = []
+    for uid, job in sorted(ssn.jobs.items()):
+        if job.network_topology is None or (
+            ssn.schedulable is not None and uid not in ssn.schedulable
+        ):
+            continue
+        if not job.tasks_with(TaskStatus.PENDING):
+            continue
+        view = domain_view(ssn, job, choose_domain(ssn, job))
+        if view is not None:
+            views.append(view)
+    return views
 
 
 def _work(ssn: Session) -> int:

@@ -30,7 +30,7 @@ from tests.builders import (
     priority_class,
     queue,
     snapshot,
-    with_label_topology,
+    snapshot_with_label_topology,
 )
 from tests.controller.reclaim_world import reclaim_conf
 
@@ -64,7 +64,7 @@ def two_leaves(q2_on: list[str], gang: int = 4, gang_cpu: str = "4") -> list[Obj
 def topology_snapshot(
     objs: list[Obj], request: NetworkTopologyRequest | None = HARD_LEAF
 ) -> ClusterSnapshot:
-    return with_label_topology(
+    return snapshot_with_label_topology(
         snapshot(objs), LEVELS, {"g": request} if request is not None else {}
     )
 

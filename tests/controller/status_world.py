@@ -12,10 +12,12 @@ from typing import Any, cast
 from prometheus_client import CollectorRegistry
 
 from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.api.topology import NetworkTopologyRequest
 from scheduler_core.conf import DEFAULT_CONF, load_configuration
 from scheduler_core.controller.events import TokenBucket
 from scheduler_core.controller.rest import ApiError
 from scheduler_core.controller.runtime import Controller
+from scheduler_core.controller.status_pass import DomainOf
 from scheduler_core.controller.status_writer import StatusWriter
 from tests.builders import Obj, snapshot
 
@@ -53,7 +55,11 @@ class FakeRest:
 
     def put(self, path: str, body: dict[str, Any], resource: str) -> dict[str, Any]:
         del resource
-        self._find(path)["status"] = dict(body.get("status") or {})
+        obj = self._find(path)
+        obj["status"] = dict(body.get("status") or {})
+        annotations = (body.get("metadata") or {}).get("annotations")
+        if annotations is not None:
+            obj["metadata"] = {**obj["metadata"], "annotations": dict(annotations)}
         return body
 
     def merge_patch(self, path: str, body: dict[str, Any], resource: str) -> dict[str, Any]:
@@ -113,6 +119,10 @@ class StatusWorld:
     writer: StatusWriter = field(init=False)
     #: how deep the state's lock is held now (the writer takes it for its copy only)
     lock_depth: int = 0
+    #: PodGroups (``ns/name``) asking for a network topology, as the cache would convert them
+    requests: dict[str, NetworkTopologyRequest] = field(default_factory=dict)
+    #: the network domain of a topology gang, as the verbs' kept choices give it
+    domain_of: DomainOf | None = None
 
     def __post_init__(self) -> None:
         self.recorder = _Recorder()
@@ -126,6 +136,7 @@ class StatusWorld:
             self.version_now,
             lambda ssn, job, task: None,
             managed_schedulers=(),
+            domain_of=self.domain_of,
             qps=1e6,
             burst=1_000_000,
         )
@@ -134,7 +145,11 @@ class StatusWorld:
             self.writer._bucket = cast(TokenBucket, _Script(self.tokens))
 
     def snapshot(self) -> ClusterSnapshot:
-        return snapshot(self.objects)
+        snap = snapshot(self.objects)
+        for uid, request in self.requests.items():
+            if uid in snap.jobs:
+                snap.jobs[uid].network_topology = request
+        return snap
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

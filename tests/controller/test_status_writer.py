@@ -11,7 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.actions.enqueue import Enqueue
+from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
 from scheduler_core.controller import status_pass
+from scheduler_core.controller.podgroup_status import TOPOLOGY_DOMAIN_ANNOTATION
 from scheduler_core.controller.queue_status import COUNTERS
 from scheduler_core.framework.session import Session
 from tests.builders import Obj, native_podgroup, node, pod, podgroup, queue, with_min_resources
@@ -236,3 +238,25 @@ def test_a_held_native_gang_is_told_about_with_an_event_once_not_a_status() -> N
     world.changed()
     world.cycle()
     assert len(world.recorder.events) == 1
+
+
+def test_a_topology_gang_carries_its_domain_as_an_annotation_until_it_has_none() -> None:
+    domains: dict[str, str | None] = {"ns/t": "s/b"}
+    world = StatusWorld(
+        [node("n0", cpu="8"), queue("q"), group("t", 1, None), group("plain", 1, None)],
+        requests={"ns/t": NetworkTopologyRequest(TopologyMode.HARD, highest_tier_allowed=1)},
+        domain_of=lambda ssn, job: domains[job.uid],
+    )
+    world.objects += [member("t-0", "t", node_name="n0"), member("p-0", "plain", node_name="n0")]
+    world.cycle()
+    annotations = {
+        pg["metadata"]["name"]: pg["metadata"].get("annotations") or {}
+        for pg in world.of_kind("PodGroup")
+    }
+    assert annotations["t"] == {TOPOLOGY_DOMAIN_ANNOTATION: "s/b"}
+    assert TOPOLOGY_DOMAIN_ANNOTATION not in annotations["plain"]
+    domains["ns/t"] = None
+    world.changed()
+    world.cycle()
+    [pg] = [pg for pg in world.of_kind("PodGroup") if pg["metadata"]["name"] == "t"]
+    assert TOPOLOGY_DOMAIN_ANNOTATION not in (pg["metadata"].get("annotations") or {})

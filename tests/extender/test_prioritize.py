@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
+from scheduler_core.extender.filter import filter_pod
 from scheduler_core.extender.prioritize import prioritize_pod
-from tests.builders import accounting, node, pod
+from tests.builders import (
+    SPINE_LEAF,
+    accounting,
+    node,
+    pod,
+    spine_leaf_cluster,
+    spine_leaf_nodes,
+    with_label_topology,
+)
 
 NODES = [node("empty", cpu="8"), node("half", cpu="8"), node("full", cpu="8")]
 LOAD = [pod("h1", cpu="4", node_name="half"), pod("f1", cpu="7", node_name="full")]
@@ -38,3 +48,18 @@ def test_unknown_nodes_score_zero_in_input_order() -> None:
     result = prioritize_pod(acct, pod("p", cpu="1"), ["nope", "full"])
     assert [name for name, _ in result] == ["nope", "full"]
     assert result[0][1] == 0
+
+
+def test_a_topology_gang_member_prefers_the_fuller_leaf_of_its_chosen_spine() -> None:
+    # leaf a holds 2 members, leaf b 4: the gang of 6 needs spine s; leaf a is the fuller
+    acct, _ = accounting(spine_leaf_cluster({"n0": "2", "n1": "2"}, 6))
+    spine = NetworkTopologyRequest(TopologyMode.HARD, highest_tier_allowed=2)
+    with_label_topology(acct, SPINE_LEAF, {"ns/g": spine})
+    member = pod("g-0", cpu="4", group="g")
+    nodes = sorted(spine_leaf_nodes("s"))
+    assert set(filter_pod(acct, member, nodes).passed) == set(nodes)
+    scores = dict(prioritize_pod(acct, member, nodes))
+    assert scores["n2"] > scores["n4"]
+    # a pod of no topology gang is scored by node order alone: n2 and n4 alike
+    plain = dict(prioritize_pod(acct, pod("lone", cpu="4"), nodes))
+    assert plain["n2"] == plain["n4"]

@@ -14,6 +14,7 @@ import yaml
 from app.backend.build import demo_cluster_text
 from app.cli.kubectl_plugin import main as kubectl_main
 from app.cli.main import build_parser, main
+from app.cli.query import render_pending, render_whatif
 from app.serving.server import ServerSettings, create_app
 
 from ..live import serve
@@ -211,3 +212,39 @@ def test_a_native_podgroup_is_explained_and_listed_marked_by_its_source(tmp_path
     code, out, _ = run("queues", "production", "--cluster", str(path))
     assert code == 0
     assert "production/native:native-train (native)" in out
+
+
+def test_pending_jobs_show_a_domain_column_only_when_a_gang_asks_for_one() -> None:
+    row = {
+        "position": 1,
+        "job": "ns/g",
+        "priority": 0,
+        "ready": 0,
+        "minAvailable": 4,
+        "pending": 4,
+        "reason": "gang ns/g asks for one network domain (hard, tier ≤ 1): ...",
+    }
+    plain = render_pending({"jobs": [{**row, "topology": ""}]})
+    assert "DOMAIN" not in plain
+    shown = render_pending({"jobs": [{**row, "topology": "none (hard, tier ≤ 1)"}]})
+    assert "DOMAIN" in shown.splitlines()[0]
+    assert "none (hard, tier ≤ 1)" in shown
+
+
+def test_a_what_if_lists_each_gangs_network_domain() -> None:
+    doc = {
+        "placed": [],
+        "unplaced": [],
+        "evicted": [],
+        "queues": [],
+        "domains": [
+            {
+                "job": "ns/g",
+                "request": "hard, tier ≤ 1",
+                "domain": "s/b",
+                "sentence": "domain s/b (tier 1): s/b holds all 4 members not placed yet",
+            }
+        ],
+    }
+    text = render_whatif(doc)
+    assert "NETWORK TOPOLOGY" in text and "s/b holds all 4 members" in text
