@@ -21,6 +21,7 @@ import orjson
 from bench import (
     Budget,
     Measurement,
+    backlog_bench,
     cycle_bench,
     engine_bench,
     format_number,
@@ -62,6 +63,8 @@ BUDGETS: dict[str, Budget] = {
     # Every pod of the row's cluster once, after 20 warm-up pods.
     "cycle-200": Budget(n=980, seconds=60, warmup=20),
     "cycle-1000": Budget(n=4_980, seconds=240, warmup=20),
+    "reclaim-backlog-1000": Budget(n=10, seconds=30, warmup=1),
+    "reclaim-backlog-5000": Budget(n=5, seconds=60, warmup=1),
 }
 # The fit variant's rows measure as their plain rows do, with the same budget.
 BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}
@@ -71,6 +74,7 @@ SYNC_TRIALS = 20
 GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("engine", engine_bench.BENCHES),
     ("cycle", cycle_bench.BENCHES),
+    ("backlog", backlog_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
     ("http", http_bench.BENCHES),
     ("sync", sync_bench.BENCHES),
@@ -174,6 +178,11 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
     if cycle:
         log(f"running {', '.join(cycle)} (their own clusters, at bench-e2e's scales)")
         results += cycle_bench.run(set(cycle), budgets)
+        gc.collect()
+    backlog = [n for n in backlog_bench.BENCHES if n in selected]
+    if backlog:
+        log(f"running {', '.join(backlog)} (their own clusters)")
+        results += backlog_bench.run(set(backlog), budgets)
         gc.collect()
     http = [n for n in http_bench.BENCHES if n in selected]
     if http:

@@ -139,6 +139,10 @@ class PreemptAction(Action):
         self._room: IdleRoom
         #: starving jobs whose every pending task fits idle room: nothing to do for them
         self._hopeless: set[str] = set()
+        #: ``_nodes_with_room``'s answers in phase 1, by what they depend on (see
+        #: ``_room_signature``), valid while the session's placements stay as they were
+        self._rooms: dict[tuple[object, ...], list[NodeInfo]] = {}
+        self._rooms_at = -1
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -181,6 +185,8 @@ class PreemptAction(Action):
         self._by_queue = None
         self._room = IdleRoom(ssn)
         self._hopeless = set()
+        self._rooms = {}
+        self._rooms_at = -1
         for job in ssn.schedulable_jobs():
             # Starving first: both are pure checks, and most jobs are not starving while
             # the gang validity check walks every task.
@@ -208,7 +214,7 @@ class PreemptAction(Action):
                 )
                 continue
             if job.queue not in preemptors_map:
-                preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
+                preemptors_map[job.queue] = ssn.job_queue()
             preemptors_map[job.queue].push(job)
             under_request_by_queue.setdefault(job.queue, []).append(job)
             if self.rules.equal_priority_only and self._room.job_fits(job):
@@ -262,7 +268,12 @@ class PreemptAction(Action):
                     break
                 preemptor = tasks.pop()
                 accept = inter_job_filter(ssn, preemptor, preemptor_job)
-                _, err = self.preempt(ssn, stmt, preemptor, accept, helper)
+                signature = (
+                    _room_signature(preemptor, preemptor_job)
+                    if not _holds_victims(preemptor_job)
+                    else None
+                )
+                _, err = self.preempt(ssn, stmt, preemptor, accept, helper, signature)
                 if err is not None:
                     log.log(
                         v(3),
@@ -281,6 +292,10 @@ class PreemptAction(Action):
         its own, the first failure ends the job."""
         for job in jobs:
             if job.uid in self._hopeless:
+                continue
+            if not _holds_victims(job):
+                # This phase evicts only the job's own Bound and Running tasks: with none,
+                # its first preemptor fails on every node, which ends the job here anyway.
                 continue
             preemptors = _pending_tasks(ssn, job)
             while not preemptors.empty():
@@ -312,14 +327,38 @@ class PreemptAction(Action):
         return self._guard
 
     def _nodes_with_room(
-        self, ssn: Session, preemptor: TaskInfo, accept: TaskFilter
+        self,
+        ssn: Session,
+        preemptor: TaskInfo,
+        accept: TaskFilter,
+        signature: tuple[object, ...] | None = None,
     ) -> list[NodeInfo]:
         """The nodes where evicting every acceptable task could make room for ``preemptor``
         (a necessary condition of ``validate_victims``), in name order. Victims are of the
-        preemptor's queue, so only that queue's tasks are looked at."""
+        preemptor's queue, so only that queue's tasks are looked at.
+
+        With ``signature`` (everything ``accept`` and the room asked for depend on), the
+        answer is kept for the next preemptor of the same signature until the session
+        places or evicts anything: a backlog of alike waiting pods walks the queue's tasks
+        once, not once a pod."""
         job = ssn.jobs.get(preemptor.job)
         if job is None:
             return []
+        if signature is not None:
+            if self._rooms_at != ssn.placements:
+                self._rooms = {}
+                self._rooms_at = ssn.placements
+            known = self._rooms.get(signature)
+            if known is not None:
+                return known
+            found = self._walk_rooms(ssn, preemptor, accept, job)
+            self._rooms[signature] = found
+            return found
+        return self._walk_rooms(ssn, preemptor, accept, job)
+
+    def _walk_rooms(
+        self, ssn: Session, preemptor: TaskInfo, accept: TaskFilter, job: JobInfo
+    ) -> list[NodeInfo]:
         need = preemptor.init_resreq
         found = []
         for name, tasks in self._placed_in(ssn, job.queue).items():
@@ -375,6 +414,7 @@ class PreemptAction(Action):
         return True
 
     def _commit(self, ssn: Session, stmt: Statement) -> None:
+        self._rooms_at = -1  # a commit changes task statuses without an event
         guard = self.guard(ssn)
         queues = [guard.queue_of(t) for t in _evicted(stmt)]
         stmt.commit()
@@ -389,9 +429,11 @@ class PreemptAction(Action):
         preemptor: TaskInfo,
         accept: TaskFilter,
         helper: PredicateHelper,
+        signature: tuple[object, ...] | None = None,
     ) -> tuple[bool, str | None]:
         """Try to make room for ``preemptor`` on one node; on success its evictions and
-        pipeline are merged into ``stmt``. Returns (assigned, why not)."""
+        pipeline are merged into ``stmt``. Returns (assigned, why not). ``signature``: see
+        ``_nodes_with_room``."""
         reason = task_eligible_to_preempt(ssn, preemptor)
         if reason is not None:
             return False, reason
@@ -410,7 +452,7 @@ class PreemptAction(Action):
             if self._room.fits(preemptor):
                 return False, "fits idle capacity: kube-scheduler will place it"
             accept = _not_lower_priority(accept, preemptor)
-            all_nodes = self._nodes_with_room(ssn, preemptor, accept)
+            all_nodes = self._nodes_with_room(ssn, preemptor, accept, signature)
             if not all_nodes:
                 return False, "no node holds enough victims of its priority or above"
         else:
@@ -551,6 +593,28 @@ class PreemptAction(Action):
             return False, str(exc)
         stmt.merge(tmp)
         return True, None
+
+
+def _holds_victims(job: JobInfo) -> bool:
+    """Whether ``job`` has a Bound or Running task (the only statuses a victim may have)."""
+    return any(bucket and preemptable_status(s) for s, bucket in job.status_index.items())
+
+
+def _room_signature(preemptor: TaskInfo, job: JobInfo) -> tuple[object, ...]:
+    """What phase 1's victim filter and ``_nodes_with_room`` read of a preemptor whose job
+    holds no victim itself (so "another job's task" excludes nothing): its queue, pod
+    priority, best-effort class and the room it needs."""
+    need = preemptor.init_resreq
+    scalars = tuple(sorted(need.scalars.items())) if need.scalars else ()
+    return (
+        job.queue,
+        preemptor.pod_priority,
+        preemptor.best_effort,
+        need.milli_cpu,
+        need.memory,
+        need.max_task_num,
+        scalars,
+    )
 
 
 def _evicted(stmt: Statement) -> list[TaskInfo]:

@@ -96,6 +96,10 @@ SimulateTaskFn = Callable[[CycleState, TaskInfo, TaskInfo, NodeInfo], None]
 
 # ordering
 JOB_ORDER: Hook[CompareFn] = Hook("jobOrder", "enableJobOrder")
+#: A plugin's job order as one value per job, ascending (what sorts first goes first): the
+#: plugin's ``JOB_ORDER`` compare of two jobs must be the comparison of their keys. A plugin
+#: that fills ``JOB_ORDER`` without this leaves the session comparing pair by pair.
+JOB_ORDER_KEY: Hook[Callable[[JobInfo], Any]] = Hook("jobOrderKey", "enableJobOrder")
 QUEUE_ORDER: Hook[CompareFn] = Hook("queueOrder", "enableQueueOrder")
 VICTIM_QUEUE_ORDER: Hook[Callable[[QueueInfo, QueueInfo, QueueInfo], int]] = Hook(
     "victimQueueOrder", None

@@ -16,7 +16,7 @@ from scheduler_core.api.resource import Resource, share
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT
-from scheduler_core.framework.hooks import JOB_ORDER, PREEMPTABLE
+from scheduler_core.framework.hooks import JOB_ORDER, JOB_ORDER_KEY, PREEMPTABLE
 from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
@@ -84,6 +84,7 @@ class DrfPlugin(Plugin):
 
         ssn.add_hook(PREEMPTABLE, self.name, self.preemptable)
         ssn.add_hook(JOB_ORDER, self.name, self.job_order)
+        ssn.add_hook(JOB_ORDER_KEY, self.name, self.job_share_key)
         ssn.add_event_handler(
             EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
         )
@@ -191,6 +192,10 @@ class DrfPlugin(Plugin):
         if l_share == r_share:
             return 0
         return -1 if l_share < r_share else 1
+
+    def job_share_key(self, job: JobInfo) -> float:
+        """``job_order`` as a sort key: the smaller dominant share sorts first."""
+        return self.job_share(job.uid)
 
     # --- event handlers -------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, Vote
 from scheduler_core.framework.hooks import (
     JOB_ORDER,
+    JOB_ORDER_KEY,
     JOB_PIPELINED,
     JOB_READY,
     JOB_STARVING,
@@ -106,6 +107,11 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
     return 1 if l_ready else -1
 
 
+def job_order_key(job: JobInfo) -> bool:
+    """``job_order`` as a sort key: a job short of its gang (False) sorts first."""
+    return job.is_ready()
+
+
 def gang_victims(jobs: Mapping[str, JobInfo], preemptees: list[TaskInfo]) -> list[TaskInfo]:
     """Victims that leave every job with more than ``minAvailable`` ready tasks.
 
@@ -170,6 +176,7 @@ class GangPlugin(Plugin):
         ssn.add_hook(PREEMPTABLE, self.name, victims)
         ssn.add_hook(RECLAIMABLE, self.name, victims)
         ssn.add_hook(JOB_ORDER, self.name, job_order)
+        ssn.add_hook(JOB_ORDER_KEY, self.name, job_order_key)
         ssn.add_hook(JOB_READY, self.name, job_ready)
         ssn.add_hook(JOB_PIPELINED, self.name, job_pipelined)
         ssn.add_hook(JOB_STARVING, self.name, job_starving)

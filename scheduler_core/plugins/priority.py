@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
-from scheduler_core.framework.hooks import JOB_ORDER, JOB_STARVING, PREEMPTABLE, TASK_ORDER
+from scheduler_core.framework.hooks import (
+    JOB_ORDER,
+    JOB_ORDER_KEY,
+    JOB_STARVING,
+    PREEMPTABLE,
+    TASK_ORDER,
+)
 from scheduler_core.framework.registry import (
     FollowStep,
     Plugin,
@@ -42,6 +48,11 @@ def task_order(left: TaskInfo, right: TaskInfo) -> int:
     if left.priority == right.priority:
         return 0
     return -1 if left.priority > right.priority else 1
+
+
+def job_order_key(job: JobInfo) -> int:
+    """``job_order`` as a sort key: the higher priority sorts first."""
+    return -job.priority
 
 
 def job_order(left: JobInfo, right: JobInfo) -> int:
@@ -135,5 +146,6 @@ class PriorityPlugin(Plugin):
 
         ssn.add_hook(TASK_ORDER, self.name, task_order)
         ssn.add_hook(JOB_ORDER, self.name, job_order)
+        ssn.add_hook(JOB_ORDER_KEY, self.name, job_order_key)
         ssn.add_hook(PREEMPTABLE, self.name, preemptable)
         ssn.add_hook(JOB_STARVING, self.name, job_starving)
