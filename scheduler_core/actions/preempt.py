@@ -476,6 +476,11 @@ class PreemptAction(Action):
         queue = ssn.queues.get(job.queue) if job is not None else None
         if queue is None:
             return False, f"not found Job {preemptor.job} in Session"
+        if not any(_has_valid_victims(ssn, preemptor, accept, node) for node in nodes):
+            # Every node below is judged as the session stands now (a node that does not
+            # work out is discarded before the next), so none would: scoring them all, the
+            # larger part of a preemptor that can displace nobody, would be in vain.
+            return False, None
         scores = ssn.node_scores(preemptor, nodes)
         for node in sort_nodes_by_score(nodes, scores):
             log.log(
@@ -593,6 +598,15 @@ class PreemptAction(Action):
             return False, str(exc)
         stmt.merge(tmp)
         return True, None
+
+
+def _has_valid_victims(
+    ssn: Session, preemptor: TaskInfo, accept: TaskFilter, node: NodeInfo
+) -> bool:
+    """``normal_preempt``'s first test of a node: the victims the plugins let go there
+    would free enough for ``preemptor``."""
+    preemptees = [task for task in node.tasks.values() if accept(task)]
+    return validate_victims(preemptor, node, ssn.preemptable(preemptor, preemptees)) is None
 
 
 def _holds_victims(job: JobInfo) -> bool:
