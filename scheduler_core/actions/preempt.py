@@ -28,7 +28,11 @@ import random
 
 from scheduler_core.actions.topology import find_candidates, select_candidate
 from scheduler_core.actions.util.idle_room import IdleRoom
-from scheduler_core.actions.util.predicate_helper import PREDICATE_ERROR_CACHE_KEY, PredicateHelper
+from scheduler_core.actions.util.predicate_helper import (
+    PREDICATE_ERROR_CACHE_KEY,
+    HardVerdicts,
+    PredicateHelper,
+)
 from scheduler_core.actions.util.reclaim_rules import ReclaimGuard, ReclaimRules
 from scheduler_core.actions.util.victims import (
     TaskFilter,
@@ -143,6 +147,11 @@ class PreemptAction(Action):
         #: ``_room_signature``), valid while the session's placements stay as they were
         self._rooms: dict[tuple[object, ...], list[NodeInfo]] = {}
         self._rooms_at = -1
+        #: by the same signature, the hard predicate verdicts on the nodes searched
+        self._hard: dict[tuple[object, ...], HardVerdicts] = {}
+        #: by signature and ``Session.preemptor_key``: node name -> whether the victims the
+        #: plugins let go there free enough (``_has_valid_victims``), kept as the rooms are
+        self._valid: dict[tuple[object, ...], dict[str, bool]] = {}
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -187,6 +196,8 @@ class PreemptAction(Action):
         self._hopeless = set()
         self._rooms = {}
         self._rooms_at = -1
+        self._hard = {}
+        self._valid = {}
         for job in ssn.schedulable_jobs():
             # Starving first: both are pure checks, and most jobs are not starving while
             # the gang validity check walks every task.
@@ -273,7 +284,12 @@ class PreemptAction(Action):
                     if not _holds_victims(preemptor_job)
                     else None
                 )
-                _, err = self.preempt(ssn, stmt, preemptor, accept, helper, signature)
+                verdicts = None
+                if signature is not None:
+                    plugins_read = ssn.preemptor_key(preemptor)
+                    if plugins_read is not None:
+                        verdicts = (signature, plugins_read)
+                _, err = self.preempt(ssn, stmt, preemptor, accept, helper, signature, verdicts)
                 if err is not None:
                     log.log(
                         v(3),
@@ -345,9 +361,6 @@ class PreemptAction(Action):
         if job is None:
             return []
         if signature is not None:
-            if self._rooms_at != ssn.placements:
-                self._rooms = {}
-                self._rooms_at = ssn.placements
             known = self._rooms.get(signature)
             if known is not None:
                 return known
@@ -355,6 +368,14 @@ class PreemptAction(Action):
             self._rooms[signature] = found
             return found
         return self._walk_rooms(ssn, preemptor, accept, job)
+
+    def _keep_fresh(self, ssn: Session) -> None:
+        """Forget what was kept per signature once the session placed or evicted anything."""
+        if self._rooms_at != ssn.placements:
+            self._rooms = {}
+            self._hard = {}
+            self._valid = {}
+            self._rooms_at = ssn.placements
 
     def _walk_rooms(
         self, ssn: Session, preemptor: TaskInfo, accept: TaskFilter, job: JobInfo
@@ -430,10 +451,16 @@ class PreemptAction(Action):
         accept: TaskFilter,
         helper: PredicateHelper,
         signature: tuple[object, ...] | None = None,
+        verdicts: tuple[object, ...] | None = None,
     ) -> tuple[bool, str | None]:
         """Try to make room for ``preemptor`` on one node; on success its evictions and
         pipeline are merged into ``stmt``. Returns (assigned, why not). ``signature``: see
-        ``_nodes_with_room``."""
+        ``_nodes_with_room``; with it, the hard predicate verdicts on the nodes searched are
+        kept per pod constraints (``HardVerdicts``, the same walk). ``verdicts``: the
+        signature and ``Session.preemptor_key``, under which ``normal_preempt`` keeps its
+        first test of each node."""
+        if signature is not None:
+            self._keep_fresh(ssn)
         reason = task_eligible_to_preempt(ssn, preemptor)
         if reason is not None:
             return False, reason
@@ -457,10 +484,18 @@ class PreemptAction(Action):
                 return False, "no node holds enough victims of its priority or above"
         else:
             all_nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
-        nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
+        if signature is not None:
+            hard = self._hard.get(signature)
+            if hard is None:
+                hard = self._hard[signature] = HardVerdicts(
+                    all_nodes, ssn.predicate_for_preempt, ssn.snapshot.storage
+                )
+            nodes = hard.walk(helper, preemptor)
+        else:
+            nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
         if self.enable_topology_aware_preemption:
             return self.topology_aware_preempt(ssn, stmt, preemptor, accept, nodes)
-        return self.normal_preempt(ssn, stmt, preemptor, accept, nodes)
+        return self.normal_preempt(ssn, stmt, preemptor, accept, nodes, verdicts)
 
     def normal_preempt(
         self,
@@ -469,14 +504,19 @@ class PreemptAction(Action):
         preemptor: TaskInfo,
         accept: TaskFilter,
         nodes: list[NodeInfo],
+        verdicts: tuple[object, ...] | None = None,
     ) -> tuple[bool, str | None]:
         """Best-scored node first; evict lowest-value victims until the preemptor fits, with
-        a statement per node so a node that does not work out keeps its pods."""
+        a statement per node so a node that does not work out keeps its pods. ``verdicts``:
+        see ``preempt``."""
         job = ssn.jobs.get(preemptor.job)
         queue = ssn.queues.get(job.queue) if job is not None else None
         if queue is None:
             return False, f"not found Job {preemptor.job} in Session"
-        if not any(_has_valid_victims(ssn, preemptor, accept, node) for node in nodes):
+        known = self._valid.setdefault(verdicts, {}) if verdicts is not None else None
+        if not any(
+            self._victims_free_enough(ssn, preemptor, accept, node, known) for node in nodes
+        ):
             # Every node below is judged as the session stands now (a node that does not
             # work out is discarded before the next), so none would: scoring them all, the
             # larger part of a preemptor that can displace nobody, would be in vain.
@@ -542,6 +582,22 @@ class PreemptAction(Action):
                 return True, None
             node_stmt.discard()
         return False, None
+
+    @staticmethod
+    def _victims_free_enough(
+        ssn: Session,
+        preemptor: TaskInfo,
+        accept: TaskFilter,
+        node: NodeInfo,
+        known: dict[str, bool] | None,
+    ) -> bool:
+        """``_has_valid_victims``, kept in ``known`` (when given) by node name."""
+        if known is None:
+            return _has_valid_victims(ssn, preemptor, accept, node)
+        found = known.get(node.name)
+        if found is None:
+            found = known[node.name] = _has_valid_victims(ssn, preemptor, accept, node)
+        return found
 
     def topology_aware_preempt(
         self,

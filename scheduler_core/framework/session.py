@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -44,6 +44,7 @@ from scheduler_core.framework.hooks import (
     PREDICATE,
     PREEMPTABLE,
     PREEMPTIVE,
+    PREEMPTOR_KEY,
     QUEUE_ORDER,
     QUEUE_SHARE,
     RECLAIMABLE,
@@ -280,6 +281,25 @@ class Session:
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(PREEMPTABLE, preemptor, preemptees)
+
+    def preemptor_key(self, preemptor: TaskInfo) -> tuple[Hashable, ...] | None:
+        """What ``preemptable`` reads of ``preemptor`` when every preemptee is of another
+        job: the keys of the plugins whose preemptable hook is on, in tier order. Two
+        preemptors with equal keys get the same victims among the same such preemptees in
+        the same session state. None when such a plugin gives no key."""
+        victims = self._hooks.get(PREEMPTABLE, {})
+        keys = self._hooks.get(PREEMPTOR_KEY, {})
+        flag = PREEMPTABLE.flag
+        parts: list[Hashable] = []
+        for tier in self.conf.tiers:
+            for option in tier.plugins:
+                if option.name not in victims or not (flag is None or option.enabled(flag)):
+                    continue
+                fn = keys.get(option.name)
+                if fn is None:
+                    return None
+                parts.append(fn(preemptor))
+        return tuple(parts)
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(RECLAIMABLE, reclaimer, reclaimees)

@@ -9,7 +9,7 @@ unfinished gangs first, and never takes a victim that would drop its own job bel
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
@@ -22,6 +22,7 @@ from scheduler_core.framework.hooks import (
     JOB_STARVING,
     JOB_VALID,
     PREEMPTABLE,
+    PREEMPTOR_KEY,
     RECLAIMABLE,
 )
 from scheduler_core.framework.registry import (
@@ -85,6 +86,11 @@ def job_pipelined(job: JobInfo) -> Vote:
 def job_starving(job: JobInfo) -> bool:
     """Only the job-level count matters for preemption; minTaskMember is ignored on purpose."""
     return job.is_starving()
+
+
+def reads_no_preemptor(_preemptor: TaskInfo) -> Hashable:
+    """The victims hook judges the victims' gangs alone: any preemptor is alike."""
+    return ()
 
 
 def job_order(left: JobInfo, right: JobInfo) -> int:
@@ -174,6 +180,7 @@ class GangPlugin(Plugin):
 
         ssn.add_hook(JOB_VALID, self.name, job_valid)
         ssn.add_hook(PREEMPTABLE, self.name, victims)
+        ssn.add_hook(PREEMPTOR_KEY, self.name, reads_no_preemptor)
         ssn.add_hook(RECLAIMABLE, self.name, victims)
         ssn.add_hook(JOB_ORDER, self.name, job_order)
         ssn.add_hook(JOB_ORDER_KEY, self.name, job_order_key)

@@ -8,7 +8,7 @@ high-priority ones without touching another job of equal priority.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
@@ -18,6 +18,7 @@ from scheduler_core.framework.hooks import (
     JOB_ORDER_KEY,
     JOB_STARVING,
     PREEMPTABLE,
+    PREEMPTOR_KEY,
     TASK_ORDER,
 )
 from scheduler_core.framework.registry import (
@@ -148,4 +149,11 @@ class PriorityPlugin(Plugin):
         ssn.add_hook(JOB_ORDER, self.name, job_order)
         ssn.add_hook(JOB_ORDER_KEY, self.name, job_order_key)
         ssn.add_hook(PREEMPTABLE, self.name, preemptable)
+
+        def preemptor_key(preemptor: TaskInfo) -> Hashable:
+            # Across jobs only the preemptor's job priority is compared (no job: no victim).
+            job = jobs.get(preemptor.job)
+            return None if job is None else job.priority
+
+        ssn.add_hook(PREEMPTOR_KEY, self.name, preemptor_key)
         ssn.add_hook(JOB_STARVING, self.name, job_starving)
