@@ -535,7 +535,11 @@ class NodeOrderPlugin(Plugin):
         if balanced and len(pod.balanced) > 2:
             return None
         terms = tuple((w, reqs) for w, reqs in terms if w != 0 and reqs) if aw != 0 else ()
-        raw = [intolerable_prefer_no_schedule(task, node) for node in nodes] if tw != 0 else []
+        raw = (
+            [intolerable_prefer_no_schedule(task, n) if n.taints else 0 for n in nodes]
+            if tw != 0
+            else []
+        )
         top = max(raw) if raw else 0
         scores: dict[str, float] = {}
         for i, node in enumerate(nodes):
