@@ -309,9 +309,11 @@ class PreemptAction(Action):
         for job in jobs:
             if job.uid in self._hopeless:
                 continue
-            if not _holds_victims(job):
+            if self.rules.equal_priority_only and not _holds_victims(job):
                 # This phase evicts only the job's own Bound and Running tasks: with none,
-                # its first preemptor fails on every node, which ends the job here anyway.
+                # and a preemptor that fits idle room left to kube-scheduler, its first
+                # preemptor fails on every node, which ends the job here anyway. (Volcano's
+                # preempt places a preemptor that fits with no victim at all.)
                 continue
             preemptors = _pending_tasks(ssn, job)
             while not preemptors.empty():

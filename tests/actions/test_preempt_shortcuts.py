@@ -16,17 +16,24 @@ from scheduler_core.actions import preempt
 from scheduler_core.controller.decision import decide, live_configuration
 from tests import builders as b
 
-WITH_PREEMPT = live_configuration(
-    b.configuration(b.HELM_CONF, "enqueue, allocate, preempt, reclaim")
-)
+VOLCANO = b.configuration(b.HELM_CONF, "enqueue, allocate, preempt, reclaim")
+#: The live loop's rules (preempt only at equal pod priority, only what does not fit idle
+#: room), and Volcano's own preempt, which also places a preemptor that fits with no victim.
+CONFS = {
+    "live": live_configuration(VOLCANO),
+    "volcano": VOLCANO,
+    "volcano-without-allocate": b.configuration(b.HELM_CONF, "enqueue, preempt, reclaim"),
+}
 
 
 @st.composite
 def one_queue_cluster(draw: st.DrawFn) -> list[b.Obj]:
-    """Full 2-cpu nodes and waiting pods in one or two queues: PodGroups of two priority
-    classes, plain pods, mixed pod priorities."""
+    """Full 2-cpu nodes (and perhaps an idle one) and waiting pods in one or two queues:
+    PodGroups of two priority classes, plain pods, mixed pod priorities."""
     nodes = draw(st.integers(1, 3))
     objs: list[b.Obj] = [b.node(f"n{i}", cpu="2", memory="8Gi") for i in range(nodes)]
+    # sometimes a node with idle room, where a waiting pod fits without any eviction
+    objs += [b.node(f"spare{i}", cpu="2", memory="8Gi") for i in range(draw(st.integers(0, 1)))]
     objs += [b.queue("q1"), b.queue("q2"), b.priority_class("high", 1000)]
     for i in range(nodes * 2):
         group = f"run{i // 2}"
@@ -65,18 +72,22 @@ def one_queue_cluster(draw: st.DrawFn) -> list[b.Obj]:
     return objs
 
 
-def evictions(objs: list[b.Obj]) -> list[tuple[str, str, str]]:
-    decision = decide(b.snapshot(objs), WITH_PREEMPT)
-    return [(e.victim.name, e.node, e.action) for e in decision.evictions]
+def outcome(objs: list[b.Obj], conf: str) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    """The cycle's evictions and where it placed the preemptors."""
+    ssn = b.run(objs, CONFS[conf]) if conf != "live" else None
+    if ssn is not None:
+        return [(e.task.name, e.node, e.reason) for e in ssn.evictions], b.pipelined(ssn)
+    decision = decide(b.snapshot(objs), CONFS[conf])
+    return [(e.victim.name, e.node, e.action) for e in decision.evictions], {}
 
 
 @settings(max_examples=120, deadline=None)
-@given(one_queue_cluster())
-def test_the_shortcuts_change_no_eviction(objs: list[b.Obj]) -> None:
-    fast = evictions(objs)
+@given(one_queue_cluster(), st.sampled_from(sorted(CONFS)))
+def test_the_shortcuts_change_no_eviction(objs: list[b.Obj], conf: str) -> None:
+    fast = outcome(objs, conf)
     with pytest.MonkeyPatch.context() as patch:
         # Every job holds victims (no skip, no kept room walk); every node may (scored).
         patch.setattr(preempt, "_holds_victims", lambda job: True)
         patch.setattr(preempt, "_has_valid_victims", lambda *args: True)
-        full = evictions(objs)
+        full = outcome(objs, conf)
     assert fast == full
