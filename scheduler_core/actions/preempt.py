@@ -152,6 +152,9 @@ class PreemptAction(Action):
         #: by signature and ``Session.preemptor_key``: node name -> whether the victims the
         #: plugins let go there free enough (``_has_valid_victims``), kept as the rooms are
         self._valid: dict[tuple[object, ...], dict[str, bool]] = {}
+        #: the same under the live rules, worked out once over the nodes with room: the
+        #: names of those where the victims free enough
+        self._valid_names: dict[tuple[object, ...], set[str]] = {}
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -198,6 +201,7 @@ class PreemptAction(Action):
         self._rooms_at = -1
         self._hard = {}
         self._valid = {}
+        self._valid_names = {}
         for job in ssn.schedulable_jobs():
             # Starving first: both are pure checks, and most jobs are not starving while
             # the gang validity check walks every task.
@@ -377,6 +381,7 @@ class PreemptAction(Action):
             self._rooms = {}
             self._hard = {}
             self._valid = {}
+            self._valid_names = {}
             self._rooms_at = ssn.placements
 
     def _walk_rooms(
@@ -497,6 +502,18 @@ class PreemptAction(Action):
             nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
         if self.enable_topology_aware_preemption:
             return self.topology_aware_preempt(ssn, stmt, preemptor, accept, nodes)
+        if verdicts is not None and self.rules.equal_priority_only:
+            # The nodes with room are few and alike preemptors many: each node's victims
+            # test once, then a preemptor none of whose nodes passes stops here.
+            valid = self._valid_names.get(verdicts)
+            if valid is None:
+                valid = self._valid_names[verdicts] = {
+                    node.name
+                    for node in all_nodes
+                    if _has_valid_victims(ssn, preemptor, accept, node)
+                }
+            if not valid or not any(node.name in valid for node in nodes):
+                return False, None
         return self.normal_preempt(ssn, stmt, preemptor, accept, nodes, verdicts)
 
     def normal_preempt(
