@@ -21,6 +21,7 @@ import orjson
 from bench import (
     Budget,
     Measurement,
+    backlog_bench,
     cycle_bench,
     engine_bench,
     format_number,
@@ -71,6 +72,8 @@ BUDGETS: dict[str, Budget] = {
     "topology-choose-1000": Budget(n=100, seconds=15, warmup=3),
     "topology-choose-5000": Budget(n=50, seconds=30, warmup=2),
     "topology-filter-5000": Budget(n=200, seconds=30, warmup=10),
+    "reclaim-backlog-1000": Budget(n=10, seconds=30, warmup=1),
+    "reclaim-backlog-5000": Budget(n=5, seconds=60, warmup=1),
 }
 # The fit variant's rows measure as their plain rows do, with the same budget.
 BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}
@@ -81,6 +84,7 @@ GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("engine", engine_bench.BENCHES),
     ("cycle", cycle_bench.BENCHES),
     ("verbs", verbs_bench.BENCHES),
+    ("backlog", backlog_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
     ("topology", topology_bench.BENCHES),
     ("http", http_bench.BENCHES),
@@ -195,6 +199,11 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
     if verbs:
         log(f"running {', '.join(verbs)} (the protocol and the app in-process, no backend)")
         results += verbs_bench.run(set(verbs), budgets)
+    backlog = [n for n in backlog_bench.BENCHES if n in selected]
+    if backlog:
+        log(f"running {', '.join(backlog)} (their own clusters)")
+        results += backlog_bench.run(set(backlog), budgets)
+        gc.collect()
     http = [n for n in http_bench.BENCHES if n in selected]
     if http:
         log(f"running {', '.join(http)} (server on core 0, client on core 1)")

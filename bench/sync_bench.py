@@ -107,10 +107,26 @@ def _apply_rate(state: Any, cluster: SyntheticCluster) -> dict[str, Any]:
         event = orjson.loads(raw)
         state.upsert("Pod", event["object"])
     elapsed = time.perf_counter() - started
+    # The same pods again with only their resourceVersion and managedFields new: updates
+    # that change nothing the engine reads, dropped before conversion.
+    idle = []
+    for k, raw in enumerate(events):
+        pod = orjson.loads(raw)["object"]
+        pod["metadata"]["resourceVersion"] = str(950_000_000 + k)
+        pod["metadata"]["managedFields"] = [{"manager": "bench", "operation": "Update"}]
+        idle.append(orjson.dumps({"type": "MODIFIED", "object": pod}))
+    unchanged_before = state.version
+    started = time.perf_counter()
+    for raw in idle:
+        event = orjson.loads(raw)
+        state.upsert("Pod", event["object"])
+    unchanged_elapsed = time.perf_counter() - started
     return {
         "events": len(events),
         "seconds": elapsed,
         "applied": state.version - before,
+        "unchanged_per_s": round(len(idle) / unchanged_elapsed) if unchanged_elapsed else None,
+        "unchanged_applied": state.version - unchanged_before,
     }
 
 

@@ -106,7 +106,10 @@ class Allocate(Action):
             if not tasks:
                 continue
             worksheets[job.uid] = PriorityQueue(ssn.task_order_fn, tasks)
-            jobs_by_queue.setdefault(queue.name, PriorityQueue(ssn.job_order_fn)).push(job)
+            jobs = jobs_by_queue.get(queue.name)
+            if jobs is None:
+                jobs = jobs_by_queue[queue.name] = ssn.job_queue()
+            jobs.push(job)
             if queue.name not in seen:
                 seen.add(queue.name)
                 queues.push(queue)

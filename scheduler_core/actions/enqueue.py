@@ -53,7 +53,10 @@ class Enqueue(Action):
                 queues.push(queue)
             if job.is_pending():
                 log.log(v(5), "Added Job <%s> into Queue <%s>", job.uid, job.queue)
-                jobs_by_queue.setdefault(job.queue, PriorityQueue(ssn.job_order_fn)).push(job)
+                jobs = jobs_by_queue.get(job.queue)
+                if jobs is None:
+                    jobs = jobs_by_queue[job.queue] = ssn.job_queue()
+                jobs.push(job)
 
         log.log(v(3), "Try to enqueue PodGroup to %d Queues", len(jobs_by_queue))
         while not queues.empty():

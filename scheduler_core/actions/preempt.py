@@ -28,7 +28,11 @@ import random
 
 from scheduler_core.actions.topology import find_candidates, select_candidate
 from scheduler_core.actions.util.idle_room import IdleRoom
-from scheduler_core.actions.util.predicate_helper import PREDICATE_ERROR_CACHE_KEY, PredicateHelper
+from scheduler_core.actions.util.predicate_helper import (
+    PREDICATE_ERROR_CACHE_KEY,
+    HardVerdicts,
+    PredicateHelper,
+)
 from scheduler_core.actions.util.reclaim_rules import ReclaimGuard, ReclaimRules
 from scheduler_core.actions.util.victims import (
     TaskFilter,
@@ -139,6 +143,18 @@ class PreemptAction(Action):
         self._room: IdleRoom
         #: starving jobs whose every pending task fits idle room: nothing to do for them
         self._hopeless: set[str] = set()
+        #: ``_nodes_with_room``'s answers in phase 1, by what they depend on (see
+        #: ``_room_signature``), valid while the session's placements stay as they were
+        self._rooms: dict[tuple[object, ...], list[NodeInfo]] = {}
+        self._rooms_at = -1
+        #: by the same signature, the hard predicate verdicts on the nodes searched
+        self._hard: dict[tuple[object, ...], HardVerdicts] = {}
+        #: by signature and ``Session.preemptor_key``: node name -> whether the victims the
+        #: plugins let go there free enough (``_has_valid_victims``), kept as the rooms are
+        self._valid: dict[tuple[object, ...], dict[str, bool]] = {}
+        #: the same under the live rules, worked out once over the nodes with room: the
+        #: names of those where the victims free enough
+        self._valid_names: dict[tuple[object, ...], set[str]] = {}
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -181,6 +197,11 @@ class PreemptAction(Action):
         self._by_queue = None
         self._room = IdleRoom(ssn)
         self._hopeless = set()
+        self._rooms = {}
+        self._rooms_at = -1
+        self._hard = {}
+        self._valid = {}
+        self._valid_names = {}
         for job in ssn.schedulable_jobs():
             # Starving first: both are pure checks, and most jobs are not starving while
             # the gang validity check walks every task.
@@ -214,7 +235,7 @@ class PreemptAction(Action):
                 )
                 continue
             if job.queue not in preemptors_map:
-                preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
+                preemptors_map[job.queue] = ssn.job_queue()
             preemptors_map[job.queue].push(job)
             under_request_by_queue.setdefault(job.queue, []).append(job)
             if self.rules.equal_priority_only and self._room.job_fits(job):
@@ -268,7 +289,17 @@ class PreemptAction(Action):
                     break
                 preemptor = tasks.pop()
                 accept = inter_job_filter(ssn, preemptor, preemptor_job)
-                _, err = self.preempt(ssn, stmt, preemptor, accept, helper)
+                signature = (
+                    _room_signature(preemptor, preemptor_job)
+                    if not _holds_victims(preemptor_job)
+                    else None
+                )
+                verdicts = None
+                if signature is not None:
+                    plugins_read = ssn.preemptor_key(preemptor)
+                    if plugins_read is not None:
+                        verdicts = (signature, plugins_read)
+                _, err = self.preempt(ssn, stmt, preemptor, accept, helper, signature, verdicts)
                 if err is not None:
                     log.log(
                         v(3),
@@ -287,6 +318,12 @@ class PreemptAction(Action):
         its own, the first failure ends the job."""
         for job in jobs:
             if job.uid in self._hopeless:
+                continue
+            if self.rules.equal_priority_only and not _holds_victims(job):
+                # This phase evicts only the job's own Bound and Running tasks: with none,
+                # and a preemptor that fits idle room left to kube-scheduler, its first
+                # preemptor fails on every node, which ends the job here anyway. (Volcano's
+                # preempt places a preemptor that fits with no victim at all.)
                 continue
             preemptors = _pending_tasks(ssn, job)
             while not preemptors.empty():
@@ -318,14 +355,44 @@ class PreemptAction(Action):
         return self._guard
 
     def _nodes_with_room(
-        self, ssn: Session, preemptor: TaskInfo, accept: TaskFilter
+        self,
+        ssn: Session,
+        preemptor: TaskInfo,
+        accept: TaskFilter,
+        signature: tuple[object, ...] | None = None,
     ) -> list[NodeInfo]:
         """The nodes where evicting every acceptable task could make room for ``preemptor``
         (a necessary condition of ``validate_victims``), in name order. Victims are of the
-        preemptor's queue, so only that queue's tasks are looked at."""
+        preemptor's queue, so only that queue's tasks are looked at.
+
+        With ``signature`` (everything ``accept`` and the room asked for depend on), the
+        answer is kept for the next preemptor of the same signature until the session
+        places or evicts anything: a backlog of alike waiting pods walks the queue's tasks
+        once, not once a pod."""
         job = ssn.jobs.get(preemptor.job)
         if job is None:
             return []
+        if signature is not None:
+            known = self._rooms.get(signature)
+            if known is not None:
+                return known
+            found = self._walk_rooms(ssn, preemptor, accept, job)
+            self._rooms[signature] = found
+            return found
+        return self._walk_rooms(ssn, preemptor, accept, job)
+
+    def _keep_fresh(self, ssn: Session) -> None:
+        """Forget what was kept per signature once the session placed or evicted anything."""
+        if self._rooms_at != ssn.placements:
+            self._rooms = {}
+            self._hard = {}
+            self._valid = {}
+            self._valid_names = {}
+            self._rooms_at = ssn.placements
+
+    def _walk_rooms(
+        self, ssn: Session, preemptor: TaskInfo, accept: TaskFilter, job: JobInfo
+    ) -> list[NodeInfo]:
         need = preemptor.init_resreq
         found = []
         for name, tasks in self._placed_in(ssn, job.queue).items():
@@ -381,6 +448,7 @@ class PreemptAction(Action):
         return True
 
     def _commit(self, ssn: Session, stmt: Statement) -> None:
+        self._rooms_at = -1  # a commit changes task statuses without an event
         guard = self.guard(ssn)
         queues = [guard.queue_of(t) for t in _evicted(stmt)]
         stmt.commit()
@@ -395,9 +463,17 @@ class PreemptAction(Action):
         preemptor: TaskInfo,
         accept: TaskFilter,
         helper: PredicateHelper,
+        signature: tuple[object, ...] | None = None,
+        verdicts: tuple[object, ...] | None = None,
     ) -> tuple[bool, str | None]:
         """Try to make room for ``preemptor`` on one node; on success its evictions and
-        pipeline are merged into ``stmt``. Returns (assigned, why not)."""
+        pipeline are merged into ``stmt``. Returns (assigned, why not). ``signature``: see
+        ``_nodes_with_room``; with it, the hard predicate verdicts on the nodes searched are
+        kept per pod constraints (``HardVerdicts``, the same walk). ``verdicts``: the
+        signature and ``Session.preemptor_key``, under which ``normal_preempt`` keeps its
+        first test of each node."""
+        if signature is not None:
+            self._keep_fresh(ssn)
         reason = task_eligible_to_preempt(ssn, preemptor)
         if reason is not None:
             return False, reason
@@ -416,15 +492,35 @@ class PreemptAction(Action):
             if self._room.fits(preemptor):
                 return False, "fits idle capacity: kube-scheduler will place it"
             accept = _not_lower_priority(accept, preemptor)
-            all_nodes = self._nodes_with_room(ssn, preemptor, accept)
+            all_nodes = self._nodes_with_room(ssn, preemptor, accept, signature)
             if not all_nodes:
                 return False, "no node holds enough victims of its priority or above"
         else:
             all_nodes = [ssn.nodes[name] for name in sorted(ssn.nodes)]
-        nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
+        if signature is not None:
+            hard = self._hard.get(signature)
+            if hard is None:
+                hard = self._hard[signature] = HardVerdicts(
+                    all_nodes, ssn.predicate_for_preempt, ssn.snapshot.storage
+                )
+            nodes = hard.walk(helper, preemptor)
+        else:
+            nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
         if self.enable_topology_aware_preemption:
             return self.topology_aware_preempt(ssn, stmt, preemptor, accept, nodes)
-        return self.normal_preempt(ssn, stmt, preemptor, accept, nodes)
+        if verdicts is not None and self.rules.equal_priority_only:
+            # The nodes with room are few and alike preemptors many: each node's victims
+            # test once, then a preemptor none of whose nodes passes stops here.
+            valid = self._valid_names.get(verdicts)
+            if valid is None:
+                valid = self._valid_names[verdicts] = {
+                    node.name
+                    for node in all_nodes
+                    if _has_valid_victims(ssn, preemptor, accept, node)
+                }
+            if not valid or not any(node.name in valid for node in nodes):
+                return False, None
+        return self.normal_preempt(ssn, stmt, preemptor, accept, nodes, verdicts)
 
     def normal_preempt(
         self,
@@ -433,13 +529,23 @@ class PreemptAction(Action):
         preemptor: TaskInfo,
         accept: TaskFilter,
         nodes: list[NodeInfo],
+        verdicts: tuple[object, ...] | None = None,
     ) -> tuple[bool, str | None]:
         """Best-scored node first; evict lowest-value victims until the preemptor fits, with
-        a statement per node so a node that does not work out keeps its pods."""
+        a statement per node so a node that does not work out keeps its pods. ``verdicts``:
+        see ``preempt``."""
         job = ssn.jobs.get(preemptor.job)
         queue = ssn.queues.get(job.queue) if job is not None else None
         if queue is None:
             return False, f"not found Job {preemptor.job} in Session"
+        known = self._valid.setdefault(verdicts, {}) if verdicts is not None else None
+        if not any(
+            self._victims_free_enough(ssn, preemptor, accept, node, known) for node in nodes
+        ):
+            # Every node below is judged as the session stands now (a node that does not
+            # work out is discarded before the next), so none would: scoring them all, the
+            # larger part of a preemptor that can displace nobody, would be in vain.
+            return False, None
         scores = ssn.node_scores(preemptor, nodes)
         for node in sort_nodes_by_score(nodes, scores):
             log.log(
@@ -502,6 +608,22 @@ class PreemptAction(Action):
             node_stmt.discard()
         return False, None
 
+    @staticmethod
+    def _victims_free_enough(
+        ssn: Session,
+        preemptor: TaskInfo,
+        accept: TaskFilter,
+        node: NodeInfo,
+        known: dict[str, bool] | None,
+    ) -> bool:
+        """``_has_valid_victims``, kept in ``known`` (when given) by node name."""
+        if known is None:
+            return _has_valid_victims(ssn, preemptor, accept, node)
+        found = known.get(node.name)
+        if found is None:
+            found = known[node.name] = _has_valid_victims(ssn, preemptor, accept, node)
+        return found
+
     def topology_aware_preempt(
         self,
         ssn: Session,
@@ -557,6 +679,37 @@ class PreemptAction(Action):
             return False, str(exc)
         stmt.merge(tmp)
         return True, None
+
+
+def _has_valid_victims(
+    ssn: Session, preemptor: TaskInfo, accept: TaskFilter, node: NodeInfo
+) -> bool:
+    """``normal_preempt``'s first test of a node: the victims the plugins let go there
+    would free enough for ``preemptor``."""
+    preemptees = [task for task in node.tasks.values() if accept(task)]
+    return validate_victims(preemptor, node, ssn.preemptable(preemptor, preemptees)) is None
+
+
+def _holds_victims(job: JobInfo) -> bool:
+    """Whether ``job`` has a Bound or Running task (the only statuses a victim may have)."""
+    return any(bucket and preemptable_status(s) for s, bucket in job.status_index.items())
+
+
+def _room_signature(preemptor: TaskInfo, job: JobInfo) -> tuple[object, ...]:
+    """What phase 1's victim filter and ``_nodes_with_room`` read of a preemptor whose job
+    holds no victim itself (so "another job's task" excludes nothing): its queue, pod
+    priority, best-effort class and the room it needs."""
+    need = preemptor.init_resreq
+    scalars = tuple(sorted(need.scalars.items())) if need.scalars else ()
+    return (
+        job.queue,
+        preemptor.pod_priority,
+        preemptor.best_effort,
+        need.milli_cpu,
+        need.memory,
+        need.max_task_num,
+        scalars,
+    )
 
 
 def _evicted(stmt: Statement) -> list[TaskInfo]:

@@ -154,7 +154,7 @@ class ReclaimAction(Action):
                 queues.push(queue)
             if ssn.job_starving(job):
                 if job.queue not in preemptors_map:
-                    preemptors_map[job.queue] = PriorityQueue(ssn.job_order_fn)
+                    preemptors_map[job.queue] = ssn.job_queue()
                 preemptors_map[job.queue].push(job)
                 if self.rules.minimal_victims and self._fits_as_is(ssn, job):
                     # Each of its tasks would stop at the idle-room check and change

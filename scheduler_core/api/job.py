@@ -22,6 +22,18 @@ VOLCANO_SOURCE = "volcano"
 #: ``JobInfo.source`` of a gang defined by Kubernetes' own PodGroup (the Workload API).
 NATIVE_SOURCE = "native"
 
+#: The statuses each minTaskMember check counts, combined once: ``IntFlag``'s ``|`` runs in
+#: Python, and these checks run for every job several times a cycle.
+_READY_ROLE_BITS = (
+    TaskStatus.BOUND
+    | TaskStatus.BINDING
+    | TaskStatus.RUNNING
+    | TaskStatus.ALLOCATED
+    | TaskStatus.SUCCEEDED
+)
+_PIPELINED_ROLE_BITS = _READY_ROLE_BITS | TaskStatus.PIPELINED
+_VALID_ROLE_BITS = _PIPELINED_ROLE_BITS | TaskStatus.PENDING
+
 
 @dataclass(slots=True)
 class JobInfo:
@@ -171,34 +183,19 @@ class JobInfo:
 
     def check_task_valid(self) -> bool:
         return self._roles_meet(
-            TaskStatus.BOUND
-            | TaskStatus.BINDING
-            | TaskStatus.RUNNING
-            | TaskStatus.ALLOCATED
-            | TaskStatus.SUCCEEDED
-            | TaskStatus.PIPELINED
-            | TaskStatus.PENDING,
+            _VALID_ROLE_BITS,
             pending_best_effort=False,
         )
 
     def check_task_ready(self) -> bool:
         return self._roles_meet(
-            TaskStatus.BOUND
-            | TaskStatus.BINDING
-            | TaskStatus.RUNNING
-            | TaskStatus.ALLOCATED
-            | TaskStatus.SUCCEEDED,
+            _READY_ROLE_BITS,
             pending_best_effort=True,
         )
 
     def check_task_pipelined(self) -> bool:
         return self._roles_meet(
-            TaskStatus.BOUND
-            | TaskStatus.BINDING
-            | TaskStatus.RUNNING
-            | TaskStatus.ALLOCATED
-            | TaskStatus.SUCCEEDED
-            | TaskStatus.PIPELINED,
+            _PIPELINED_ROLE_BITS,
             pending_best_effort=True,
         )
 
@@ -207,12 +204,7 @@ class JobInfo:
         if self.min_available < self.task_min_available_total:
             return True
         return not self._roles_meet(
-            TaskStatus.BOUND
-            | TaskStatus.BINDING
-            | TaskStatus.RUNNING
-            | TaskStatus.ALLOCATED
-            | TaskStatus.SUCCEEDED
-            | TaskStatus.PIPELINED,
+            _PIPELINED_ROLE_BITS,
             pending_best_effort=False,
         )
 

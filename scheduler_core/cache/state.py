@@ -12,6 +12,7 @@ that copies only the jobs and nodes a what-if (a preempt verb) may touch.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections import Counter, deque
@@ -20,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import fields, replace
 from types import MappingProxyType
 from typing import Any
+
+import orjson
 
 from scheduler_core.api.devices import DeviceQuotaNames
 from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
@@ -219,6 +222,12 @@ class ClusterState:
         #: PriorityClass change: a pod without ``spec.priority`` takes its class's value at
         #: conversion, so a task converted before may differ from one converted now.
         self._converted: dict[str, str] = {}
+        #: (kind, key) -> digest of what the engine reads of the object last applied (see
+        #: ``_read_digest``), for the kinds whose watch is mostly updates that change
+        #: nothing read: a node's status heartbeat, a pod's managedFields. Such an update is
+        #: dropped before conversion. Emptied for pods with ``_converted``, for the same
+        #: reason.
+        self._digests: dict[tuple[str, str], bytes] = {}
         self._jobs: dict[str, JobInfo] = {}
         self._orphans: dict[str, dict[str, TaskInfo]] = {}  # job id -> tasks awaiting a PodGroup
         self._nodes: dict[str, NodeInfo] = {}
@@ -282,17 +291,35 @@ class ClusterState:
     def upsert(self, kind: str, obj: dict[str, Any]) -> None:
         try:
             with self._lock:
+                digest = _read_digest(kind, obj)
+                if digest is not None and self._digests.get(digest[0]) == digest[1]:
+                    self._unchanged(kind, obj)
+                    return
                 self._classified = False
                 self._upsert(kind, obj)
                 self._classify_rest()
                 self.version += 1
                 self.events[(kind, "upsert")] += 1
+                if digest is not None:
+                    self._digests[digest[0]] = digest[1]
         except ConversionError as exc:
             self.rejected[kind] += 1
             log.error("Ignoring %s that cannot be used: %s", kind, exc)
 
+    def _unchanged(self, kind: str, obj: dict[str, Any]) -> None:
+        """An update that changes nothing the engine reads: no conversion, no new decision
+        version. A pod's task stays the conversion of this version too (``cached_task``)."""
+        self.events[(kind, "unchanged")] += 1
+        if kind == "Pod":
+            namespace, name = object_name(obj, kind)
+            key = f"{namespace or 'default'}/{name}"
+            version = _stored_version(obj)
+            if version and key in self._converted:
+                self._converted[key] = version
+
     def delete(self, kind: str, key: str) -> None:
         with self._lock:
+            self._digests.pop((kind, key), None)
             self._classified = False
             self._delete(kind, key)
             self._classify_rest()
@@ -362,6 +389,7 @@ class ClusterState:
             name, value, global_default = priority_class_value(obj)
             self._priority_classes[name] = (value, global_default)
             self._converted.clear()
+            self._forget_pod_digests()
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             pdb = pdb_to_info(obj)
@@ -401,6 +429,9 @@ class ClusterState:
             elif kind == "ResourceClaimTemplate":
                 self._claim_changed()
 
+    def _forget_pod_digests(self) -> None:
+        self._digests = {k: d for k, d in self._digests.items() if k[0] != "Pod"}
+
     def _classify_rest(self) -> None:
         if not self._classified:
             self.changes.structural()
@@ -425,6 +456,7 @@ class ClusterState:
         elif kind == "PriorityClass":
             self._priority_classes.pop(key, None)
             self._converted.clear()
+            self._forget_pod_digests()
             self._refresh_job_priorities()
         elif kind == "PodDisruptionBudget":
             self._pdbs.pop(key, None)
@@ -1152,3 +1184,47 @@ def _stored_version(pod: Mapping[str, Any]) -> str:
     meta = pod.get("metadata")
     version = meta.get("resourceVersion") if isinstance(meta, dict) else None
     return version if isinstance(version, str) else ""
+
+
+#: What the engine never reads of any object: the server's version stamp and the record of
+#: which client wrote which field.
+_UNREAD_METADATA = frozenset({"resourceVersion", "managedFields"})
+#: Of a node condition, the kubelet's periodic "still so" stamp (a change of the condition
+#: itself moves its status, reason, message or lastTransitionTime).
+_UNREAD_CONDITION = "lastHeartbeatTime"
+_DIGESTED_KINDS = frozenset({"Pod", "Node"})
+
+
+def _read_digest(kind: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str], bytes] | None:
+    """((kind, key), digest of ``obj`` without what the engine never reads), or None when
+    ``kind`` is not digested or the object has an unexpected shape (it is then converted,
+    and its conversion says what is wrong). Everything else of the object is digested, so
+    an update that changes any other field is never taken for an unchanged one."""
+    if kind not in _DIGESTED_KINDS:
+        return None
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict):
+        return None
+    name, namespace = meta.get("name"), meta.get("namespace")
+    if not isinstance(name, str) or not name:
+        return None
+    key = f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
+    view = {**obj, "metadata": {k: v for k, v in meta.items() if k not in _UNREAD_METADATA}}
+    status = obj.get("status")
+    if kind == "Node" and isinstance(status, dict):
+        conditions = status.get("conditions")
+        if isinstance(conditions, list):
+            view["status"] = {
+                **status,
+                "conditions": [
+                    {k: v for k, v in c.items() if k != _UNREAD_CONDITION}
+                    if isinstance(c, dict)
+                    else c
+                    for c in conditions
+                ],
+            }
+    try:
+        encoded = orjson.dumps(view)
+    except TypeError:
+        return None
+    return (kind, key), hashlib.blake2b(encoded, digest_size=16).digest()

@@ -11,7 +11,7 @@ against the hook's function type.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -96,6 +96,10 @@ SimulateTaskFn = Callable[[CycleState, TaskInfo, TaskInfo, NodeInfo], None]
 
 # ordering
 JOB_ORDER: Hook[CompareFn] = Hook("jobOrder", "enableJobOrder")
+#: A plugin's job order as one value per job, ascending (what sorts first goes first): the
+#: plugin's ``JOB_ORDER`` compare of two jobs must be the comparison of their keys. A plugin
+#: that fills ``JOB_ORDER`` without this leaves the session comparing pair by pair.
+JOB_ORDER_KEY: Hook[Callable[[JobInfo], Any]] = Hook("jobOrderKey", "enableJobOrder")
 QUEUE_ORDER: Hook[CompareFn] = Hook("queueOrder", "enableQueueOrder")
 VICTIM_QUEUE_ORDER: Hook[Callable[[QueueInfo, QueueInfo, QueueInfo], int]] = Hook(
     "victimQueueOrder", None
@@ -113,6 +117,12 @@ BATCH_NODE_ORDER: Hook[Callable[[TaskInfo, list[NodeInfo]], Mapping[str, float]]
 # victims
 PREEMPTABLE: Hook[VictimsFn] = Hook("preemptable", "enablePreemptable")
 RECLAIMABLE: Hook[VictimsFn] = Hook("reclaimable", "enableReclaimable")
+#: What a plugin's ``PREEMPTABLE`` function reads of the preemptor (its task and its job)
+#: when judging tasks of other jobs, as one hashable value: two preemptors with equal
+#: values get the same victims from it among the same tasks of other jobs, in the same
+#: session state. A plugin that fills ``PREEMPTABLE`` without this leaves every preemptor
+#: judged on its own.
+PREEMPTOR_KEY: Hook[Callable[[TaskInfo], Hashable]] = Hook("preemptorKey", "enablePreemptable")
 
 # queues
 OVERUSED: Hook[Callable[[QueueInfo], bool]] = Hook("overused", "enabledOverused")

@@ -1,7 +1,12 @@
-"""A binary heap ordered by a Volcano-style ``less(l, r)`` function.
+"""A binary heap ordered by a Volcano-style ``less(l, r)`` function, or by a sort key.
 
 Volcano's ``util.PriorityQueue`` pops the element that is "less"; actions express their
-orders (queues, jobs, tasks, victims) as such functions, so we keep that shape.
+orders (queues, jobs, tasks, victims) as such functions, so we keep that shape. A heap of
+thousands of waiting jobs makes tens of thousands of comparisons, each a walk through the
+plugins' order functions in Python; when the plugins can say where an element goes as one
+value (``Session.job_order_key``), the heap holds ``(key, seq, item)`` tuples instead, and
+the comparisons are the interpreter's own tuple comparisons. Both give the same pop order
+for the same elements.
 """
 
 from __future__ import annotations
@@ -9,7 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -31,20 +36,49 @@ class _Entry(Generic[T]):
 
 
 class PriorityQueue(Generic[T]):
-    def __init__(self, less: Callable[[T, T], bool], items: Iterable[T] = ()) -> None:
-        self._less = less
+    """Pops the least element first: by ``less`` or, when ``key`` is given, by ``key``
+    (ties in either case in insertion order).
+
+    With ``key``, an element's key is taken once, when it is pushed: an element whose
+    order changes while it waits keeps the place it had then. With ``less``, such an element
+    is compared by what it is now, which leaves the heap's invariant broken where it sits;
+    an action that wants a changed element placed anew pops and pushes it again."""
+
+    def __init__(
+        self,
+        less: Callable[[T, T], bool] | None = None,
+        items: Iterable[T] = (),
+        *,
+        key: Callable[[T], Any] | None = None,
+    ) -> None:
+        if (less is None) == (key is None):
+            raise ValueError("a priority queue is ordered by exactly one of less and key")
         self._seq = itertools.count()
-        self._heap: list[_Entry[T]] = [_Entry(i, less, next(self._seq)) for i in items]
+        self._key = key
+        if key is not None:
+            self._keyed: list[tuple[Any, int, T]] = [(key(i), next(self._seq), i) for i in items]
+            heapq.heapify(self._keyed)
+            self._heap: list[_Entry[T]] = []
+            return
+        assert less is not None
+        self._less = less
+        self._keyed = []
+        self._heap = [_Entry(i, less, next(self._seq)) for i in items]
         heapq.heapify(self._heap)
 
     def push(self, item: T) -> None:
-        heapq.heappush(self._heap, _Entry(item, self._less, next(self._seq)))
+        if self._key is not None:
+            heapq.heappush(self._keyed, (self._key(item), next(self._seq), item))
+        else:
+            heapq.heappush(self._heap, _Entry(item, self._less, next(self._seq)))
 
     def pop(self) -> T:
+        if self._key is not None:
+            return heapq.heappop(self._keyed)[2]
         return heapq.heappop(self._heap).item
 
     def empty(self) -> bool:
-        return not self._heap
+        return not (self._keyed if self._key is not None else self._heap)
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._keyed if self._key is not None else self._heap)

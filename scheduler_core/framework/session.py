@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -35,6 +35,7 @@ from scheduler_core.framework.hooks import (
     JOB_ENQUEUEABLE,
     JOB_ENQUEUED,
     JOB_ORDER,
+    JOB_ORDER_KEY,
     JOB_PIPELINED,
     JOB_READY,
     JOB_STARVING,
@@ -45,6 +46,7 @@ from scheduler_core.framework.hooks import (
     PREDICATE,
     PREEMPTABLE,
     PREEMPTIVE,
+    PREEMPTOR_KEY,
     QUEUE_ORDER,
     QUEUE_SHARE,
     RECLAIMABLE,
@@ -117,6 +119,9 @@ class Session:
     #: clock than the local one (the live loop passes the API server's); None: now, locally.
     now: datetime | None = None
     _owned: dict[str, TaskInfo] = field(default_factory=dict)
+    #: How many times a task was placed or taken off a node (every allocate and deallocate
+    #: event): what an action derived from the nodes holds while this stays the same.
+    placements: int = 0
     #: task key -> why the engine cannot judge where that task fits, for the tasks a
     #: pre-predicate found so while actions or verbs considered them (the reclaim loop
     #: reports them as events, the preempt verb keeps kube-scheduler's victims for them).
@@ -216,11 +221,13 @@ class Session:
         self.event_handlers.append(handler)
 
     def fire_allocate(self, task: TaskInfo) -> None:
+        self.placements += 1
         for handler in self.event_handlers:
             if handler.allocate is not None:
                 handler.allocate(task)
 
     def fire_deallocate(self, task: TaskInfo) -> None:
+        self.placements += 1
         for handler in self.event_handlers:
             if handler.deallocate is not None:
                 handler.deallocate(task)
@@ -292,6 +299,25 @@ class Session:
 
     def preemptable(self, preemptor: TaskInfo, preemptees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(PREEMPTABLE, preemptor, preemptees)
+
+    def preemptor_key(self, preemptor: TaskInfo) -> tuple[Hashable, ...] | None:
+        """What ``preemptable`` reads of ``preemptor`` when every preemptee is of another
+        job: the keys of the plugins whose preemptable hook is on, in tier order. Two
+        preemptors with equal keys get the same victims among the same such preemptees in
+        the same session state. None when such a plugin gives no key."""
+        victims = self._hooks.get(PREEMPTABLE, {})
+        keys = self._hooks.get(PREEMPTOR_KEY, {})
+        flag = PREEMPTABLE.flag
+        parts: list[Hashable] = []
+        for tier in self.conf.tiers:
+            for option in tier.plugins:
+                if option.name not in victims or not (flag is None or option.enabled(flag)):
+                    continue
+                fn = keys.get(option.name)
+                if fn is None:
+                    return None
+                parts.append(fn(preemptor))
+        return tuple(parts)
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(RECLAIMABLE, reclaimer, reclaimees)
@@ -401,6 +427,40 @@ class Session:
         if l.creation_timestamp == r.creation_timestamp:
             return l.uid < r.uid
         return l.creation_timestamp < r.creation_timestamp
+
+    def job_order_key(self) -> Callable[[JobInfo], tuple[Any, ...]] | None:
+        """One sort key a job in place of ``job_order_fn``'s pairwise walk through the
+        plugins: the keys the plugins give in the chain's order (tier by tier, each plugin
+        whose job order is on), then the creation time and the uid, as ``job_order_fn``
+        breaks ties. None when a plugin in the chain orders jobs but gives no key.
+
+        Comparing two such tuples is the chain's comparison: the first plugin whose keys
+        differ decides, as the first nonzero compare does."""
+        order = self._hooks.get(JOB_ORDER, {})
+        keys = self._hooks.get(JOB_ORDER_KEY, {})
+        flag = JOB_ORDER.flag
+        fns: list[Callable[[JobInfo], Any]] = []
+        for tier in self.conf.tiers:
+            for option in tier.plugins:
+                if option.name not in order or not (flag is None or option.enabled(flag)):
+                    continue
+                fn = keys.get(option.name)
+                if fn is None:
+                    return None
+                fns.append(fn)
+
+        def key(job: JobInfo) -> tuple[Any, ...]:
+            return (*[fn(job) for fn in fns], job.creation_timestamp, job.uid)
+
+        return key
+
+    def job_queue(self, jobs: Iterable[JobInfo] = ()) -> PriorityQueue[JobInfo]:
+        """A priority queue of jobs in the session's job order: by the plugins' sort key
+        when every plugin in the chain gives one, else by ``job_order_fn``."""
+        key = self.job_order_key()
+        if key is None:
+            return PriorityQueue(self.job_order_fn, jobs)
+        return PriorityQueue(key=key, items=jobs)
 
     def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:
         j = self._first_nonzero(QUEUE_ORDER, l, r)

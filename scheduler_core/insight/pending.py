@@ -49,6 +49,10 @@ def _order(ssn: Session, jobs: list[JobInfo]) -> list[JobInfo]:
     """Volcano's job order within a queue: the plugins' JobOrderFn (priority, gang
     readiness, DRF share, as configured), then creation time, then uid."""
 
+    key = ssn.job_order_key()
+    if key is not None:
+        return sorted(jobs, key=key)
+
     def compare(l: JobInfo, r: JobInfo) -> int:
         if ssn.job_order_fn(l, r):
             return -1

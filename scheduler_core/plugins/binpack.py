@@ -38,6 +38,7 @@ from scheduler_core.plugins.util.node_table import (
     follow_nodes,
 )
 from scheduler_core.plugins.util.scored_nodes import GivenNodes, ScoredNodes, TableRows
+from scheduler_core.plugins.util.short_lists import SHORT_LIST_NODES
 
 log = logging.getLogger("scheduler_core.plugins.binpack")
 
@@ -239,7 +240,36 @@ class BinpackPlugin(Plugin):
         """The batch hook's answer on the per-node path (a node listed twice counts once)."""
         return dict(zip(map(_NAME, nodes), self.per_node_scores(task, nodes), strict=True))
 
+    def short_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float] | None:
+        """``vector_node_scores`` node by node on Python numbers, the same operations in the
+        same order, so the same floats; ``None`` when a weight is too large (as there)."""
+        requests = self._requests(task)
+        weight_sum = sum(weight for _, _, weight in requests)
+        if not (_fits(self.weights.weight) and _fits(weight_sum)):
+            return None
+        factor = self.weights.weight
+        scores: dict[str, float] = {}
+        for node in nodes:
+            score = 0.0
+            overflowed = False
+            for name, request, weight in requests:
+                allocatable = node.allocatable.get(name)
+                used_finally = request + node.used.get(name)
+                if weight != 0 and allocatable != 0:
+                    if used_finally > allocatable:
+                        overflowed = True
+                    else:
+                        score += used_finally * weight / allocatable
+            if weight_sum > 0:
+                score /= weight_sum
+            scores[node.name] = 0.0 if overflowed else score * MAX_NODE_SCORE * factor
+        return scores
+
     def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> Mapping[str, float]:
+        if len(nodes) <= SHORT_LIST_NODES and not self._verbose:
+            short = self.short_node_scores(task, nodes)
+            if short is not None:
+                return short
         if self._table is not None:
             scores = self.vector_node_scores(self._table, task, nodes)
             if scores is not None:

@@ -6,9 +6,11 @@ pod in ``kube-system`` are dropped from any victim list, for preempt and reclaim
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
-from scheduler_core.framework.hooks import PREEMPTABLE, RECLAIMABLE
+from scheduler_core.framework.hooks import PREEMPTABLE, PREEMPTOR_KEY, RECLAIMABLE
 from scheduler_core.framework.registry import (
     FollowStep,
     Plugin,
@@ -33,6 +35,11 @@ def evictable(_evictor: TaskInfo, evictees: list[TaskInfo]) -> tuple[list[TaskIn
     return [t for t in evictees if not is_critical(t)], PERMIT
 
 
+def reads_no_preemptor(_preemptor: TaskInfo) -> Hashable:
+    """Critical pods are spared whoever asks: any preemptor is alike."""
+    return ()
+
+
 @register_plugin
 class ConformancePlugin(Plugin):
     name = "conformance"
@@ -46,4 +53,5 @@ class ConformancePlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_hook(PREEMPTABLE, self.name, evictable)
+        ssn.add_hook(PREEMPTOR_KEY, self.name, reads_no_preemptor)
         ssn.add_hook(RECLAIMABLE, self.name, evictable)

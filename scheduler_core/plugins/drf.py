@@ -8,7 +8,7 @@ share as the preemptor after the eviction, so preemption never makes the allocat
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
 from scheduler_core.api.job import JobInfo
@@ -16,7 +16,7 @@ from scheduler_core.api.resource import Resource, share
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT
-from scheduler_core.framework.hooks import JOB_ORDER, PREEMPTABLE
+from scheduler_core.framework.hooks import JOB_ORDER, JOB_ORDER_KEY, PREEMPTABLE, PREEMPTOR_KEY
 from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
@@ -83,7 +83,9 @@ class DrfPlugin(Plugin):
         # job's own allocated sum, and spares 2,000 share computations per cluster change.
 
         ssn.add_hook(PREEMPTABLE, self.name, self.preemptable)
+        ssn.add_hook(PREEMPTOR_KEY, self.name, self.preemptor_share)
         ssn.add_hook(JOB_ORDER, self.name, self.job_order)
+        ssn.add_hook(JOB_ORDER_KEY, self.name, self.job_share_key)
         ssn.add_event_handler(
             EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
         )
@@ -174,6 +176,15 @@ class DrfPlugin(Plugin):
         log.log(v(4), "Victims from DRF plugins are %s", [t.key for t in victims])
         return victims, PERMIT
 
+    def preemptor_share(self, preemptor: TaskInfo) -> Hashable:
+        """What ``preemptable`` reads of the preemptor: its job's share once it runs too
+        (None without the job's record: no victim)."""
+        preemptor_attr = self._attr(preemptor.job)
+        if preemptor_attr is None:
+            return None
+        wanted = preemptor_attr.allocated.clone().add(preemptor.resreq)
+        return calculate_share(wanted, self.total_resource, self._names)[1]
+
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         """Smaller dominant share first: the job furthest behind its fair share runs next."""
         l_share = self.job_share(left.uid)
@@ -191,6 +202,10 @@ class DrfPlugin(Plugin):
         if l_share == r_share:
             return 0
         return -1 if l_share < r_share else 1
+
+    def job_share_key(self, job: JobInfo) -> float:
+        """``job_order`` as a sort key: the smaller dominant share sorts first."""
+        return self.job_share(job.uid)
 
     # --- event handlers -------------------------------------------------------------------
 

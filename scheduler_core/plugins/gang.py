@@ -9,18 +9,20 @@ unfinished gangs first, and never takes a victim that would drop its own job bel
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, Vote
 from scheduler_core.framework.hooks import (
     JOB_ORDER,
+    JOB_ORDER_KEY,
     JOB_PIPELINED,
     JOB_READY,
     JOB_STARVING,
     JOB_VALID,
     PREEMPTABLE,
+    PREEMPTOR_KEY,
     RECLAIMABLE,
 )
 from scheduler_core.framework.registry import (
@@ -86,6 +88,11 @@ def job_starving(job: JobInfo) -> bool:
     return job.is_starving()
 
 
+def reads_no_preemptor(_preemptor: TaskInfo) -> Hashable:
+    """The victims hook judges the victims' gangs alone: any preemptor is alike."""
+    return ()
+
+
 def job_order(left: JobInfo, right: JobInfo) -> int:
     """Jobs still short of their gang go first: finishing a gang frees nobody, starting one
     that is nearly complete lets it run."""
@@ -104,6 +111,11 @@ def job_order(left: JobInfo, right: JobInfo) -> int:
     if l_ready == r_ready:
         return 0
     return 1 if l_ready else -1
+
+
+def job_order_key(job: JobInfo) -> bool:
+    """``job_order`` as a sort key: a job short of its gang (False) sorts first."""
+    return job.is_ready()
 
 
 def gang_victims(jobs: Mapping[str, JobInfo], preemptees: list[TaskInfo]) -> list[TaskInfo]:
@@ -168,8 +180,10 @@ class GangPlugin(Plugin):
 
         ssn.add_hook(JOB_VALID, self.name, job_valid)
         ssn.add_hook(PREEMPTABLE, self.name, victims)
+        ssn.add_hook(PREEMPTOR_KEY, self.name, reads_no_preemptor)
         ssn.add_hook(RECLAIMABLE, self.name, victims)
         ssn.add_hook(JOB_ORDER, self.name, job_order)
+        ssn.add_hook(JOB_ORDER_KEY, self.name, job_order_key)
         ssn.add_hook(JOB_READY, self.name, job_ready)
         ssn.add_hook(JOB_PIPELINED, self.name, job_pipelined)
         ssn.add_hook(JOB_STARVING, self.name, job_starving)

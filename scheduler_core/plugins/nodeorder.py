@@ -58,7 +58,13 @@ from scheduler_core.plugins.util.pod_affinity_score import (
     scores_others,
     topology_scores,
 )
-from scheduler_core.plugins.util.scored_nodes import GivenNodes, ScoredNodes, TableRows
+from scheduler_core.plugins.util.scored_nodes import (
+    GivenNodes,
+    ScoredNodes,
+    TableRows,
+    node_matches_term,
+)
+from scheduler_core.plugins.util.short_lists import SHORT_LIST_NODES
 from scheduler_core.plugins.util.spread_score import soft_constraints, spread_scores
 
 log = logging.getLogger("scheduler_core.plugins.nodeorder")
@@ -297,6 +303,18 @@ def _fits(value: int) -> bool:
     return abs(value) < EXACT_LIMIT
 
 
+def _short_balanced(pod: PodRequests, node: NodeInfo) -> int:
+    """``balanced_resource_scores`` of one node for a pod balancing at most two resources."""
+    capped: list[float] = []
+    for name, request in pod.balanced:
+        allocatable = node.allocatable.get(name)
+        if allocatable != 0:
+            requested = (node.used.get(name) + node.pipelined.get(name)) + request
+            capped.append(min(requested / allocatable, 1.0))
+    std = abs((capped[0] - capped[1]) / 2) if len(capped) == 2 else 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
 @register_plugin
 class NodeOrderPlugin(Plugin):
     """All of nodeorder as one batch hook: the per-node scores and the taint-toleration
@@ -497,9 +515,79 @@ class NodeOrderPlugin(Plugin):
                 scores[name] += score
         return scores
 
+    # --- short lists: plain Python ------------------------------------------------------
+
+    def short_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float] | None:
+        """``vector_node_scores`` node by node on Python numbers, the same operations in the
+        same order, so the same floats; ``None`` where the array path takes a turn this one
+        does not follow (more than two balanced resources, a weight or an amount too large
+        for int64)."""
+        pod, terms = self._pod(task)
+        lw, mw = self.least_requested_weight, self.most_requested_weight
+        bw, aw = self.balanced_resource_weight, self.node_affinity_weight
+        tw = self.taint_toleration_weight
+        term_total = sum(abs(weight) for weight, _ in terms)
+        if not all(_fits(w * MAX_NODE_SCORE) for w in (lw, mw, bw, tw)) or not _fits(
+            term_total * aw
+        ):
+            return None
+        balanced = bw != 0 and not pod.best_effort
+        if balanced and len(pod.balanced) > 2:
+            return None
+        terms = tuple((w, reqs) for w, reqs in terms if w != 0 and reqs) if aw != 0 else ()
+        raw = (
+            [intolerable_prefer_no_schedule(task, n) if n.taints else 0 for n in nodes]
+            if tw != 0
+            else []
+        )
+        top = max(raw) if raw else 0
+        scores: dict[str, float] = {}
+        for i, node in enumerate(nodes):
+            allocatable, used, pipelined = node.allocatable, node.used, node.pipelined
+            score = 0.0
+            if lw != 0 or mw != 0:
+                least = most = counted = 0
+                for name, request in (("cpu", pod.cpu), ("memory", pod.memory)):
+                    capacity_amount = allocatable.get(name)
+                    requested_amount = (used.get(name) + pipelined.get(name)) + request
+                    if capacity_amount >= EXACT_LIMIT or abs(requested_amount) >= EXACT_LIMIT:
+                        return None
+                    capacity, requested = int(capacity_amount), int(requested_amount)
+                    if capacity == 0:
+                        continue
+                    counted += 1
+                    if requested <= capacity:
+                        least += (capacity - requested) * MAX_NODE_SCORE // capacity
+                    most += min(requested, capacity) * MAX_NODE_SCORE // capacity
+                if lw != 0:
+                    score += (least // counted if counted else 0) * lw
+                if mw != 0:
+                    score += (most // counted if counted else 0) * mw
+            if bw != 0:
+                score += (_short_balanced(pod, node) if balanced else 0) * bw
+            if terms:
+                score += sum(w for w, reqs in terms if node_matches_term(reqs, node)) * aw
+            if tw != 0:
+                normalized = (
+                    MAX_NODE_SCORE
+                    if top == 0
+                    else (MAX_NODE_SCORE - MAX_NODE_SCORE * raw[i] // top)
+                )
+                score += normalized * tw
+            scores[node.name] = score
+        extra = self._pod_level_scores(task, nodes)
+        if extra is not None:
+            for name in scores:
+                scores[name] += extra[name]
+        return scores
+
     # --- vectorised path ----------------------------------------------------------------
 
     def batch_node_score(self, task: TaskInfo, nodes: list[NodeInfo]) -> Mapping[str, float]:
+        if len(nodes) <= SHORT_LIST_NODES and not self._verbose:
+            short = self.short_node_scores(task, nodes)
+            if short is not None:
+                return short
         if self._table is not None:
             scores = self.vector_node_scores(self._table, task, nodes)
             if scores is not None:

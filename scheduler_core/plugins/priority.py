@@ -8,12 +8,19 @@ high-priority ones without touching another job of equal priority.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
-from scheduler_core.framework.hooks import JOB_ORDER, JOB_STARVING, PREEMPTABLE, TASK_ORDER
+from scheduler_core.framework.hooks import (
+    JOB_ORDER,
+    JOB_ORDER_KEY,
+    JOB_STARVING,
+    PREEMPTABLE,
+    PREEMPTOR_KEY,
+    TASK_ORDER,
+)
 from scheduler_core.framework.registry import (
     FollowStep,
     Plugin,
@@ -42,6 +49,11 @@ def task_order(left: TaskInfo, right: TaskInfo) -> int:
     if left.priority == right.priority:
         return 0
     return -1 if left.priority > right.priority else 1
+
+
+def job_order_key(job: JobInfo) -> int:
+    """``job_order`` as a sort key: the higher priority sorts first."""
+    return -job.priority
 
 
 def job_order(left: JobInfo, right: JobInfo) -> int:
@@ -135,5 +147,13 @@ class PriorityPlugin(Plugin):
 
         ssn.add_hook(TASK_ORDER, self.name, task_order)
         ssn.add_hook(JOB_ORDER, self.name, job_order)
+        ssn.add_hook(JOB_ORDER_KEY, self.name, job_order_key)
         ssn.add_hook(PREEMPTABLE, self.name, preemptable)
+
+        def preemptor_key(preemptor: TaskInfo) -> Hashable:
+            # Across jobs only the preemptor's job priority is compared (no job: no victim).
+            job = jobs.get(preemptor.job)
+            return None if job is None else job.priority
+
+        ssn.add_hook(PREEMPTOR_KEY, self.name, preemptor_key)
         ssn.add_hook(JOB_STARVING, self.name, job_starving)

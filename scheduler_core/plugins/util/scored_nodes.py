@@ -49,6 +49,11 @@ class ScoredNodes(Protocol):
         ...
 
 
+def node_matches_term(requirements: Sequence[NodeSelectorRequirement], node: NodeInfo) -> bool:
+    """One element of ``term_mask``, for the scorers that go node by node."""
+    return term_matches(requirements, node.labels)
+
+
 @dataclass(frozen=True, slots=True)
 class TableRows:
     """Rows of the session's ``NodeTable``: the batch hooks' source (columns kept current
