@@ -54,11 +54,18 @@ class NetworkTopologyRequest:
     #: a request is held as hard with no domain, so that no member is placed and each is
     #: told this sentence. Empty for a well-formed request.
     problem: str = ""
+    #: The request stands for a Kubernetes PodGroup's ``schedulingConstraints.topology``
+    #: key (``highest_tier_name``): kube-scheduler places such a gang in one domain of that
+    #: key itself, so a key the tree does not name as a tier leaves the gang to it (placed
+    #: as any other here) instead of holding it.
+    from_constraint: bool = False
 
     def describe(self) -> str:
         """The request as a person wrote it, for sentences: ``hard, tier ≤ 2``."""
         if self.problem:
             return f"malformed ({self.problem})"
+        if self.from_constraint:
+            return f"hard, one {self.highest_tier_name} (schedulingConstraints)"
         if self.highest_tier_allowed is not None:
             bound = f"tier ≤ {self.highest_tier_allowed}"
         elif self.highest_tier_name:

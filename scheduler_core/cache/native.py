@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler_core.api.job import NATIVE_SOURCE
+from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
 from scheduler_core.api.types import PodGroupPhase
 from scheduler_core.cache.convert import (
     ConversionError,
@@ -158,7 +159,10 @@ def native_podgroup_to_info(pg: Mapping[str, Any], default_queue: str = "default
     - The queue is the PodGroup's ``scheduling.volcano.sh/queue-name`` (annotation or label);
       without one the members may name it (the cluster state resolves that), else
       ``default_queue``.
-    - ``schedulingConstraints.topology[].key`` is kept on the job.
+    - ``schedulingConstraints.topology[].key`` is kept on the job, and the first key is its
+      network topology request: every member inside one domain of the tier that key names
+      (a label level, or a HyperNode ``tierName``), as a Volcano PodGroup's hard
+      ``networkTopology`` with ``highestTierName`` asks.
 
     The phase is never read: kube-scheduler keeps conditions, not Volcano's phases.
     """
@@ -202,4 +206,11 @@ def native_podgroup_to_info(pg: Mapping[str, Any], default_queue: str = "default
         priority=priority,
         queue_named=bool(queue),
         topology_keys=topology,
+        network_topology=(
+            NetworkTopologyRequest(
+                TopologyMode.HARD, highest_tier_name=topology[0], from_constraint=True
+            )
+            if topology
+            else None
+        ),
     )

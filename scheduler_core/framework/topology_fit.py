@@ -336,6 +336,8 @@ def choose_domain(
     todo = list(members) if members is not None else pending_members(job)
     pins = placed_nodes(job)
     max_tier = topology.highest_tier(request)
+    if max_tier is None and request.from_constraint:
+        return None  # a key the tree lacks: kube-scheduler's own constraint places the gang
     if max_tier is None:
         return DomainChoice(
             request,
@@ -490,6 +492,8 @@ def candidate_domains(ssn: Session, job: JobInfo) -> DomainCandidates | None:
     if topology.empty:
         return None
     max_tier = topology.highest_tier(request)
+    if max_tier is None and request.from_constraint:
+        return None
     if max_tier is None:
         known = ", ".join(sorted(d.tier_name for d in _tier_heads(topology) if d.tier_name))
         return DomainCandidates(

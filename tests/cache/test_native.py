@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.api.job import NATIVE_SOURCE
+from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
 from scheduler_core.api.types import PodGroupPhase
 from scheduler_core.cache.convert import ConversionError, pod_job_id, two_groups
 from scheduler_core.cache.native import (
@@ -36,6 +37,9 @@ def test_a_gang_policy_gives_min_member_and_the_labelled_queue(version: str) -> 
     assert (info.min_member, info.queue, info.queue_named) == (4, "q1", True)
     assert info.source == NATIVE_SOURCE and info.uid == "ns/native:train"
     assert info.topology_keys == ("rack",)
+    assert info.network_topology == NetworkTopologyRequest(
+        TopologyMode.HARD, highest_tier_name="rack", from_constraint=True
+    )
 
 
 @pytest.mark.parametrize("version", VERSIONS)

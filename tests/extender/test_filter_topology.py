@@ -18,6 +18,8 @@ from scheduler_core.framework.status import Code
 from tests.builders import (
     SPINE_LEAF,
     accounting,
+    leaf_of,
+    native_podgroup,
     node,
     pod,
     podgroup,
@@ -273,3 +275,31 @@ def test_a_podgroups_own_request_and_the_confs_label_levels_place_the_gang() -> 
     conf = DEFAULT_CONF + "networkTopology:\n  labelLevels: [spine, leaf]\n"
     acct, _ = accounting(objects, conf)
     assert set(filter_pod(acct, member(0), NODES).passed) == spine_leaf_nodes("s/b")
+
+
+# --- a Kubernetes PodGroup's schedulingConstraints -------------------------------------------
+
+LEVELS_CONF = "networkTopology: {labelLevels: [spine, leaf]}\n" + DEFAULT_CONF
+
+
+def native_gang(key: str) -> list[dict[str, Any]]:
+    """The 16 spine/leaf nodes, one busy node in leaf s/a, and a native gang of 4 four-CPU
+    members whose PodGroup asks its members to share one domain of ``key``."""
+    objects = [o for o in spine_leaf_cluster({"n1": "2"}, 0) if o["kind"] != "PodGroup"]
+    objects.append(native_podgroup("k", 4, topology=[key]))
+    objects += [pod(f"k-{i}", cpu="4", scheduling_group="k") for i in range(4)]
+    return objects
+
+
+def test_a_native_gangs_topology_key_naming_a_level_lands_it_in_one_domain_of_that_level() -> None:
+    acct, _ = accounting(native_gang("leaf"), LEVELS_CONF)
+    result = filter_pod(acct, native_gang("leaf")[-1], NODES)
+    leaf = {n for n in NODES if leaf_of(int(n[1:])) == leaf_of(4)}
+    assert set(result.passed) == leaf
+    assert all(s.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE for s in result.failed.values())
+
+
+def test_a_native_gangs_topology_key_the_tree_lacks_leaves_it_to_kube_scheduler() -> None:
+    acct, _ = accounting(native_gang("topology.kubernetes.io/zone"), LEVELS_CONF)
+    result = filter_pod(acct, native_gang("topology.kubernetes.io/zone")[-1], NODES)
+    assert set(result.passed) == set(NODES)
