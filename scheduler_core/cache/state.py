@@ -1055,12 +1055,16 @@ class ClusterState:
             return list(self._nodes)
 
     def counts(self) -> dict[str, int]:
+        """The objects held, by kind as the API server lists them: Volcano's PodGroups and
+        Kubernetes' own are two kinds, counted apart."""
         with self._lock:
+            native = sum(1 for pg in self._podgroups.values() if pg.source == NATIVE_SOURCE)
             return {
                 "pods": len(self._tasks),
                 "nodes": len(self._nodes),
                 "queues": len(self._queues),
-                "podgroups": len(self._podgroups),
+                "podgroups": len(self._podgroups) - native,
+                "nativepodgroups": native,
                 "jobs": len(self._jobs),
                 "priorityclasses": len(self._priority_classes),
                 "pdbs": len(self._pdbs),

@@ -300,3 +300,10 @@ def test_podgroups_we_may_not_list_are_not_watched(status: int, expected: bool) 
         return status, b"{}"
 
     assert forbidden(fetch, "v1alpha2") is expected
+
+
+def test_the_state_counts_volcano_and_native_podgroups_apart() -> None:
+    state = ClusterState()
+    state.apply_objects(collect([queue("q"), podgroup("v", 1, queue="q"), native_podgroup("k", 2)]))
+    counts = state.counts()
+    assert (counts["podgroups"], counts["nativepodgroups"]) == (1, 1)

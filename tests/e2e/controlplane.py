@@ -47,7 +47,11 @@ ADMIN_TOKEN = "e2e-admin-token"
 #: kube-scheduler unless a test turns it on (``start_scheduler(feature_gates=...)``).
 WORKLOAD_GATES = "GenericWorkload=true,GangScheduling=true"
 APISERVER_WORKLOAD_FLAGS = (
-    f"--feature-gates={WORKLOAD_GATES},WorkloadAwarePreemption=true",
+    # TopologyAwareWorkloadScheduling: the API server keeps a PodGroup's
+    # schedulingConstraints (an alpha field it drops otherwise); kube-scheduler leaves them
+    # alone unless a test turns the gate on there, so the extender's placement is what shows.
+    f"--feature-gates={WORKLOAD_GATES},WorkloadAwarePreemption=true,"
+    "TopologyAwareWorkloadScheduling=true",
     "--runtime-config=scheduling.k8s.io/v1alpha2=true",
 )
 

@@ -235,11 +235,15 @@ class Kube:
         queue: str | None = None,
         priority_class: str | None = None,
         disruption_mode: str | None = None,
+        topology_keys: Sequence[str] = (),
     ) -> str:
         """A native PodGroup: a gang of ``min_count``, or a ``basic`` group when None; its
-        queue, when given, on the queue-name label."""
+        queue, when given, on the queue-name label; ``topology_keys`` its
+        ``schedulingConstraints.topology``."""
         policy: dict[str, Any] = {"gang": {"minCount": min_count}} if min_count else {"basic": {}}
         spec: dict[str, Any] = {"schedulingPolicy": policy}
+        if topology_keys:
+            spec["schedulingConstraints"] = {"topology": [{"key": k} for k in topology_keys]}
         if priority_class is not None:
             spec["priorityClassName"] = priority_class
         if disruption_mode is not None:

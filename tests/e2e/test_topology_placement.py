@@ -165,3 +165,39 @@ def test_the_same_placement_from_node_label_levels_without_the_hypernode_crd(
     )
     placed = {n: v for n, v in kube.bound(ns).items() if n != "busy"}
     assert set(placed.values()) == set(b), placed
+
+
+def test_a_native_podgroups_topology_key_naming_a_level_keeps_the_gang_in_one_switch(
+    kube: Kube, labels_stack: Extender
+) -> None:
+    """A Kubernetes PodGroup asks with ``schedulingConstraints.topology``: its key is one of
+    the label levels, so the gang is placed as a Volcano PodGroup's hard request would be."""
+    if not kube.native_served():
+        pytest.fail("the control plane does not serve scheduling.k8s.io/v1alpha2 PodGroups")
+    a, b = switches(
+        kube,
+        "topo-nat",
+        a={"topo-spine": "s", "topo-leaf": "na"},
+        b={"topo-spine": "s", "topo-leaf": "nb"},
+    )
+    wait_for(
+        lambda: {"s/na", "s/nb"} <= set(tree(labels_stack.url)),
+        30,
+        "both switches in the label-built tree",
+        interval=0.3,
+    )
+    ns = kube.namespace("topo-nat")
+    kube.queue("topo-nat-q")
+    kube.pod(ns, "busy", cpu="1", node=a[2], scheduler="default-scheduler")
+    kube.wait_running(ns, ["busy"])
+    time.sleep(1)
+    kube.native_podgroup(ns, "train", 4, queue="topo-nat-q", topology_keys=["topo-leaf"])
+    for i in range(4):
+        kube.pod(ns, f"train-{i}", cpu="4", scheduling_group="train", scheduler=LABELS_SCHEDULER)
+    wait_for(
+        lambda: len({n: v for n, v in kube.bound(ns).items() if n != "busy"}) == 4,
+        60,
+        "all four members to bind",
+    )
+    placed = {n: v for n, v in kube.bound(ns).items() if n != "busy"}
+    assert set(placed.values()) == set(b), placed
