@@ -240,9 +240,7 @@ def _emptied_verdict(ssn: Session, task: TaskInfo, node: NodeInfo) -> Status | N
     hard = ssn.predicate_for_preempt(task, node)
     if hard is not None:
         return hard
-    copy = node.copy_sharing_tasks()
-    for other in list(copy.tasks.values()):
-        copy.remove_task(other)
+    copy = node.emptied()
     fits, names = task.init_resreq.less_equal_with_resources_name(copy.future_idle(), ZERO)
     if not fits:
         # Devices a claim asks for count among the pod's requests too (a scalar per

@@ -6,7 +6,7 @@ import pytest
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeError, NodeInfo
-from scheduler_core.api.resource import Resource
+from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus, task_status_from_pod
 
@@ -178,3 +178,19 @@ def test_adding_the_same_task_twice_is_refused() -> None:
     n.add_task(t)
     with pytest.raises(NodeError, match="already on node"):
         n.add_task(t)
+
+
+def test_an_emptied_node_is_the_node_with_every_task_removed() -> None:
+    node = NodeInfo.new("n", Resource(4000, 8e9, {"pods": 110}), labels={"a": "b"})
+    for i, status in enumerate((TaskStatus.RUNNING, TaskStatus.RELEASING, TaskStatus.PIPELINED)):
+        placed = task(f"t{i}", status)
+        placed.node_name = "n"
+        node.add_task(placed)
+    by_hand = node.copy_sharing_tasks()
+    for placed in list(by_hand.tasks.values()):
+        by_hand.remove_task(placed)
+    empty = node.emptied()
+    for field in ("idle", "used", "releasing", "pipelined"):
+        mine, theirs = getattr(empty, field), getattr(by_hand, field)
+        assert mine.less_equal(theirs, ZERO) and theirs.less_equal(mine, ZERO), field
+    assert empty.tasks == {} and empty.labels == node.labels and len(node.tasks) == 3
