@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import Budget, Measurement, rss_mib, sample
+from bench.cycle_bench import node_object as cycle_node
 from scheduler_core.cache.state import KINDS, ClusterState
 from scheduler_core.conf import default_configuration
 from scheduler_core.controller.decision import decide, live_configuration
@@ -75,22 +76,7 @@ def queue_object(index: int) -> dict[str, Any]:
 
 
 def node_object(index: int) -> dict[str, Any]:
-    name = f"n{index:05d}"
-    allocatable = {"cpu": str(NODE_CPU), "memory": "32Gi", "pods": "110"}
-    return {
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "resourceVersion": "1",
-            "labels": {"kubernetes.io/hostname": name},
-        },
-        "spec": {},
-        "status": {
-            "allocatable": allocatable,
-            "capacity": dict(allocatable),
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
+    return cycle_node(f"n{index:05d}", str(NODE_CPU))
 
 
 def podgroup_object(node: int) -> dict[str, Any]:

@@ -66,8 +66,9 @@ NAMESPACE = "bench"
 SCHEDULER = "queue-scheduler"
 
 
-def node_object(name: str) -> dict[str, Any]:
-    allocatable = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+def node_object(name: str, cpu: str = "8") -> dict[str, Any]:
+    """A Ready node of ``cpu`` CPUs, 32 GiB and 110 pod slots, as the API server lists it."""
+    allocatable = {"cpu": cpu, "memory": "32Gi", "pods": "110"}
     return {
         "metadata": {
             "name": name,
