@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,29 +135,30 @@ def labels_stack(control_plane: ControlPlane, stack: Stack, tmp_path: Path) -> I
         control_plane.install_crds()
 
 
-def test_the_same_placement_from_node_label_levels_without_the_hypernode_crd(
-    kube: Kube, labels_stack: Extender
+def lands_in_switch_b(
+    kube: Kube, extender: Extender, prefix: str, make_gang: Callable[[str, str], None]
 ) -> None:
+    """Two label-levelled switches of four 4-CPU nodes, one CPU taken on a node of switch A;
+    ``make_gang(namespace, queue)`` makes a 4-member gang of 4-CPU pods (each needs a whole
+    node) behind the label-levels scheduler: all four bind, and all in switch B."""
     a, b = switches(
         kube,
-        "topo-lbl",
-        a={"topo-spine": "s", "topo-leaf": "a"},
-        b={"topo-spine": "s", "topo-leaf": "b"},
+        prefix,
+        a={"topo-spine": "s", "topo-leaf": f"{prefix}-a"},
+        b={"topo-spine": "s", "topo-leaf": f"{prefix}-b"},
     )
     wait_for(
-        lambda: {"s/a", "s/b"} <= set(tree(labels_stack.url)),
+        lambda: {f"s/{prefix}-a", f"s/{prefix}-b"} <= set(tree(extender.url)),
         30,
         "both switches in the label-built tree",
         interval=0.3,
     )
-    ns = kube.namespace("topo-lbl")
-    kube.queue("topo-lbl-q")
+    ns = kube.namespace(prefix)
+    kube.queue(f"{prefix}-q")
     kube.pod(ns, "busy", cpu="1", node=a[2], scheduler="default-scheduler")
     kube.wait_running(ns, ["busy"])
     time.sleep(1)
-    kube.podgroup(ns, "train", 4, "topo-lbl-q", network_topology=HARD_LEAF)
-    for i in range(4):
-        kube.pod(ns, f"train-{i}", cpu="4", group="train", scheduler=LABELS_SCHEDULER)
+    make_gang(ns, f"{prefix}-q")
     wait_for(
         lambda: len({n: v for n, v in kube.bound(ns).items() if n != "busy"}) == 4,
         60,
@@ -165,6 +166,17 @@ def test_the_same_placement_from_node_label_levels_without_the_hypernode_crd(
     )
     placed = {n: v for n, v in kube.bound(ns).items() if n != "busy"}
     assert set(placed.values()) == set(b), placed
+
+
+def test_the_same_placement_from_node_label_levels_without_the_hypernode_crd(
+    kube: Kube, labels_stack: Extender
+) -> None:
+    def volcano_gang(ns: str, queue: str) -> None:
+        kube.podgroup(ns, "train", 4, queue, network_topology=HARD_LEAF)
+        for i in range(4):
+            kube.pod(ns, f"train-{i}", cpu="4", group="train", scheduler=LABELS_SCHEDULER)
+
+    lands_in_switch_b(kube, labels_stack, "topo-lbl", volcano_gang)
 
 
 def test_a_native_podgroups_topology_key_naming_a_level_keeps_the_gang_in_one_switch(
@@ -174,30 +186,12 @@ def test_a_native_podgroups_topology_key_naming_a_level_keeps_the_gang_in_one_sw
     the label levels, so the gang is placed as a Volcano PodGroup's hard request would be."""
     if not kube.native_served():
         pytest.fail("the control plane does not serve scheduling.k8s.io/v1alpha2 PodGroups")
-    a, b = switches(
-        kube,
-        "topo-nat",
-        a={"topo-spine": "s", "topo-leaf": "na"},
-        b={"topo-spine": "s", "topo-leaf": "nb"},
-    )
-    wait_for(
-        lambda: {"s/na", "s/nb"} <= set(tree(labels_stack.url)),
-        30,
-        "both switches in the label-built tree",
-        interval=0.3,
-    )
-    ns = kube.namespace("topo-nat")
-    kube.queue("topo-nat-q")
-    kube.pod(ns, "busy", cpu="1", node=a[2], scheduler="default-scheduler")
-    kube.wait_running(ns, ["busy"])
-    time.sleep(1)
-    kube.native_podgroup(ns, "train", 4, queue="topo-nat-q", topology_keys=["topo-leaf"])
-    for i in range(4):
-        kube.pod(ns, f"train-{i}", cpu="4", scheduling_group="train", scheduler=LABELS_SCHEDULER)
-    wait_for(
-        lambda: len({n: v for n, v in kube.bound(ns).items() if n != "busy"}) == 4,
-        60,
-        "all four members to bind",
-    )
-    placed = {n: v for n, v in kube.bound(ns).items() if n != "busy"}
-    assert set(placed.values()) == set(b), placed
+
+    def native_gang(ns: str, queue: str) -> None:
+        kube.native_podgroup(ns, "train", 4, queue=queue, topology_keys=["topo-leaf"])
+        for i in range(4):
+            kube.pod(
+                ns, f"train-{i}", cpu="4", scheduling_group="train", scheduler=LABELS_SCHEDULER
+            )
+
+    lands_in_switch_b(kube, labels_stack, "topo-nat", native_gang)
