@@ -87,9 +87,8 @@ class DomainChoices:
         if job.network_topology is None:
             return None
         now = self.clock()
-        kept = self._kept.get(job.uid)
-        if kept is not None and self._holds(kept, ssn, job, now, version):
-            return kept.choice
+        if (kept := self._kept_choice(ssn, job, now, version)) is not None:
+            return kept
         self._sweep(now)
         choice = choose_domain(ssn, job)
         self.made += 1
@@ -116,6 +115,15 @@ class DomainChoices:
             )
         return choice
 
+    def _kept_choice(
+        self, ssn: Session, job: JobInfo, now: float, version: int
+    ) -> DomainChoice | None:
+        """The choice kept for ``job`` while it still holds in ``ssn``, else None."""
+        kept = self._kept.get(job.uid)
+        if kept is not None and self._holds(kept, ssn, job, now, version):
+            return kept.choice
+        return None
+
     @staticmethod
     def _holds(kept: KeptChoice, ssn: Session, job: JobInfo, now: float, version: int) -> bool:
         choice = kept.choice
@@ -131,9 +139,8 @@ class DomainChoices:
         if job.network_topology is None:
             return None
         now = self.clock()
-        kept = self._kept.get(job.uid)
-        if kept is not None and self._holds(kept, ssn, job, now, version):
-            return kept.choice
+        if (kept := self._kept_choice(ssn, job, now, version)) is not None:
+            return kept
         # Looked at again by the next page view: remembered apart from the verbs' choices,
         # while the cluster stays as it is (a view of 100 pending gangs must not run 100
         # trials over the tree on every refresh).

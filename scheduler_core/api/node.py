@@ -182,15 +182,7 @@ class NodeInfo:
     def clone(self, tasks: dict[str, TaskInfo] | None = None) -> NodeInfo:
         """A copy with its own accounting; ``tasks`` maps uid → the task objects to share
         (a session's cloned tasks), defaulting to clones of this node's tasks."""
-        node = NodeInfo.new(
-            self.name,
-            self.allocatable,
-            self.capacity,
-            labels=self.labels,
-            taints=self.taints,
-            unschedulable=self.unschedulable,
-            ready=self.ready,
-        )
+        node = self.emptied()
         for uid, task in self.tasks.items():
             shared = tasks.get(uid) if tasks is not None else None
             node.add_task(shared if shared is not None else task.clone())

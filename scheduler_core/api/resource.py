@@ -24,9 +24,10 @@ from __future__ import annotations
 import enum
 import functools
 import logging
+import operator
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from scheduler_core.api.quantity import milli_value, parse_amount, value
@@ -117,6 +118,61 @@ def is_scalar_resource_name(name: str) -> bool:
 def _le(left: float, right: float) -> bool:
     """Volcano's ``lessEqualFunc``: ``<`` or within the epsilon."""
     return left < right or abs(left - right) < MIN_RESOURCE
+
+
+def _every_scalar(
+    left: Mapping[str, float] | None,
+    right: Mapping[str, float] | None,
+    dv: DimensionDefault,
+    holds: Callable[[float, float], bool],
+) -> bool:
+    """Whether `holds` on every scalar of `left` against `right`, Volcano's way for the
+    whole-vector comparisons (``Less``, ``LessEqual``): with ``INFINITY`` a scalar only in
+    `right` fails (missing on the left means infinite) and one only in `left` is skipped;
+    with ``ZERO`` a scalar missing on the right counts as zero."""
+    mine = left or _NO_SCALARS
+    theirs = right or _NO_SCALARS
+    infinity = dv == INFINITY
+    if infinity:
+        for name in theirs:
+            if name not in mine:
+                return False
+    for name, quant in mine.items():
+        other = theirs.get(name)
+        if other is None:
+            if infinity:
+                continue
+            other = 0.0
+        if not holds(quant, other):
+            return False
+    return True
+
+
+def _some_scalar(
+    left: Mapping[str, float] | None,
+    right: Mapping[str, float] | None,
+    dv: DimensionDefault,
+    holds: Callable[[float, float], bool],
+) -> bool:
+    """Whether `holds` on some scalar of `left` against `right`, Volcano's way for the
+    partial comparisons (``LessPartly``, ``LessEqualPartly``): with ``ZERO`` a scalar only in
+    `right` counts as holding (zero on the left); with ``INFINITY`` one only in `left` does."""
+    mine = left or _NO_SCALARS
+    theirs = right or _NO_SCALARS
+    infinity = dv == INFINITY
+    if not infinity:
+        for name in theirs:
+            if name not in mine:
+                return True
+    for name, quant in mine.items():
+        other = theirs.get(name)
+        if other is None:
+            if infinity:
+                return True
+            other = 0.0
+        if holds(quant, other):
+            return True
+    return False
 
 
 def _sorted_names(names: list[str]) -> list[str]:
@@ -353,22 +409,7 @@ class Resource:
         """Strictly less on every dimension (``INFINITY``: scalars missing in rr skipped)."""
         if not (self.milli_cpu < rr.milli_cpu and self.memory < rr.memory):
             return False
-        mine = self.scalars or _NO_SCALARS
-        theirs = rr.scalars or _NO_SCALARS
-        infinity = dv == INFINITY
-        if infinity:
-            for name in theirs:
-                if name not in mine:
-                    return False
-        for name, quant in mine.items():
-            other = theirs.get(name)
-            if other is None:
-                if infinity:
-                    continue
-                other = 0.0
-            if not quant < other:
-                return False
-        return True
+        return _every_scalar(self.scalars, rr.scalars, dv, operator.lt)
 
     def less_equal(self, rr: Resource, dv: DimensionDefault) -> bool:
         """``LessEqual``: every dimension ``<=`` within the epsilon.
@@ -379,22 +420,7 @@ class Resource:
         """
         if not (_le(self.milli_cpu, rr.milli_cpu) and _le(self.memory, rr.memory)):
             return False
-        mine = self.scalars or _NO_SCALARS
-        theirs = rr.scalars or _NO_SCALARS
-        infinity = dv == INFINITY
-        if infinity:
-            for name in theirs:
-                if name not in mine:
-                    return False
-        for name, quant in mine.items():
-            other = theirs.get(name)
-            if other is None:
-                if infinity:
-                    continue
-                other = 0.0
-            if not _le(quant, other):
-                return False
-        return True
+        return _every_scalar(self.scalars, rr.scalars, dv, _le)
 
     def less_equal_with_resources_name(
         self, rr: Resource, dv: DimensionDefault
@@ -424,43 +450,13 @@ class Resource:
         """Some dimension strictly less (``ZERO``: a scalar only in rr counts as less)."""
         if self.milli_cpu < rr.milli_cpu or self.memory < rr.memory:
             return True
-        mine = self.scalars or _NO_SCALARS
-        theirs = rr.scalars or _NO_SCALARS
-        infinity = dv == INFINITY
-        if not infinity:
-            for name in theirs:
-                if name not in mine:
-                    return True
-        for name, quant in mine.items():
-            other = theirs.get(name)
-            if other is None:
-                if infinity:
-                    return True
-                other = 0.0
-            if quant < other:
-                return True
-        return False
+        return _some_scalar(self.scalars, rr.scalars, dv, operator.lt)
 
     def less_equal_partly(self, rr: Resource, dv: DimensionDefault) -> bool:
         """Some dimension ``<=`` within the epsilon (same shape as ``less_partly``)."""
         if _le(self.milli_cpu, rr.milli_cpu) or _le(self.memory, rr.memory):
             return True
-        mine = self.scalars or _NO_SCALARS
-        theirs = rr.scalars or _NO_SCALARS
-        infinity = dv == INFINITY
-        if not infinity:
-            for name in theirs:
-                if name not in mine:
-                    return True
-        for name, quant in mine.items():
-            other = theirs.get(name)
-            if other is None:
-                if infinity:
-                    return True
-                other = 0.0
-            if _le(quant, other):
-                return True
-        return False
+        return _some_scalar(self.scalars, rr.scalars, dv, _le)
 
     def equal(self, rr: Resource, dv: DimensionDefault) -> bool:
         """Equal within the epsilon on cpu, memory and this side's scalars.

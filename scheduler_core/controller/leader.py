@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Required, TypedDict, Unpack
 
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
@@ -292,31 +292,47 @@ def _checked(
     return chosen
 
 
+class LeaseWatch(TypedDict, total=False):
+    """How both kinds of leadership are built, beside the API client: the Lease, the
+    timings, who we are, the start / stop callbacks, the gauge's registry, and the doubles a
+    test puts in (``coordination_api`` replaces the ``CoordinationV1Api`` built on the
+    client; ``monotonic`` is the clock leadership is judged on)."""
+
+    lease_name: Required[str]
+    lease_namespace: Required[str]
+    timings: ElectionTimings | None
+    identity: str | None
+    on_start: Callable[[], None] | None
+    on_stop: Callable[[], None] | None
+    registry: CollectorRegistry | None
+    coordination_api: Any
+    monotonic: Callable[[], float]
+
+
 class _Transitions:
     """What both kinds of leadership share: the lease they read, their timings, the start /
     stop callbacks, the thread that polls, and the gauge. ``leadership_valid_for`` is each
     kind's own."""
 
     def __init__(
-        self,
-        identity: str,
-        on_start: Callable[[], None] | None,
-        on_stop: Callable[[], None] | None,
-        *,
-        lease_name: str,
-        lease_namespace: str,
-        timings: ElectionTimings | None,
-        registry: CollectorRegistry | None,
+        self, api_client: Any, what: str, hostname: str | None, options: LeaseWatch
     ) -> None:
-        self.identity = identity
-        self._on_start = on_start
-        self._on_stop = on_stop
+        """Validates the timings and the lease's name (ValueError naming `what`); the identity
+        defaults to `hostname` (this host when None) with a random suffix."""
+        self.lease_name = options["lease_name"]
+        self.lease_namespace = options["lease_namespace"]
+        self.timings = _checked(options.get("timings"), self.lease_name, self.lease_namespace, what)
+        self.identity = options.get("identity") or new_identity(hostname)
+        self._on_start = options.get("on_start")
+        self._on_stop = options.get("on_stop")
+        self._coordination: Any = options.get("coordination_api") or k8s_client.CoordinationV1Api(
+            api_client
+        )
+        self._monotonic = options.get("monotonic", time.monotonic)
         self._leading = False
-        self.lease_name = lease_name
-        self.lease_namespace = lease_namespace
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
-        self.gauge = _leader_gauge(registry)
+        self.gauge = _leader_gauge(options.get("registry"))
         self.gauge.set_function(lambda: 1.0 if self.is_leader() else 0.0)
 
     def leadership_valid_for(self) -> float:
@@ -363,36 +379,18 @@ class LeaderElector(_Transitions):
         self,
         api_client: Any,
         *,
-        lease_name: str,
-        lease_namespace: str,
-        timings: ElectionTimings | None = None,
-        identity: str | None = None,
-        on_start: Callable[[], None] | None = None,
-        on_stop: Callable[[], None] | None = None,
-        registry: CollectorRegistry | None = None,
-        coordination_api: Any = None,
-        monotonic: Callable[[], float] = time.monotonic,
         wall: Callable[[], datetime] = _wall_now,
+        **options: Unpack[LeaseWatch],
     ) -> None:
-        """``coordination_api`` replaces the ``CoordinationV1Api`` built on ``api_client``."""
-        self.timings = _checked(timings, lease_name, lease_namespace, "leader election")
-        super().__init__(
-            identity or new_identity(),
-            on_start,
-            on_stop,
-            lease_name=lease_name,
-            lease_namespace=lease_namespace,
-            timings=self.timings,
-            registry=registry,
-        )
-        coordination = coordination_api or k8s_client.CoordinationV1Api(api_client)
+        """``wall`` is the clock the lease's times are written with (a test's fake one)."""
+        super().__init__(api_client, "leader election", None, options)
         self.election = LeaseElection(
-            coordination,
-            name=lease_name,
-            namespace=lease_namespace,
+            self._coordination,
+            name=self.lease_name,
+            namespace=self.lease_namespace,
             identity=self.identity,
             timings=self.timings,
-            monotonic=monotonic,
+            monotonic=self._monotonic,
             wall=wall,
         )
 
@@ -463,33 +461,11 @@ class SchedulerLeaseFollower(_Transitions):
     """
 
     def __init__(
-        self,
-        api_client: Any,
-        *,
-        lease_name: str,
-        lease_namespace: str,
-        timings: ElectionTimings | None = None,
-        hostname: str | None = None,
-        identity: str | None = None,
-        on_start: Callable[[], None] | None = None,
-        on_stop: Callable[[], None] | None = None,
-        registry: CollectorRegistry | None = None,
-        coordination_api: Any = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        self, api_client: Any, *, hostname: str | None = None, **options: Unpack[LeaseWatch]
     ) -> None:
-        self.timings = _checked(timings, lease_name, lease_namespace, "sidecar leadership")
+        """``hostname`` is this pod's host: we lead while the holder's identity names it."""
         self.hostname = hostname or socket.gethostname()
-        super().__init__(
-            identity or new_identity(self.hostname),
-            on_start,
-            on_stop,
-            lease_name=lease_name,
-            lease_namespace=lease_namespace,
-            timings=self.timings,
-            registry=registry,
-        )
-        self._coordination = coordination_api or k8s_client.CoordinationV1Api(api_client)
-        self._monotonic = monotonic
+        super().__init__(api_client, "sidecar leadership", self.hostname, options)
         self._record: tuple[Any, ...] | None = None
         self._last_read_sent: float | None = None
         self._renew_floor: float | None = None  # lower bound of the last renew we watched

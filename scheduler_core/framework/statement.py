@@ -59,40 +59,26 @@ class Statement:
         node = self.ssn.nodes.get(hostname)
         if node is None:
             raise StatementError(f"failed to pipeline task <{task.key}>: no node <{hostname}>")
-        task = self.ssn.own(task)
-        previous = task.status
-        job = self.ssn.jobs.get(task.job)
-        if job is not None:
-            job.update_task_status(task, TaskStatus.PIPELINED)
-        else:
-            task.status = TaskStatus.PIPELINED
-        task.node_name = hostname
-        try:
-            node.add_task(task)
-        except NodeError as exc:
-            self._revert_status(task, previous)
-            task.node_name = ""
-            raise StatementError(str(exc)) from exc
-        self.ssn.fire_allocate(task)
-        self.operations.append(Operation(Op.PIPELINE, task, previous_status=previous))
+        self._place(task, node, TaskStatus.PIPELINED, Op.PIPELINE)
 
     def allocate(self, task: TaskInfo, node: NodeInfo) -> None:
+        self._place(task, node, TaskStatus.ALLOCATED, Op.ALLOCATE)
+
+    def _place(self, task: TaskInfo, node: NodeInfo, status: TaskStatus, op: Op) -> None:
+        """Put `task` on `node` in `status` and record `op`; a node that refuses the task
+        leaves the task as it was and raises StatementError."""
         task = self.ssn.own(task)
         previous = task.status
-        job = self.ssn.jobs.get(task.job)
-        if job is not None:
-            job.update_task_status(task, TaskStatus.ALLOCATED)
-        else:
-            task.status = TaskStatus.ALLOCATED
+        self._job_status(task, status)
         task.node_name = node.name
         try:
             node.add_task(task)
         except NodeError as exc:
-            self._revert_status(task, previous)
+            self._job_status(task, previous)
             task.node_name = ""
             raise StatementError(str(exc)) from exc
         self.ssn.fire_allocate(task)
-        self.operations.append(Operation(Op.ALLOCATE, task, previous_status=previous))
+        self.operations.append(Operation(op, task, previous_status=previous))
 
     # --- transaction --------------------------------------------------------------------
 
@@ -120,7 +106,7 @@ class Statement:
                 node = self.ssn.nodes.get(task.node_name)
                 if node is not None:
                     node.remove_task(task)
-                self._revert_status(task, TaskStatus.PENDING)
+                self._job_status(task, TaskStatus.PENDING)
                 task.node_name = ""
                 self.ssn.fire_deallocate(task)
         self.operations = []
@@ -133,16 +119,14 @@ class Statement:
     # --- helpers ------------------------------------------------------------------------
 
     def _set_status(self, task: TaskInfo, status: TaskStatus) -> None:
-        job = self.ssn.jobs.get(task.job)
-        if job is not None:
-            job.update_task_status(task, status)
-        else:
-            task.status = status
+        """The task's status in its job and, where it is placed, on its node."""
+        self._job_status(task, status)
         node = self.ssn.nodes.get(task.node_name)
         if node is not None and task.uid in node.tasks:
             node.update_task(task)
 
-    def _revert_status(self, task: TaskInfo, status: TaskStatus) -> None:
+    def _job_status(self, task: TaskInfo, status: TaskStatus) -> None:
+        """The task's status in its job (or on the task alone when the session has no job)."""
         job = self.ssn.jobs.get(task.job)
         if job is not None:
             job.update_task_status(task, status)

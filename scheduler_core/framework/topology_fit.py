@@ -20,7 +20,7 @@ resources do, through the room. kube-scheduler still checks each member for real
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from scheduler_core.api.display import dims
@@ -267,17 +267,21 @@ class _Tally:
         return self.row(domain)[3]
 
 
+def _rooms(domain: Domain, ssn: Session, room: RoomFn) -> Iterator[tuple[NodeInfo, Resource]]:
+    """Each of the domain's nodes the session knows, with its room as `room` reads it."""
+    for name in domain.nodes:
+        node = ssn.nodes.get(name)
+        if node is not None:
+            yield node, room(node)
+
+
 def _fullness(domain: Domain, ssn: Session, wanted: Resource, room: RoomFn) -> float:
     """The fraction of the domain's allocatable on the gang's dimensions that is not free
     (higher is fuller): the domain-level binpack order."""
     names = [n for n in wanted.resource_names() if n != "pods"] or ["cpu"]
     total = dict.fromkeys(names, 0.0)
     free = dict.fromkeys(names, 0.0)
-    for name in domain.nodes:
-        node = ssn.nodes.get(name)
-        if node is None:
-            continue
-        left = room(node)
+    for node, left in _rooms(domain, ssn, room):
         for dim in names:
             total[dim] += node.allocatable.get(dim)
             free[dim] += max(left.get(dim), 0.0)
@@ -296,11 +300,7 @@ def _may_hold(domain: Domain, ssn: Session, wanted: Resource, room: RoomFn) -> b
     the gang's total request. A domain that fails it cannot hold the gang."""
     names = [n for n in wanted.resource_names() if n != "pods"]
     free = dict.fromkeys(names, 0.0)
-    for name in domain.nodes:
-        node = ssn.nodes.get(name)
-        if node is None:
-            continue
-        left = room(node)
+    for _, left in _rooms(domain, ssn, room):
         for dim in names:
             free[dim] += left.get(dim)
         if all(free[d] >= wanted.get(d) for d in names):

@@ -12,13 +12,10 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
 from scheduler_core.framework.hooks import PREEMPTABLE, PREEMPTOR_KEY, RECLAIMABLE
 from scheduler_core.framework.registry import (
-    FollowStep,
-    Plugin,
-    UsageChange,
-    follows_nothing,
     register_plugin,
 )
 from scheduler_core.framework.session import Session
+from scheduler_core.plugins.util.live_jobs import ReadsLive
 
 SYSTEM_CLUSTER_CRITICAL = "system-cluster-critical"
 SYSTEM_NODE_CRITICAL = "system-node-critical"
@@ -41,15 +38,8 @@ def reads_no_preemptor(_preemptor: TaskInfo) -> Hashable:
 
 
 @register_plugin
-class ConformancePlugin(Plugin):
+class ConformancePlugin(ReadsLive):
     name = "conformance"
-
-    def can_follow(self, ssn: Session) -> bool:
-        return True
-
-    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
-        """Nothing to bring up to date: this plugin reads jobs and tasks live."""
-        return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
         ssn.add_hook(PREEMPTABLE, self.name, evictable)

@@ -26,15 +26,12 @@ from scheduler_core.framework.hooks import (
     RECLAIMABLE,
 )
 from scheduler_core.framework.registry import (
-    FollowStep,
-    Plugin,
-    UsageChange,
-    follows_nothing,
     register_plugin,
 )
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
+from scheduler_core.plugins.util.live_jobs import ReadsLive, with_known_jobs
 
 log = logging.getLogger("scheduler_core.plugins.gang")
 
@@ -127,17 +124,7 @@ def gang_victims(jobs: Mapping[str, JobInfo], preemptees: list[TaskInfo]) -> lis
     """
     victims: list[TaskInfo] = []
     occupied: dict[str, int] = {}
-    for preemptee in preemptees:
-        job = jobs.get(preemptee.job)
-        if job is None:
-            log.log(
-                v(4),
-                "Can not preempt task <%s/%s> because its job <%s> is not in the session",
-                preemptee.namespace,
-                preemptee.name,
-                preemptee.job,
-            )
-            continue
+    for preemptee, job in with_known_jobs(jobs, preemptees, log):
         ready = occupied.get(job.uid)
         if ready is None:
             ready = job.ready_task_num()
@@ -161,15 +148,8 @@ def gang_victims(jobs: Mapping[str, JobInfo], preemptees: list[TaskInfo]) -> lis
 
 
 @register_plugin
-class GangPlugin(Plugin):
+class GangPlugin(ReadsLive):
     name = "gang"
-
-    def can_follow(self, ssn: Session) -> bool:
-        return True
-
-    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
-        """Nothing to bring up to date: this plugin reads jobs and tasks live."""
-        return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
         jobs = ssn.jobs

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Hashable, Mapping
+from typing import Protocol
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
@@ -22,23 +23,31 @@ from scheduler_core.framework.hooks import (
     TASK_ORDER,
 )
 from scheduler_core.framework.registry import (
-    FollowStep,
-    Plugin,
-    UsageChange,
-    follows_nothing,
     register_plugin,
 )
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
+from scheduler_core.plugins.util.live_jobs import ReadsLive, with_known_jobs
 
 log = logging.getLogger("scheduler_core.plugins.priority")
 
 
-def task_order(left: TaskInfo, right: TaskInfo) -> int:
-    """Higher task priority first."""
+class _Ranked(Protocol):
+    """A task or a job, as the priority orders compare them."""
+
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+
+
+def _higher_first(message: str, left: _Ranked, right: _Ranked) -> int:
+    """The higher priority first (0 for a tie), logging both sides with `message` at -v 4."""
     log.log(
         v(4),
-        "Priority TaskOrder: <%s/%s> priority is %d, <%s/%s> priority is %d",
+        message,
         left.namespace,
         left.name,
         left.priority,
@@ -49,6 +58,13 @@ def task_order(left: TaskInfo, right: TaskInfo) -> int:
     if left.priority == right.priority:
         return 0
     return -1 if left.priority > right.priority else 1
+
+
+def task_order(left: TaskInfo, right: TaskInfo) -> int:
+    """Higher task priority first."""
+    return _higher_first(
+        "Priority TaskOrder: <%s/%s> priority is %d, <%s/%s> priority is %d", left, right
+    )
 
 
 def job_order_key(job: JobInfo) -> int:
@@ -58,19 +74,9 @@ def job_order_key(job: JobInfo) -> int:
 
 def job_order(left: JobInfo, right: JobInfo) -> int:
     """Higher job priority first."""
-    log.log(
-        v(4),
-        "Priority JobOrderFn: <%s/%s> priority: %d, <%s/%s> priority: %d",
-        left.namespace,
-        left.name,
-        left.priority,
-        right.namespace,
-        right.name,
-        right.priority,
+    return _higher_first(
+        "Priority JobOrderFn: <%s/%s> priority: %d, <%s/%s> priority: %d", left, right
     )
-    if left.priority == right.priority:
-        return 0
-    return -1 if left.priority > right.priority else 1
 
 
 def job_starving(job: JobInfo) -> bool:
@@ -87,17 +93,7 @@ def priority_victims(
     if preemptor_job is None:
         return []
     victims: list[TaskInfo] = []
-    for preemptee in preemptees:
-        preemptee_job = jobs.get(preemptee.job)
-        if preemptee_job is None:
-            log.log(
-                v(4),
-                "Can not preempt task <%s/%s> because its job <%s> is not in the session",
-                preemptee.namespace,
-                preemptee.name,
-                preemptee.job,
-            )
-            continue
+    for preemptee, preemptee_job in with_known_jobs(jobs, preemptees, log):
         if preemptee_job.uid != preemptor_job.uid:
             if preemptee_job.priority >= preemptor_job.priority:
                 log.log(
@@ -127,15 +123,8 @@ def priority_victims(
 
 
 @register_plugin
-class PriorityPlugin(Plugin):
+class PriorityPlugin(ReadsLive):
     name = "priority"
-
-    def can_follow(self, ssn: Session) -> bool:
-        return True
-
-    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
-        """Nothing to bring up to date: this plugin reads jobs and tasks live."""
-        return follows_nothing
 
     def on_session_open(self, ssn: Session) -> None:
         jobs = ssn.jobs
