@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -55,8 +56,7 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Place:
+class Place(NamedTuple):
     """Where a run starts: the file and the 1-based source line of its first counted line."""
 
     path: str

@@ -120,59 +120,38 @@ def _le(left: float, right: float) -> bool:
     return left < right or abs(left - right) < MIN_RESOURCE
 
 
-def _every_scalar(
-    left: Mapping[str, float] | None,
-    right: Mapping[str, float] | None,
-    dv: DimensionDefault,
-    holds: Callable[[float, float], bool],
-) -> bool:
+#: A resource's scalars (None for none) and a comparison of two amounts, for the helpers below.
+_Scalars = Mapping[str, float] | None
+_Holds = Callable[[float, float], bool]
+
+
+def _every_scalar(left: _Scalars, right: _Scalars, dv: DimensionDefault, holds: _Holds) -> bool:
     """Whether `holds` on every scalar of `left` against `right`, Volcano's way for the
     whole-vector comparisons (``Less``, ``LessEqual``): with ``INFINITY`` a scalar only in
     `right` fails (missing on the left means infinite) and one only in `left` is skipped;
     with ``ZERO`` a scalar missing on the right counts as zero."""
-    mine = left or _NO_SCALARS
+    if not left:
+        return not right or dv != INFINITY
     theirs = right or _NO_SCALARS
-    infinity = dv == INFINITY
-    if infinity:
-        for name in theirs:
-            if name not in mine:
-                return False
-    for name, quant in mine.items():
-        other = theirs.get(name)
-        if other is None:
-            if infinity:
-                continue
-            other = 0.0
-        if not holds(quant, other):
-            return False
-    return True
+    if dv != INFINITY:
+        return all(holds(quant, theirs.get(name, 0.0)) for name, quant in left.items())
+    if any(name not in left for name in theirs):
+        return False
+    return all(holds(quant, theirs[name]) for name, quant in left.items() if name in theirs)
 
 
-def _some_scalar(
-    left: Mapping[str, float] | None,
-    right: Mapping[str, float] | None,
-    dv: DimensionDefault,
-    holds: Callable[[float, float], bool],
-) -> bool:
+def _some_scalar(left: _Scalars, right: _Scalars, dv: DimensionDefault, holds: _Holds) -> bool:
     """Whether `holds` on some scalar of `left` against `right`, Volcano's way for the
     partial comparisons (``LessPartly``, ``LessEqualPartly``): with ``ZERO`` a scalar only in
     `right` counts as holding (zero on the left); with ``INFINITY`` one only in `left` does."""
     mine = left or _NO_SCALARS
-    theirs = right or _NO_SCALARS
-    infinity = dv == INFINITY
-    if not infinity:
-        for name in theirs:
-            if name not in mine:
-                return True
-    for name, quant in mine.items():
-        other = theirs.get(name)
-        if other is None:
-            if infinity:
-                return True
-            other = 0.0
-        if holds(quant, other):
-            return True
-    return False
+    if dv == INFINITY:
+        theirs = right or _NO_SCALARS
+        return any(name not in theirs or holds(q, theirs[name]) for name, q in mine.items())
+    if right and any(name not in mine for name in right):
+        return True
+    zero: Mapping[str, float] = right or _NO_SCALARS
+    return any(holds(quant, zero.get(name, 0.0)) for name, quant in mine.items())
 
 
 def _sorted_names(names: list[str]) -> list[str]:
