@@ -13,21 +13,9 @@ from collections.abc import Hashable, Mapping
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework import hooks
 from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, Vote
-from scheduler_core.framework.hooks import (
-    JOB_ORDER,
-    JOB_ORDER_KEY,
-    JOB_PIPELINED,
-    JOB_READY,
-    JOB_STARVING,
-    JOB_VALID,
-    PREEMPTABLE,
-    PREEMPTOR_KEY,
-    RECLAIMABLE,
-)
-from scheduler_core.framework.registry import (
-    register_plugin,
-)
+from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
@@ -158,12 +146,12 @@ class GangPlugin(ReadsLive):
             # Permit even when empty: an empty answer vetoes the whole tier, as in Volcano.
             return gang_victims(jobs, evictees), PERMIT
 
-        ssn.add_hook(JOB_VALID, self.name, job_valid)
-        ssn.add_hook(PREEMPTABLE, self.name, victims)
-        ssn.add_hook(PREEMPTOR_KEY, self.name, reads_no_preemptor)
-        ssn.add_hook(RECLAIMABLE, self.name, victims)
-        ssn.add_hook(JOB_ORDER, self.name, job_order)
-        ssn.add_hook(JOB_ORDER_KEY, self.name, job_order_key)
-        ssn.add_hook(JOB_READY, self.name, job_ready)
-        ssn.add_hook(JOB_PIPELINED, self.name, job_pipelined)
-        ssn.add_hook(JOB_STARVING, self.name, job_starving)
+        ssn.add_hook(hooks.JOB_VALID, self.name, job_valid)
+        ssn.add_hook(hooks.PREEMPTABLE, self.name, victims)
+        ssn.add_hook(hooks.PREEMPTOR_KEY, self.name, reads_no_preemptor)
+        ssn.add_hook(hooks.RECLAIMABLE, self.name, victims)
+        ssn.add_hook(hooks.JOB_ORDER, self.name, job_order)
+        ssn.add_hook(hooks.JOB_ORDER_KEY, self.name, job_order_key)
+        ssn.add_hook(hooks.JOB_READY, self.name, job_ready)
+        ssn.add_hook(hooks.JOB_PIPELINED, self.name, job_pipelined)
+        ssn.add_hook(hooks.JOB_STARVING, self.name, job_starving)
