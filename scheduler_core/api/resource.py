@@ -129,15 +129,23 @@ def _every_scalar(left: _Scalars, right: _Scalars, dv: DimensionDefault, holds: 
     """Whether `holds` on every scalar of `left` against `right`, Volcano's way for the
     whole-vector comparisons (``Less``, ``LessEqual``): with ``INFINITY`` a scalar only in
     `right` fails (missing on the left means infinite) and one only in `left` is skipped;
-    with ``ZERO`` a scalar missing on the right counts as zero."""
-    if not left:
-        return not right or dv != INFINITY
+    with ``ZERO`` a scalar missing on the right counts as zero. Plain loops: this is on the
+    hot path of every fit."""
+    mine = left or _NO_SCALARS
     theirs = right or _NO_SCALARS
-    if dv != INFINITY:
-        return all(holds(quant, theirs.get(name, 0.0)) for name, quant in left.items())
-    if any(name not in left for name in theirs):
-        return False
-    return all(holds(quant, theirs[name]) for name, quant in left.items() if name in theirs)
+    if dv == INFINITY:
+        for name in theirs:
+            if name not in mine:
+                return False
+        for name, quant in mine.items():
+            if name in theirs and not holds(quant, theirs[name]):
+                return False
+        return True
+    for name, quant in mine.items():
+        other = theirs.get(name, 0.0)
+        if not holds(quant, other):
+            return False
+    return True
 
 
 def _some_scalar(left: _Scalars, right: _Scalars, dv: DimensionDefault, holds: _Holds) -> bool:
@@ -145,13 +153,12 @@ def _some_scalar(left: _Scalars, right: _Scalars, dv: DimensionDefault, holds: _
     partial comparisons (``LessPartly``, ``LessEqualPartly``): with ``ZERO`` a scalar only in
     `right` counts as holding (zero on the left); with ``INFINITY`` one only in `left` does."""
     mine = left or _NO_SCALARS
+    theirs = right or _NO_SCALARS
     if dv == INFINITY:
-        theirs = right or _NO_SCALARS
         return any(name not in theirs or holds(q, theirs[name]) for name, q in mine.items())
-    if right and any(name not in mine for name in right):
-        return True
-    zero: Mapping[str, float] = right or _NO_SCALARS
-    return any(holds(quant, zero.get(name, 0.0)) for name, quant in mine.items())
+    return any(name not in mine for name in theirs) or any(
+        holds(quant, theirs.get(name, 0.0)) for name, quant in mine.items()
+    )
 
 
 def _sorted_names(names: list[str]) -> list[str]:
