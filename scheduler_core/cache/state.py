@@ -12,17 +12,14 @@ that copies only the jobs and nodes a what-if (a preempt verb) may touch.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import fields, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
-
-import orjson
 
 from scheduler_core.api.devices import DeviceQuotaNames
 from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
@@ -34,12 +31,11 @@ from scheduler_core.api.snapshot import ClusterSnapshot, PlacementEpoch
 from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.topology import Topology
-from scheduler_core.api.types import PodGroupPhase, TaskStatus, completed_status
+from scheduler_core.api.types import TaskStatus, completed_status
 from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.cache.changes import ChangeLog
 from scheduler_core.cache.convert import (
-    NATIVE_JOB_PREFIX,
     ConversionError,
     PodGroupInfo,
     named_queue,
@@ -54,10 +50,23 @@ from scheduler_core.cache.convert import (
     priority_class_value,
     queue_to_info,
 )
+from scheduler_core.cache.digest import read_digest, stored_version
+from scheduler_core.cache.jobs import (
+    apply_podgroup,
+    implicit_queue,
+    job_from_podgroup,
+    native_job,
+    native_phase,
+    respec_synthesized,
+    same_but_history,
+    same_sums,
+    synthesized_job,
+)
 from scheduler_core.cache.native import NATIVE_KIND, native_podgroup_to_info
 from scheduler_core.cache.objects import (
     DEVICE_KINDS,
     STORAGE_CONVERTERS,
+    STORAGE_KINDS,
     ClusterObjects,
     delete_storage,
     put_storage,
@@ -77,131 +86,9 @@ KINDS = (
     "PodGroup",
     "PriorityClass",
     "PodDisruptionBudget",
-    "PersistentVolumeClaim",
-    "PersistentVolume",
-    "StorageClass",
-    "CSINode",
-    "ResourceClaim",
-    "ResourceClaimTemplate",
-    "ResourceSlice",
-    "DeviceClass",
+    *STORAGE_KINDS,
     "Namespace",
 )
-
-
-def implicit_queue(name: str) -> QueueInfo:
-    return QueueInfo(name=name, weight=1, implicit=True)
-
-
-def job_from_podgroup(
-    pg: PodGroupInfo, priority_classes: Mapping[str, int], global_default: int | None
-) -> JobInfo:
-    job = JobInfo(uid=pg.uid, name=pg.name, namespace=pg.namespace, queue=pg.queue)
-    apply_podgroup(job, pg, priority_classes, global_default)
-    return job
-
-
-def apply_podgroup(
-    job: JobInfo,
-    pg: PodGroupInfo,
-    priority_classes: Mapping[str, int],
-    global_default: int | None,
-) -> None:
-    """Set a job's PodGroup fields in place, keeping its tasks."""
-    if pg.priority is not None:
-        priority = pg.priority
-    elif pg.priority_class_name and pg.priority_class_name in priority_classes:
-        priority = priority_classes[pg.priority_class_name]
-    elif global_default is not None:
-        priority = global_default
-    else:
-        priority = 0
-    job.queue = pg.queue
-    job.priority = priority
-    job.min_available = pg.min_member
-    job.task_min_available = dict(pg.min_task_member)
-    job.min_resources = pg.min_resources
-    job.phase = pg.phase
-    job.preemptable = pg.preemptable
-    job.creation_timestamp = pg.creation_timestamp
-    job.min_runtime = pg.min_runtime
-    job.network_topology = pg.network_topology
-    job.synthesized = False
-    job.source = pg.source
-    job.topology_keys = pg.topology_keys
-    if pg.source == NATIVE_SOURCE:
-        job.phase = native_phase(job)
-
-
-def native_phase(job: JobInfo) -> PodGroupPhase:
-    """The phase a native group's job has: kube-scheduler writes none, so it is derived as
-    for a lone pod's group: Running once minMember members are placed, else Pending (and
-    admitted by enqueue, as a Volcano PodGroup no controller has admitted yet)."""
-    placed = job.scheduled_task_num() + job.releasing_scheduled_task_num()
-    return (
-        PodGroupPhase.RUNNING if placed and placed >= job.min_available else PodGroupPhase.PENDING
-    )
-
-
-def synthesized_job(task: TaskInfo, queue: str) -> JobInfo:
-    """The group of one that Volcano's PodGroup controller makes for a plain pod."""
-    min_resources = task.resreq.clone()
-    if min_resources.scalars is not None:
-        min_resources.scalars.pop("pods", None)
-    running = task.status & (TaskStatus.RUNNING | TaskStatus.BOUND | TaskStatus.RELEASING)
-    return JobInfo(
-        uid=task.job,
-        name=task.job.split("/", 1)[1],
-        namespace=task.namespace,
-        queue=queue or DEFAULT_QUEUE,
-        priority=task.pod_priority,
-        min_available=1,
-        min_resources=min_resources,
-        phase=PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING,
-        creation_timestamp=task.creation_timestamp,
-        synthesized=True,
-    )
-
-
-def respec_synthesized(job: JobInfo, fresh: JobInfo) -> None:
-    """Give a plain pod's group of one the spec ``synthesized_job`` derives from the pod as
-    it is now (``fresh``), keeping the object and its tasks."""
-    job.priority = fresh.priority
-    job.min_available = fresh.min_available
-    job.min_resources = fresh.min_resources
-    job.phase = fresh.phase
-    job.creation_timestamp = fresh.creation_timestamp
-
-
-def same_sums(old: TaskInfo, new: TaskInfo) -> bool:
-    """Whether a pod update leaves every sum a session derives as it was: its job's usage
-    and its node's amounts read the task's job, status, node, requests and gating only.
-    Everything else of a pod a decision reads (labels, priority, nomination...) is read
-    from the cache's live objects when the decision is made, not derived at session open.
-    """
-    return (
-        old.job == new.job
-        and old.status == new.status
-        and old.node_name == new.node_name
-        and old.gated == new.gated
-        and old.resreq.semantic_equal(new.resreq)
-        and old.init_resreq.semantic_equal(new.init_resreq)
-    )
-
-
-def _same_but_history(old: QueueInfo, new: QueueInfo) -> bool:
-    """Whether two versions of a queue differ at most in their persisted usage history."""
-    for spec in fields(QueueInfo):
-        name = spec.name
-        if name in ("usage_record", "usage_record_error"):
-            continue
-        was, now = getattr(old, name), getattr(new, name)
-        if isinstance(was, Resource) and isinstance(now, Resource):
-            if not was.semantic_equal(now):
-                return False
-        elif was != now:
-            return False
-    return True
 
 
 class ClusterState:
@@ -223,7 +110,7 @@ class ClusterState:
         #: conversion, so a task converted before may differ from one converted now.
         self._converted: dict[str, str] = {}
         #: (kind, key) -> digest of what the engine reads of the object last applied (see
-        #: ``_read_digest``), for the kinds whose watch is mostly updates that change
+        #: ``read_digest``), for the kinds whose watch is mostly updates that change
         #: nothing read: a node's status heartbeat, a pod's managedFields. Such an update is
         #: dropped before conversion. Emptied for pods with ``_converted``, for the same
         #: reason.
@@ -291,7 +178,7 @@ class ClusterState:
     def upsert(self, kind: str, obj: dict[str, Any]) -> None:
         try:
             with self._lock:
-                digest = _read_digest(kind, obj)
+                digest = read_digest(kind, obj)
                 if digest is not None and self._digests.get(digest[0]) == digest[1]:
                     self._unchanged(kind, obj)
                     return
@@ -313,7 +200,7 @@ class ClusterState:
         if kind == "Pod":
             namespace, name = object_name(obj, kind)
             key = f"{namespace or 'default'}/{name}"
-            version = _stored_version(obj)
+            version = stored_version(obj)
             if version and key in self._converted:
                 self._converted[key] = version
 
@@ -375,7 +262,7 @@ class ClusterState:
             self._queues[queue.name] = queue
             if old is None:
                 self._take_up_history(queue)
-            elif _same_but_history(old, queue):
+            elif same_but_history(old, queue):
                 # The leader's periodic write of the queue's usage history: nothing a
                 # session derives moved (the record is read once, at first sight).
                 self._classified = True
@@ -747,7 +634,7 @@ class ClusterState:
         key = task.key  # one string for both maps' keys
         self._remove_pod(key, keep_job=kept is not None)
         self._tasks[key] = task
-        version = _stored_version(pod)
+        version = stored_version(pod)
         if version and not task.resource_claims:
             # (A pod with device claims is charged its claims' devices here: its task is
             # more than the conversion.)
@@ -769,10 +656,10 @@ class ClusterState:
             self._orphans.setdefault(job_id, {})[task.uid] = task
         self._place(task)
         self._classify_pod(old, task, before)
-        if _native_job(job_id) or (old is not None and _native_job(old.job)):
+        if native_job(job_id) or (old is not None and native_job(old.job)):
             if old is not None and old.job != job_id:
                 self._note_member_queue(old.job, key, "")
-            if _native_job(job_id):
+            if native_job(job_id):
                 self._note_member_queue(job_id, key, named_queue(pod))
         if siblings:
             self._rederive(siblings)
@@ -800,7 +687,7 @@ class ClusterState:
         siblings = self._forget_claim_refs(key)
         self._remove_pod(key)
         self._classify_pod(old, None, before)
-        if old is not None and _native_job(old.job):
+        if old is not None and native_job(old.job):
             self._note_member_queue(old.job, key, "")
         if siblings:
             self._rederive(siblings)
@@ -1017,7 +904,7 @@ class ClusterState:
         server stored them (kube-scheduler's calls): a hand-edited pod may keep the
         version it was copied at. The task is the cache's: copy it before changing it.
         Hold the lock while asking."""
-        version = _stored_version(pod)
+        version = stored_version(pod)
         if not version:
             return None
         namespace, name = object_name(pod, "Pod")
@@ -1175,60 +1062,3 @@ class ClusterState:
             for name in node_names:
                 snapshot.nodes[name] = self._nodes[name].clone(tasks)
             return snapshot
-
-
-def _native_job(job_id: str) -> bool:
-    """Whether a job id is a native PodGroup's (see ``NATIVE_JOB_PREFIX``)."""
-    return job_id.partition("/")[2].startswith(NATIVE_JOB_PREFIX)
-
-
-def _stored_version(pod: Mapping[str, Any]) -> str:
-    """The resourceVersion of a pod as the API server stored it; "" without one (a static
-    file's pod, a hand-made one)."""
-    meta = pod.get("metadata")
-    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-    return version if isinstance(version, str) else ""
-
-
-#: What the engine never reads of any object: the server's version stamp and the record of
-#: which client wrote which field.
-_UNREAD_METADATA = frozenset({"resourceVersion", "managedFields"})
-#: Of a node condition, the kubelet's periodic "still so" stamp (a change of the condition
-#: itself moves its status, reason, message or lastTransitionTime).
-_UNREAD_CONDITION = "lastHeartbeatTime"
-_DIGESTED_KINDS = frozenset({"Pod", "Node"})
-
-
-def _read_digest(kind: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str], bytes] | None:
-    """((kind, key), digest of ``obj`` without what the engine never reads), or None when
-    ``kind`` is not digested or the object has an unexpected shape (it is then converted,
-    and its conversion says what is wrong). Everything else of the object is digested, so
-    an update that changes any other field is never taken for an unchanged one."""
-    if kind not in _DIGESTED_KINDS:
-        return None
-    meta = obj.get("metadata")
-    if not isinstance(meta, dict):
-        return None
-    name, namespace = meta.get("name"), meta.get("namespace")
-    if not isinstance(name, str) or not name:
-        return None
-    key = f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name
-    view = {**obj, "metadata": {k: v for k, v in meta.items() if k not in _UNREAD_METADATA}}
-    status = obj.get("status")
-    if kind == "Node" and isinstance(status, dict):
-        conditions = status.get("conditions")
-        if isinstance(conditions, list):
-            view["status"] = {
-                **status,
-                "conditions": [
-                    {k: v for k, v in c.items() if k != _UNREAD_CONDITION}
-                    if isinstance(c, dict)
-                    else c
-                    for c in conditions
-                ],
-            }
-    try:
-        encoded = orjson.dumps(view)
-    except TypeError:
-        return None
-    return (kind, key), hashlib.blake2b(encoded, digest_size=16).digest()
