@@ -25,14 +25,13 @@ from prometheus_client.registry import Collector
 from .discovery import Served, served
 from .kinds import ALL_KINDS, KindSpec
 from .reflector import (
-    EVENT_TYPES,
-    RESTART_REASONS,
-    EventSink,
     Phase,
     Reflector,
     ReflectorOptions,
     ReflectorStatus,
 )
+from .sink_feed import EventSink
+from .watch_protocol import EVENT_TYPES, RESTART_REASONS
 
 log = logging.getLogger(__name__)
 
