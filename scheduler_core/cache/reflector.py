@@ -127,6 +127,57 @@ class Backoff:
         return base + base * self._jitter * self._rng.random()
 
 
+class RetryDelays:
+    """The wait before the next attempt: client-go's backoff, or a short one while nobody
+    accepts the connection (an API server restarting)."""
+
+    def __init__(self, o: ReflectorOptions, rng: random.Random) -> None:
+        self._backoff = Backoff(
+            o.backoff_initial,
+            o.backoff_cap,
+            o.backoff_factor,
+            o.backoff_jitter,
+            o.backoff_reset,
+            rng,
+        )
+        unreachable_cap = min(o.backoff_cap, o.unreachable_backoff_cap)
+        self._unreachable_backoff = Backoff(
+            min(o.backoff_initial, unreachable_cap),
+            unreachable_cap,
+            o.backoff_factor,
+            o.backoff_jitter,
+            o.backoff_reset,
+            rng,
+        )
+        #: The last failure was a connection nobody accepted.
+        self.unreachable = False
+
+    def next_delay(self) -> float:
+        backoff = self._unreachable_backoff if self.unreachable else self._backoff
+        self.unreachable = False
+        return backoff.next_delay()
+
+
+class FailureLog:
+    """A reflector's failures in the log: WARNING when the failure is new, then at most
+    once per interval (no log floods), DEBUG in between."""
+
+    def __init__(self, name: str, interval: float) -> None:
+        self._name = name
+        self._interval = interval
+        self._logged_reason = ""
+        self._logged_at = 0.0
+
+    def log(self, message: str) -> None:
+        now = time.monotonic()
+        if message != self._logged_reason or now - self._logged_at >= self._interval:
+            log.warning("%s: %s", self._name, message)
+            self._logged_reason = message
+            self._logged_at = now
+        else:
+            log.debug("%s: %s", self._name, message)
+
+
 class _GcPause:
     """Counts the threads decoding big lists; the cyclic GC is off while any of them is.
 
@@ -224,33 +275,14 @@ class Reflector:
         )
         self._feed = SinkFeed(spec.kind, self.name, sink, self.stats)
         self._rng = rng or random.Random()
-        o = self.options
-        self._backoff = Backoff(
-            o.backoff_initial,
-            o.backoff_cap,
-            o.backoff_factor,
-            o.backoff_jitter,
-            o.backoff_reset,
-            self._rng,
-        )
-        unreachable_cap = min(o.backoff_cap, o.unreachable_backoff_cap)
-        self._unreachable_backoff = Backoff(
-            min(o.backoff_initial, unreachable_cap),
-            unreachable_cap,
-            o.backoff_factor,
-            o.backoff_jitter,
-            o.backoff_reset,
-            self._rng,
-        )
-        self._unreachable = False  # the last failure was a connection nobody accepted
+        self._retry = RetryDelays(self.options, self._rng)
         self._listed_once = False
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._phase = Phase.STARTING
         self._reason = ""
-        self._logged_reason = ""
-        self._logged_at = 0.0
+        self._failures = FailureLog(self.name, self.options.failure_log_interval)
         #: A watch stalled and the relist that follows has not been applied yet.
         self._stalled = False
 
@@ -362,9 +394,7 @@ class Reflector:
         self._phase = Phase.STOPPED
 
     def _wait_backoff(self) -> None:
-        backoff = self._unreachable_backoff if self._unreachable else self._backoff
-        self._unreachable = False
-        self._stop.wait(backoff.next_delay())
+        self._stop.wait(self._retry.next_delay())
 
     # ---------------------------------------------------------------- list
 
@@ -430,7 +460,7 @@ class Reflector:
             except TRANSPORT_ERRORS as exc:
                 if self._stop.is_set():
                     return _ListOutcome.STOPPED
-                self._unreachable = refused(exc)
+                self._retry.unreachable = refused(exc)
                 self._fail(f"list failed: {brief(exc)}")
                 return _ListOutcome.FAILED
             if status != 200:
@@ -488,7 +518,7 @@ class Reflector:
         except TRANSPORT_ERRORS as exc:
             if self._stop.is_set():
                 return STOPPED
-            self._unreachable = refused(exc)
+            self._retry.unreachable = refused(exc)
             self._fail(f"watch failed: {brief(exc)}")
             return RESTART_CONNECT
         received = 0
@@ -504,23 +534,9 @@ class Reflector:
                 return RESTART_HTTP
             self._phase = Phase.WATCHING
             self._reason = ""
-            pending = b""
-            for chunk in response.stream(65536, decode_content=True):
-                if pending:
-                    chunk = pending + chunk
-                lines = chunk.split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    if line:
-                        received += 1
-                        ended = self._feed.handle_event(line)
-                        if ended is not None:
-                            return ended
-            if pending.strip():
-                received += 1
-                ended = self._feed.handle_event(pending)
-                if ended is not None:
-                    return ended
+            ended, received = self._feed.follow(response)
+            if ended is not None:
+                return ended
         except urllib3.exceptions.ReadTimeoutError:
             if self._stop.is_set():
                 return STOPPED
@@ -571,22 +587,9 @@ class Reflector:
         else:
             reason = f"resource {self.spec.resource}/{self.spec.version} not found"
         self._reason = reason
-        self._log_failure(f"{reason} ({api_status.text()} on GET {self._path}); retrying")
+        self._failures.log(f"{reason} ({api_status.text()} on GET {self._path}); retrying")
 
     def _fail(self, reason: str) -> None:
         self._phase = Phase.FAILING
         self._reason = reason
-        self._log_failure(f"{reason}; retrying with backoff")
-
-    def _log_failure(self, message: str) -> None:
-        """WARNING when the failure is new, then at most once per interval (no log floods)."""
-        now = time.monotonic()
-        if (
-            message != self._logged_reason
-            or now - self._logged_at >= self.options.failure_log_interval
-        ):
-            log.warning("%s: %s", self.name, message)
-            self._logged_reason = message
-            self._logged_at = now
-        else:
-            log.debug("%s: %s", self.name, message)
+        self._failures.log(f"{reason}; retrying with backoff")

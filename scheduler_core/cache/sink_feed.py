@@ -94,6 +94,29 @@ class SinkFeed:
 
     # --- watch ----------------------------------------------------------------------------
 
+    def follow(self, response: Any) -> tuple[str | None, int]:
+        """Apply a watch response's events as they arrive, one a line: why the watch must
+        end (None when the stream ended by itself) and how many events it carried."""
+        received = 0
+        pending = b""
+        for chunk in response.stream(65536, decode_content=True):
+            if pending:
+                chunk = pending + chunk
+            lines = chunk.split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                if line:
+                    received += 1
+                    ended = self.handle_event(line)
+                    if ended is not None:
+                        return ended, received
+        if pending.strip():
+            received += 1
+            ended = self.handle_event(pending)
+            if ended is not None:
+                return ended, received
+        return None, received
+
     def handle_event(self, line: bytes) -> str | None:
         """Apply one watch event; a non-None answer ends the watch with that reason."""
         try:
