@@ -22,10 +22,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from .condition import Phase
 from .discovery import Served, served
 from .kinds import ALL_KINDS, KindSpec
 from .reflector import (
-    Phase,
     Reflector,
     ReflectorOptions,
     ReflectorStatus,

@@ -21,27 +21,29 @@ and does the protocol itself:
   without failures).
 
 Sink calls for one reflector all come from its own thread.
+
+The parts: the list pages (``list_pager.py``), what the sink has been told and the watch
+events applied to it (``sink_feed.py``), the HTTP requests (``transport.py``), the phase and
+failures readiness reports (``condition.py``), the protocol's vocabulary
+(``watch_protocol.py``). This module runs the loop that ties them together.
 """
 
 from __future__ import annotations
 
-import enum
-import gc
 import logging
 import random
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-import orjson
 import urllib3
 
+from .condition import Condition, Phase
 from .kinds import KindSpec
+from .list_pager import ListOutcome, ListPager
 from .sink_feed import EventSink, SinkFeed
-from .transport import TRANSPORT_ERRORS, ApiTransport, brief, refused
+from .transport import TRANSPORT_ERRORS, ApiTransport, brief
 from .watch_protocol import (
     RESTART_CLOSED,
     RESTART_CONNECT,
@@ -52,7 +54,6 @@ from .watch_protocol import (
     RESTART_READ_TIMEOUT,
     RESTART_SHORT,
     STOPPED,
-    ApiStatus,
     ReflectorStats,
     status_from,
 )
@@ -149,76 +150,11 @@ class RetryDelays:
             o.backoff_reset,
             rng,
         )
-        #: The last failure was a connection nobody accepted.
-        self.unreachable = False
 
-    def next_delay(self) -> float:
-        backoff = self._unreachable_backoff if self.unreachable else self._backoff
-        self.unreachable = False
+    def next_delay(self, unreachable: bool) -> float:
+        """``unreachable``: the last failure was a connection nobody accepted."""
+        backoff = self._unreachable_backoff if unreachable else self._backoff
         return backoff.next_delay()
-
-
-class FailureLog:
-    """A reflector's failures in the log: WARNING when the failure is new, then at most
-    once per interval (no log floods), DEBUG in between."""
-
-    def __init__(self, name: str, interval: float) -> None:
-        self._name = name
-        self._interval = interval
-        self._logged_reason = ""
-        self._logged_at = 0.0
-
-    def log(self, message: str) -> None:
-        now = time.monotonic()
-        if message != self._logged_reason or now - self._logged_at >= self._interval:
-            log.warning("%s: %s", self._name, message)
-            self._logged_reason = message
-            self._logged_at = now
-        else:
-            log.debug("%s: %s", self._name, message)
-
-
-class _GcPause:
-    """Counts the threads decoding big lists; the cyclic GC is off while any of them is.
-
-    Decoding 10k pods takes 4x longer with the GC on: every dict allocated
-    counts toward a collection that finds no cycles. Several reflectors list at once at startup,
-    so the switch is reference counted rather than toggled.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._depth = 0
-        self._restore = False
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        with self._lock:
-            if self._depth == 0:
-                self._restore = gc.isenabled()
-                gc.disable()
-            self._depth += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._depth -= 1
-                if self._depth == 0 and self._restore:
-                    gc.enable()
-
-
-GC_PAUSE: Final = _GcPause()
-
-
-class Phase(enum.Enum):
-    """Where a reflector is; readiness explains a non-synced informer with it."""
-
-    STARTING = "starting"
-    LISTING = "listing"
-    WATCHING = "watching"
-    NOT_INSTALLED = "not_installed"
-    FAILING = "failing"
-    STOPPED = "stopped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,13 +178,6 @@ class ReflectorStatus:
         if self.reason:
             return f"{self.listed} listed; {self.reason}"
         return f"{self.listed} listed"
-
-
-class _ListOutcome(enum.Enum):
-    OK = "ok"
-    CONTINUE_EXPIRED = "continue_expired"
-    FAILED = "failed"
-    STOPPED = "stopped"
 
 
 class Reflector:
@@ -280,9 +209,17 @@ class Reflector:
         self._synced = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._phase = Phase.STARTING
-        self._reason = ""
-        self._failures = FailureLog(self.name, self.options.failure_log_interval)
+        self._condition = Condition(spec, self.name, self._path, self.options.failure_log_interval)
+        self._pager = ListPager(
+            self.name,
+            self._get,
+            self._feed,
+            self._condition,
+            self._stop,
+            page_size=self.options.page_size,
+            read_timeout=self.options.list_read_timeout,
+            progress_log_interval=self.options.progress_log_interval,
+        )
         #: A watch stalled and the relist that follows has not been applied yet.
         self._stalled = False
 
@@ -350,11 +287,11 @@ class Reflector:
             name=self.name,
             namespace=self.namespace,
             synced=self.has_synced(),
-            phase=self._phase,
+            phase=self._condition.phase,
             listed=self.stats.listed,
             objects=len(self._feed.versions),
             resource_version=self._feed.rv,
-            reason=self._reason,
+            reason=self._condition.reason,
         )
 
     # ---------------------------------------------------------------- main loop
@@ -391,10 +328,11 @@ class Reflector:
             if reason != RESTART_CLOSED and not relist_now:
                 self._wait_backoff()
             previous = reason
-        self._phase = Phase.STOPPED
+        self._condition.phase = Phase.STOPPED
 
     def _wait_backoff(self) -> None:
-        self._stop.wait(self._retry.next_delay())
+        self._stop.wait(self._retry.next_delay(self._condition.unreachable))
+        self._condition.unreachable = False
 
     # ---------------------------------------------------------------- list
 
@@ -408,25 +346,26 @@ class Reflector:
         """
         started = time.monotonic()
         relist = self._listed_once
-        if self._phase not in (Phase.NOT_INSTALLED, Phase.FAILING):
-            self._phase = Phase.LISTING  # a failure state stays visible until a list succeeds
-        outcome = _ListOutcome.FAILED
+        if self._condition.phase not in (Phase.NOT_INSTALLED, Phase.FAILING):
+            self._condition.phase = (
+                Phase.LISTING
+            )  # a failure state stays visible until a list succeeds
+        outcome = ListOutcome.FAILED
         for paginate in (True, True, False):
-            outcome = self._list_pass(paginate)
-            if outcome is not _ListOutcome.CONTINUE_EXPIRED:
+            outcome = self._pager.run(paginate)
+            if outcome is not ListOutcome.CONTINUE_EXPIRED:
                 break
             log.info(
                 "%s: list continue token expired; restarting the list%s",
                 self.name,
                 "" if paginate else " without pagination",
             )
-        if outcome is not _ListOutcome.OK:
+        if outcome is not ListOutcome.OK:
             return False
         elapsed = time.monotonic() - started
         self.stats.sync_duration = elapsed
         self._listed_once = True
-        self._phase = Phase.WATCHING
-        self._reason = ""
+        self._condition.watching()
         self._stalled = False
         log.info(
             "%s: %s %d objects at resourceVersion %s in %.2fs",
@@ -439,66 +378,6 @@ class Reflector:
         self._synced.set()
         self._feed.synced()
         return True
-
-    def _list_pass(self, paginate: bool) -> _ListOutcome:
-        seen: set[str] = set()
-        self.stats.listed = 0
-        continue_token = ""
-        list_rv = ""
-        pages = 0
-        last_log = time.monotonic()
-        while True:
-            if self._stop.is_set():
-                return _ListOutcome.STOPPED
-            query: list[tuple[str, str]] = []
-            if paginate:
-                query.append(("limit", str(self.options.page_size)))
-            if continue_token:
-                query.append(("continue", continue_token))
-            try:
-                status, http_reason, body = self._get(query, self.options.list_read_timeout)
-            except TRANSPORT_ERRORS as exc:
-                if self._stop.is_set():
-                    return _ListOutcome.STOPPED
-                self._retry.unreachable = refused(exc)
-                self._fail(f"list failed: {brief(exc)}")
-                return _ListOutcome.FAILED
-            if status != 200:
-                api_status = status_from(status, body, http_reason)
-                if continue_token and api_status.expired:
-                    return _ListOutcome.CONTINUE_EXPIRED
-                if status == 404:
-                    self._not_installed(api_status)
-                else:
-                    self._fail(f"list failed: {api_status.text()}")
-                return _ListOutcome.FAILED
-            with GC_PAUSE.paused():
-                try:
-                    page = orjson.loads(body)
-                    del body
-                    items = page.get("items") or ()
-                    for obj in items:
-                        self._feed.apply_listed(obj, seen)
-                    meta = page.get("metadata") or {}
-                except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError) as exc:
-                    self._fail(f"list failed: undecodable answer ({brief(exc)})")
-                    return _ListOutcome.FAILED
-                del page, items
-            pages += 1
-            self.stats.last_event_at = time.monotonic()
-            continue_token = str(meta.get("continue") or "")
-            list_rv = str(meta.get("resourceVersion") or "")
-            now = time.monotonic()
-            if continue_token and now - last_log >= self.options.progress_log_interval:
-                log.info(
-                    "%s: listed %d objects so far (%d pages)", self.name, self.stats.listed, pages
-                )
-                last_log = now
-            if not continue_token:
-                break
-        self._feed.reconcile_deletions(seen)
-        self._feed.rv = list_rv
-        return _ListOutcome.OK
 
     # ---------------------------------------------------------------- watch
 
@@ -518,8 +397,7 @@ class Reflector:
         except TRANSPORT_ERRORS as exc:
             if self._stop.is_set():
                 return STOPPED
-            self._retry.unreachable = refused(exc)
-            self._fail(f"watch failed: {brief(exc)}")
+            self._condition.transport_failed("watch", exc)
             return RESTART_CONNECT
         received = 0
         try:
@@ -530,10 +408,9 @@ class Reflector:
                     return RESTART_EXPIRED
                 if response.status == 404:
                     return RESTART_NOT_FOUND
-                self._fail(f"watch failed: {api_status.text()}")
+                self._condition.fail(f"watch failed: {api_status.text()}")
                 return RESTART_HTTP
-            self._phase = Phase.WATCHING
-            self._reason = ""
+            self._condition.watching()
             ended, received = self._feed.follow(response)
             if ended is not None:
                 return ended
@@ -577,19 +454,3 @@ class Reflector:
             return int(response.status), str(response.reason or ""), body
         finally:
             self._transport.close(response, reusable=done)
-
-    # ---------------------------------------------------------------- failures
-
-    def _not_installed(self, api_status: ApiStatus) -> None:
-        self._phase = Phase.NOT_INSTALLED
-        if self.spec.custom:
-            reason = f"CRD {self.spec.crd_name} not installed"
-        else:
-            reason = f"resource {self.spec.resource}/{self.spec.version} not found"
-        self._reason = reason
-        self._failures.log(f"{reason} ({api_status.text()} on GET {self._path}); retrying")
-
-    def _fail(self, reason: str) -> None:
-        self._phase = Phase.FAILING
-        self._reason = reason
-        self._failures.log(f"{reason}; retrying with backoff")
