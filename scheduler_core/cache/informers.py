@@ -22,17 +22,16 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from .condition import Phase
 from .discovery import Served, served
 from .kinds import ALL_KINDS, KindSpec
 from .reflector import (
-    EVENT_TYPES,
-    RESTART_REASONS,
-    EventSink,
-    Phase,
     Reflector,
     ReflectorOptions,
     ReflectorStatus,
 )
+from .sink_feed import EventSink
+from .watch_protocol import EVENT_TYPES, RESTART_REASONS
 
 log = logging.getLogger(__name__)
 

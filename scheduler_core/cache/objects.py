@@ -141,19 +141,18 @@ def delete_storage(catalog: StorageCatalog, kind: str, key: str) -> None:
     tables[kind].pop(key, None)
 
 
-#: The storage and device kinds ``put_storage`` converts.
-STORAGE_CONVERTERS = frozenset(
-    {
-        "PersistentVolumeClaim",
-        "PersistentVolume",
-        "StorageClass",
-        "CSINode",
-        "ResourceClaim",
-        "ResourceClaimTemplate",
-        "ResourceSlice",
-        "DeviceClass",
-    }
+#: The storage and device kinds ``put_storage`` converts, in the order they are watched.
+STORAGE_KINDS = (
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
+    "DeviceClass",
 )
+STORAGE_CONVERTERS = frozenset(STORAGE_KINDS)
 
 #: The device kinds whose change moves a node's device capacity.
 DEVICE_KINDS = frozenset({"ResourceSlice", "DeviceClass"})

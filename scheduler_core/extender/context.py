@@ -11,7 +11,7 @@ from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task, two_groups
-from scheduler_core.cache.state import synthesized_job
+from scheduler_core.cache.jobs import synthesized_job
 from scheduler_core.engine import open_session
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
