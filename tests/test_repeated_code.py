@@ -50,7 +50,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ): "plug-node: predicates as a package",
     ("scheduler_core/actions/preempt.py", "scheduler_core/actions/preempt.py"): "perf-reclaim",
     ("scheduler_core/actions/preempt.py", "scheduler_core/actions/reclaim.py"): "perf-reclaim",
-    ("scheduler_core/cache/objects.py", "scheduler_core/cache/state.py"): "state-split",
     ("scheduler_core/plugins/binpack.py", "scheduler_core/plugins/nodeorder.py"): "plug-node",
     ("scheduler_core/plugins/capacity.py", "scheduler_core/plugins/proportion.py"): "plug-fair",
 }
