@@ -89,6 +89,10 @@ class PluginOption:
     name: str
     flags: dict[str, bool | None] = field(default_factory=dict)
     arguments: dict[str, Any] = field(default_factory=dict)
+    #: The plugin's typed record of ``arguments``, read when the engine checks the
+    #: configuration (None until then, or for a plugin the engine does not have); sessions
+    #: hand it to the plugin instead of reading the map again.
+    args: object = field(default=None, compare=False, repr=False)
 
     def enabled(self, flag: str) -> bool:
         """Volcano's ``isEnabled``: an unset flag is off (the loader has already defaulted it)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import yaml
 
@@ -36,6 +36,7 @@ from scheduler_core.extender.decisions import FilterResult
 from scheduler_core.extender.filter import filter_pod
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.memo import SessionMemos
+from scheduler_core.framework.registry import Plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.status import Code, Status
 
@@ -802,6 +803,16 @@ def session(
     if isinstance(conf, str):
         conf = load_configuration(conf, apply_defaults=apply_defaults)
     return open_session(snapshot(objects), conf, memos=memos)
+
+
+P = TypeVar("P", bound=Plugin)
+
+
+def plugin_in(ssn: Session, cls: type[P]) -> P:
+    """The session's instance of plugin ``cls`` (by its registered name)."""
+    found = ssn.plugins[cls.name]
+    assert isinstance(found, cls)
+    return found
 
 
 def run(objects: Iterable[Mapping[str, Any]], conf: SchedulerConfiguration) -> Session:

@@ -50,7 +50,7 @@ def open_session(
             if builder is None:
                 log.warning("Failed to get plugin %s: not available, skipped", option.name)
                 continue
-            plugin = builder(Arguments(option.arguments))
+            plugin = builder(Arguments(option.arguments, parsed=option.args))
             plugin.on_session_open(ssn)
             ssn.plugins[option.name] = plugin
     log.log(

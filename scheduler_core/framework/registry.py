@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from scheduler_core.api.usage import JobUsage
 from scheduler_core.conf import SchedulerConfiguration
-from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.arguments import Arguments, NoArgs, PluginArgs
 
 if TYPE_CHECKING:
     from scheduler_core.framework.session import Session
@@ -40,10 +40,18 @@ def follows_nothing() -> None:
 
 
 class Plugin(ABC):
+    """A plugin reads its arguments through ``args``, its ``args_type`` record: parsed once
+    when the configuration is loaded (a value it refuses refuses the configuration there)
+    and handed to every session's instance, so no session reads the raw map again. A
+    plugin that reads no arguments keeps the default, ``NoArgs``. ``arguments`` (the raw
+    map) stays for a plugin not yet written with a record."""
+
     name: ClassVar[str]
+    args_type: ClassVar[type[PluginArgs]] = NoArgs
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
+        self.args: PluginArgs = arguments.typed(self.args_type)
 
     @classmethod
     def conf_problems(cls, arguments: Arguments, conf: SchedulerConfiguration) -> list[str]:
@@ -115,14 +123,21 @@ def plugin_names() -> frozenset[str]:
 
 
 def plugin_conf_problems(conf: SchedulerConfiguration, source: str = "configuration") -> list[str]:
-    """Every registered plugin's ``conf_problems`` for ``conf``, each saying where."""
+    """Every registered plugin's refusal of its arguments and its ``conf_problems`` for
+    ``conf``, each saying where. Reads each plugin's arguments into its ``args_type`` record
+    on the way and keeps the record on the plugin's option (``PluginOption.args``): the
+    configuration is loaded once, sessions are opened many times."""
     problems: list[str] = []
     for i, tier in enumerate(conf.tiers):
         for j, option in enumerate(tier.plugins):
             cls = _PLUGINS.get(option.name)
-            if isinstance(cls, type) and issubclass(cls, Plugin):
-                problems.extend(
-                    f"{source}: tiers[{i}].plugins[{j}] ({option.name}): {problem}"
-                    for problem in cls.conf_problems(Arguments(option.arguments), conf)
-                )
+            if not (isinstance(cls, type) and issubclass(cls, Plugin)):
+                continue
+            where = f"{source}: tiers[{i}].plugins[{j}] ({option.name})"
+            arguments = Arguments(option.arguments)
+            try:
+                option.args = cls.args_type.parse(arguments)
+            except ValueError as exc:
+                problems.append(f"{where}: {exc}")
+            problems.extend(f"{where}: {problem}" for problem in cls.conf_problems(arguments, conf))
     return problems

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from scheduler_core.api.resource import MIN_RESOURCE, Resource, share
+from scheduler_core.logutil import v
 
 
 @dataclass(slots=True, eq=False)
@@ -165,6 +166,24 @@ def trace(logger: logging.Logger, level: int, msg: str, *args: object) -> None:
     """
     if logger.isEnabledFor(level):
         logger.log(level, msg, *(repr(a) if isinstance(a, Resource) else a for a in args))
+
+
+def trace_attributes(logger: logging.Logger, attr: QueueAttr, plugin: str) -> None:
+    """Volcano's V(4) line with a queue's whole record as ``plugin`` derived it."""
+    trace(
+        logger,
+        v(4),
+        "The attributes of queue <%s> in %s: deserved <%s>, realCapability <%s>, "
+        "allocate <%s>, request <%s>, elastic <%s>, share <%0.2f>",
+        attr.name,
+        plugin,
+        attr.deserved,
+        attr.real_capability,
+        attr.allocated,
+        attr.request,
+        attr.elastic,
+        attr.share,
+    )
 
 
 def proportion_share(attr: QueueAttr) -> float:

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import INFINITY, Resource, exceeded_part
 from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.plugins.fairshare.attrs import QueueAttr
 
 MAX_FLOAT = sys.float_info.max
 
@@ -65,3 +66,24 @@ def format_resource_names(prefix: str, verb: str, names: list[str]) -> str:
     if not names:
         return prefix
     return f"{prefix}: " + ", ".join(f"{verb} {name}" for name in names)
+
+
+def flat_attr(
+    queue: QueueInfo,
+    total: Resource,
+    guarantees: Resource,
+    deserved: Resource | None = None,
+) -> QueueAttr:
+    """A queue's record outside a hierarchy, from its spec and the cluster's totals alone
+    (no job counted yet): its capability (empty when it has none), its real capability and
+    its guarantee; ``deserved`` the starting share (capacity's ``spec.deserved``)."""
+    capability = flat_capability(queue)
+    guarantee = spec_guarantee(queue)
+    return QueueAttr(
+        name=queue.name,
+        weight=queue.weight,
+        deserved=deserved if deserved is not None else Resource.empty(),
+        capability=capability if capability is not None else Resource.empty(),
+        real_capability=flat_real_capability(total, guarantees, guarantee, capability),
+        guarantee=guarantee,
+    )

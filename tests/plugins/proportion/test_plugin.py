@@ -24,6 +24,7 @@ from scheduler_core.plugins.proportion import ProportionPlugin
 from tests.builders import (
     Obj,
     node,
+    plugin_in,
     pod,
     podgroup,
     queue,
@@ -38,9 +39,7 @@ GI = 1024**3
 
 
 def plugin(ssn: Session) -> ProportionPlugin:
-    found = ssn.plugins["proportion"]
-    assert isinstance(found, ProportionPlugin)
-    return found
+    return plugin_in(ssn, ProportionPlugin)
 
 
 def attr(ssn: Session, queue: str) -> QueueAttr:

@@ -114,7 +114,7 @@ def test_a_new_pod_in_a_backlogged_queue_reuses_the_loop(monkeypatch: pytest.Mon
     def no_loop(*_: object, **__: object) -> None:
         raise AssertionError("the deserved loop ran again")
 
-    monkeypatch.setattr(proportion, "water_fill", no_loop)
+    monkeypatch.setattr(proportion.memo, "water_fill", no_loop)
     second = attrs(1000)
     deserved_shares(second, res(10000, 10000), memo)
     assert key(second["q0"].deserved) == key(first["q0"].deserved)

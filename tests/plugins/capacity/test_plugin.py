@@ -9,7 +9,6 @@ import pytest
 
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.conf import load_configuration
-from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT, REJECT
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.hooks import JOB_ENQUEUEABLE, RECLAIMABLE, VICTIM_QUEUE_ORDER
@@ -21,6 +20,7 @@ from scheduler_core.plugins.fairshare.attrs import QueueAttr, QueueAttrs
 from tests.builders import (
     Obj,
     node,
+    plugin_in,
     pod,
     podgroup,
     queue,
@@ -48,9 +48,7 @@ tiers:
 
 
 def plugin(ssn: Session) -> CapacityPlugin:
-    found = ssn.plugins["capacity"]
-    assert isinstance(found, CapacityPlugin)
-    return found
+    return plugin_in(ssn, CapacityPlugin)
 
 
 def attr(ssn: Session, queue: str) -> QueueAttr:
@@ -557,11 +555,6 @@ def test_flat_mode_ignores_parents() -> None:
 
 
 # --- ancestorReclaimLevel --------------------------------------------------------------------
-
-
-def test_negative_ancestor_reclaim_level_falls_back_to_zero() -> None:
-    assert CapacityPlugin(Arguments({"ancestorReclaimLevel": -2})).ancestor_reclaim_level == 0
-    assert CapacityPlugin(Arguments({"ancestorReclaimLevel": 2})).ancestor_reclaim_level == 2
 
 
 def ancestor_tree(t2_deserved: str) -> list[Obj]:
