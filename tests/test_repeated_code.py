@@ -51,7 +51,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("scheduler_core/actions/preempt.py", "scheduler_core/actions/preempt.py"): "perf-reclaim",
     ("scheduler_core/actions/preempt.py", "scheduler_core/actions/reclaim.py"): "perf-reclaim",
     ("scheduler_core/plugins/binpack.py", "scheduler_core/plugins/nodeorder.py"): "plug-node",
-    ("scheduler_core/plugins/capacity.py", "scheduler_core/plugins/proportion.py"): "plug-fair",
 }
 
 
