@@ -69,13 +69,22 @@ class ConversionError(ValueError):
 
 
 def _map(obj: Any, key: str) -> dict[str, Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, dict) else {}
+    # Decoded JSON is made of dicts: the exact type test comes first because a ``Mapping``
+    # test goes through the ABC machinery, a measurable part of converting a pod, which
+    # happens for every watch event and most verb calls.
+    if type(obj) is dict or isinstance(obj, Mapping):
+        value = obj.get(key)
+        if type(value) is dict or isinstance(value, dict):
+            return value
+    return {}
 
 
 def _list(obj: Any, key: str) -> list[Any]:
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, list) else []
+    if type(obj) is dict or isinstance(obj, Mapping):
+        value = obj.get(key)
+        if type(value) is list or isinstance(value, list):
+            return value
+    return []
 
 
 def _str_map(value: Any) -> dict[str, str]:

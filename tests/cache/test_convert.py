@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -292,3 +294,29 @@ def test_a_negative_request_is_refused_naming_the_field(
     with pytest.raises(ConversionError, match="must not be negative") as err:
         pod_to_task(p)
     assert field in str(err.value) and "Pod ns/p" in str(err.value)
+
+
+class _ReadOnly(Mapping[str, Any]):
+    """A mapping that is not a dict: what a caller other than the JSON decoder may pass."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def test_a_pod_given_as_any_mapping_converts_as_its_dict_does() -> None:
+    """Dicts take a shortcut past the mapping test; any other mapping is still read."""
+    obj = pod("p", cpu="2", node_name="n1", labels={"app": "a"})
+    as_dict = pod_to_task(obj)
+    assert as_dict.resreq.milli_cpu == 2000 and as_dict.labels == {"app": "a"}
+    as_mapping = pod_to_task(_ReadOnly(obj))
+    assert as_mapping.resreq.to_quantities() == as_dict.resreq.to_quantities()
+    assert replace(as_mapping, resreq=as_dict.resreq, init_resreq=as_dict.init_resreq) == as_dict
