@@ -836,6 +836,9 @@ class ClusterState:
         self._placement.value += 1
 
     def _remove_pod(self, key: str, *, keep_job: bool = False) -> None:
+        """``keep_job``: the pod comes straight back into its kept job, whose caller
+        re-derives the job's usage once it is back (deriving it for the moment between is
+        half the cost of a bind's update)."""
         task = self._tasks.pop(key, None)
         if task is None:
             return
@@ -844,9 +847,10 @@ class ClusterState:
         job = self._jobs.get(task.job)
         if job is not None:
             job.delete_task_info(task)
-            if job.synthesized and not job.tasks and not keep_job:
-                del self._jobs[task.job]
-            self._touch(task.job)
+            if not keep_job:
+                if job.synthesized and not job.tasks:
+                    del self._jobs[task.job]
+                self._touch(task.job)
         orphans = self._orphans.get(task.job)
         if orphans is not None:
             orphans.pop(task.uid, None)
