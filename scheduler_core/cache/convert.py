@@ -491,6 +491,34 @@ def pod_to_task(
     )
 
 
+def placement_convertible(old: TaskInfo, pod: Mapping[str, Any]) -> bool:
+    """Whether ``replaced_placement`` gives ``pod``'s task from ``old``, the conversion of
+    an earlier version of it that differed in nothing but ``spec.nodeName`` and ``status``:
+    not when its priority is looked up by class (the classes may have changed since), nor
+    when it has device claims (their status is read, and the cache charges them)."""
+    priority = _map(pod, "spec").get("priority")
+    return type(priority) is int and not old.resource_claims
+
+
+def replaced_placement(old: TaskInfo, pod: Mapping[str, Any]) -> TaskInfo:
+    """``pod``'s task made from ``old``, when the pod changed only where a bind, a status
+    update or a nomination changes it (``spec.nodeName`` and ``status``) since ``old`` was
+    converted, and ``placement_convertible`` says so: the fields read there are read again,
+    the rest is ``old``'s (requests and constraints shared, as clones share them). What
+    ``pod_to_task`` gives, at a fifth of its cost: every bound pod takes this way."""
+    meta, spec, status = _map(pod, "metadata"), _map(pod, "spec"), _map(pod, "status")
+    node_name = str(spec.get("nodeName") or "")
+    task = old.clone()
+    task.node_name = node_name
+    task.status = task_status_from_pod(
+        str(status.get("phase") or "Pending"), node_name, bool(meta.get("deletionTimestamp"))
+    )
+    task.nominated_node_name = str(status.get("nominatedNodeName") or "")
+    task.start_time = str(status.get("startTime") or "")
+    task.disruption_target, task.unschedulable = _condition_flags(status)
+    return task
+
+
 # --- nodes ----------------------------------------------------------------------------------
 
 

@@ -47,12 +47,14 @@ from scheduler_core.cache.convert import (
     node_to_info,
     object_name,
     pdb_to_info,
+    placement_convertible,
     pod_job_id,
     pod_queue_annotation,
     pod_to_task,
     podgroup_to_info,
     priority_class_value,
     queue_to_info,
+    replaced_placement,
 )
 from scheduler_core.cache.native import NATIVE_KIND, native_podgroup_to_info
 from scheduler_core.cache.objects import (
@@ -292,11 +294,17 @@ class ClusterState:
         try:
             with self._lock:
                 digest = _read_digest(kind, obj)
-                if digest is not None and self._digests.get(digest[0]) == digest[1]:
+                previous = self._digests.get(digest[0]) if digest is not None else None
+                if digest is not None and previous == digest[1]:
                     self._unchanged(kind, obj)
                     return
                 self._classified = False
-                self._upsert(kind, obj)
+                if kind == "Pod" and digest is not None and previous is not None:
+                    # Only its node name or status moved (a bind, mostly)?
+                    same_pod = previous[:_DIGEST_SIZE] == digest[1][:_DIGEST_SIZE]
+                    self._put_pod(obj, placement_only=same_pod)
+                else:
+                    self._upsert(kind, obj)
                 self._classify_rest()
                 self.version += 1
                 self.events[(kind, "upsert")] += 1
@@ -724,8 +732,18 @@ class ClusterState:
                 return value
         return None
 
-    def _put_pod(self, pod: dict[str, Any]) -> None:
-        task = pod_to_task(pod, self.priority_values())
+    def _put_pod(self, pod: dict[str, Any], *, placement_only: bool = False) -> None:
+        """``placement_only``: the pod differs from the version the cache converted last
+        in nothing but ``spec.nodeName`` and ``status`` (see ``_read_digest``), so its task
+        is made from the last one where that can be done exactly."""
+        task = None
+        if placement_only:
+            namespace, name = object_name(pod, "Pod")
+            old = self._tasks.get(f"{namespace or 'default'}/{name}")
+            if old is not None and placement_convertible(old, pod):
+                task = replaced_placement(old, pod)
+        if task is None:
+            task = pod_to_task(pod, self.priority_values())
         siblings = self._forget_claim_refs(task.key)
         if task.resource_claims:
             self._claim_pods[task.key] = pod
@@ -1201,6 +1219,9 @@ _UNREAD_METADATA = frozenset({"resourceVersion", "managedFields"})
 #: itself moves its status, reason, message or lastTransitionTime).
 _UNREAD_CONDITION = "lastHeartbeatTime"
 _DIGESTED_KINDS = frozenset({"Pod", "Node"})
+#: Bytes of each digest; a pod's is two: of the pod without ``spec.nodeName`` and
+#: ``status``, then of those two (a bind changes only the second).
+_DIGEST_SIZE = 16
 
 
 def _read_digest(kind: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str], bytes] | None:
@@ -1231,8 +1252,20 @@ def _read_digest(kind: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str], by
                     for c in conditions
                 ],
             }
+    placement: list[Any] = []
+    if kind == "Pod":
+        spec = view.get("spec")
+        if isinstance(spec, dict) and "nodeName" in spec:
+            view["spec"] = {k: v for k, v in spec.items() if k != "nodeName"}
+            placement.extend((True, spec["nodeName"]))
+        else:
+            placement.extend((False, None))
+        placement.extend(("status" in view, view.pop("status", None)))
     try:
         encoded = orjson.dumps(view)
+        digest = hashlib.blake2b(encoded, digest_size=_DIGEST_SIZE).digest()
+        if placement:
+            digest += hashlib.blake2b(orjson.dumps(placement), digest_size=_DIGEST_SIZE).digest()
     except TypeError:
         return None
-    return (kind, key), hashlib.blake2b(encoded, digest_size=16).digest()
+    return (kind, key), digest
