@@ -37,6 +37,7 @@ import uvloop
 from app.backend.engine import BackendOptions, EngineBackend
 from bench import Budget, Measurement, rss_mib
 from bench.cycle_bench import NAMESPACE, SCHEDULER, node_object
+from bench.synthetic import token_volume
 from bench.verbs_bench import BATCH, Connection, request
 from scheduler_core.cache.state import KINDS, ClusterState
 from scheduler_core.conf import default_configuration
@@ -88,36 +89,7 @@ def served_pod(index: int) -> dict[str, Any]:
             "creationTimestamp": "2026-11-28T00:00:00Z",
         },
         "spec": {
-            "volumes": [
-                {
-                    "name": volume,
-                    "projected": {
-                        "sources": [
-                            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                            {
-                                "configMap": {
-                                    "name": "kube-root-ca.crt",
-                                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
-                                }
-                            },
-                            {
-                                "downwardAPI": {
-                                    "items": [
-                                        {
-                                            "path": "namespace",
-                                            "fieldRef": {
-                                                "apiVersion": "v1",
-                                                "fieldPath": "metadata.namespace",
-                                            },
-                                        }
-                                    ]
-                                }
-                            },
-                        ],
-                        "defaultMode": 420,
-                    },
-                }
-            ],
+            "volumes": [token_volume(volume)],
             "containers": [
                 {
                     "name": "main",
