@@ -34,33 +34,35 @@ from typing import Any
 import orjson
 import uvloop
 
-from app.backend.engine import BackendOptions, EngineBackend
-from bench import Budget, Measurement, rss_mib
-from bench.cycle_bench import NAMESPACE, SCHEDULER, node_object
+from app.backend.engine import EngineBackend
+from bench import Budget, Measurement, cycle_bench, rss_mib
+from bench.cycle_bench import NAMESPACE, SCHEDULER, CycleScale
+from bench.cycle_bench import SCALES as CYCLE_SCALES
 from bench.synthetic import token_volume
 from bench.verbs_bench import BATCH, Connection, request
-from scheduler_core.cache.state import KINDS, ClusterState
-from scheduler_core.conf import default_configuration
+from scheduler_core.cache.state import ClusterState
 
-
-@dataclass(frozen=True)
-class PodScale:
-    nodes: int
-    pods: int
-    #: How many names kube-scheduler offers the extender for each pod: its adaptive share of
-    #: the nodes to find feasible (at least 100; 50 % minus a point per 125 nodes).
-    offered: int
-
-
-SCALES: dict[str, PodScale] = {
-    "verbs-engine-200": PodScale(200, 1_000, 100),
-    "verbs-engine-1000": PodScale(1_000, 5_000, 420),
+#: ``bench-e2e``'s clusters, as the ``cycle-*`` rows build them.
+SCALES: dict[str, CycleScale] = {
+    "verbs-engine-200": CYCLE_SCALES["cycle-200"],
+    "verbs-engine-1000": CYCLE_SCALES["cycle-1000"],
 }
 
+
+def offered(nodes: int) -> int:
+    """How many names kube-scheduler offers the extender for each pod: its adaptive number
+    of feasible nodes to find (all below 100 nodes; else 50 % less a point per 125 nodes,
+    at least 5 %, and never fewer than 100): 100 of 200, 420 of 1,000."""
+    if nodes < 100:
+        return nodes
+    percentage = max(5, 50 - nodes // 125)
+    return max(100, nodes * percentage // 100)
+
+
 BENCHES: dict[str, str] = {
-    name: f"CPU per pod as bench-e2e's ours spends it: one filter call through the protocol "
-    f"and the real engine ({s.offered} of {s.nodes:,} names), then its bind's watch event "
-    f"applied to the cache ({s.pods:,} plain pods)"
+    name: "CPU per pod as bench-e2e's ours spends it: one filter call through the protocol "
+    f"and the real engine ({offered(s.nodes)} of {s.nodes:,} names), then its bind's watch "
+    f"event applied to the cache ({s.pods:,} plain pods)"
     for name, s in SCALES.items()
 }
 
@@ -156,30 +158,18 @@ class PodFixture:
     binds: list[bytes]
 
 
-def build(scale: PodScale) -> PodFixture:
-    state = ClusterState()
-    names = [f"n{i:04d}" for i in range(scale.nodes)]
-    for name in names:
-        state.upsert("Node", node_object(name))
-    state.upsert(
-        "Namespace",
-        {"metadata": {"name": NAMESPACE, "labels": {"kubernetes.io/metadata.name": NAMESPACE}}},
-    )
-    pods = [served_pod(i) for i in range(scale.pods)]
-    for pod in pods:
-        state.upsert("Pod", pod)
-    for kind in KINDS:
-        state.synced(kind)
-    backend = EngineBackend(state, default_configuration(), BackendOptions())
-    backend.readiness()  # as in production: the synced cluster is frozen out of the GC
+def build(scale: CycleScale) -> PodFixture:
+    cluster = cycle_bench.build(scale.nodes, scale.pods, served_pod)
+    names, pods = cluster.names, cluster.pods
     requests, binds = [], []
+    count = offered(scale.nodes)
     for index, pod in enumerate(pods):
         start = (index * 37) % scale.nodes  # kube-scheduler's moving start
-        offered = [names[(start + j) % scale.nodes] for j in range(scale.offered)]
-        body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": offered})
+        names_sent = [names[(start + j) % scale.nodes] for j in range(count)]
+        body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names_sent})
         requests.append(request("/filter", body))
-        binds.append(bound_event(pod, offered[0], 10_000_000 + index))
-    return PodFixture(state, backend, requests, binds)
+        binds.append(bound_event(pod, names_sent[0], 10_000_000 + index))
+    return PodFixture(cluster.state, cluster.backend, requests, binds)
 
 
 def driver(fixture: PodFixture, conn: Connection) -> Callable[[int], Any]:
@@ -197,7 +187,7 @@ def driver(fixture: PodFixture, conn: Connection) -> Callable[[int], Any]:
     return one
 
 
-def measure(scale: PodScale, budget: Budget) -> tuple[list[float], int]:
+def measure(scale: CycleScale, budget: Budget) -> tuple[list[float], int]:
     """Microseconds of CPU per pod, one sample a batch of ``PODS_PER_SAMPLE`` pods; and how
     many pods were bound."""
     fixture = build(scale)
@@ -249,7 +239,7 @@ def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
     return results
 
 
-def profile(scale: PodScale, top: int = 30) -> None:
+def profile(scale: CycleScale, top: int = 30) -> None:
     """cProfile over every pod of the scale after 20: call counts and shares, which a loaded
     machine moves far less than the times."""
     fixture = build(scale)

@@ -7,13 +7,14 @@ from __future__ import annotations
 import asyncio
 
 import orjson
+import pytest
 
 from bench import Budget, verbs_engine_bench
-from bench.cycle_bench import NAMESPACE
+from bench.cycle_bench import NAMESPACE, CycleScale
 from bench.verbs_bench import Connection
 from scheduler_core.api.types import TaskStatus
 
-SMALL = verbs_engine_bench.PodScale(nodes=20, pods=30, offered=8)
+SMALL = CycleScale(nodes=20, pods=30, pace_ms=0.0)
 
 
 def test_each_pod_is_passed_on_every_offered_node_and_then_bound_in_the_cache() -> None:
@@ -32,11 +33,18 @@ def test_each_pod_is_passed_on_every_offered_node_and_then_bound_in_the_cache() 
         request = orjson.loads(fixture.requests[index].split(b"\r\n\r\n", 1)[1])
         answer = orjson.loads(raw.split(b"\r\n\r\n", 1)[1])
         assert answer["NodeNames"] == request["NodeNames"]
-        assert len(request["NodeNames"]) == SMALL.offered
+        assert len(request["NodeNames"]) == SMALL.nodes  # all of them, below 100 nodes
         task = fixture.state.task(f"{NAMESPACE}/p-{index:05d}")
         assert task is not None
         assert task.node_name == request["NodeNames"][0]
         assert task.status == TaskStatus.BOUND
+
+
+@pytest.mark.parametrize(
+    ("nodes", "names"), [(20, 20), (99, 99), (100, 100), (200, 100), (1_000, 420), (5_000, 500)]
+)
+def test_kube_scheduler_offers_its_adaptive_share_of_the_nodes(nodes: int, names: int) -> None:
+    assert verbs_engine_bench.offered(nodes) == names
 
 
 def test_the_rows_report_cpu_per_pod_against_their_targets() -> None:
