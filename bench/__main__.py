@@ -32,6 +32,7 @@ from bench import (
     sync_bench,
     topology_bench,
     verbs_bench,
+    verbs_engine_bench,
 )
 from bench.synthetic import ClusterSpec, SyntheticCluster
 
@@ -69,6 +70,9 @@ BUDGETS: dict[str, Budget] = {
     "verbs-protocol-filter": Budget(n=25, seconds=30, warmup=2),
     "verbs-protocol-prioritize": Budget(n=25, seconds=30, warmup=2),
     "verbs-protocol-preempt": Budget(n=25, seconds=30, warmup=2),
+    # One sample is a batch of pods (``verbs_engine_bench.PODS_PER_SAMPLE``), each pod once.
+    "verbs-engine-200": Budget(n=18, seconds=30, warmup=2),
+    "verbs-engine-1000": Budget(n=40, seconds=60, warmup=2),
     "topology-choose-1000": Budget(n=100, seconds=15, warmup=3),
     "topology-choose-5000": Budget(n=50, seconds=30, warmup=2),
     "topology-filter-5000": Budget(n=200, seconds=30, warmup=10),
@@ -84,6 +88,7 @@ GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("engine", engine_bench.BENCHES),
     ("cycle", cycle_bench.BENCHES),
     ("verbs", verbs_bench.BENCHES),
+    ("verbs-engine", verbs_engine_bench.BENCHES),
     ("backlog", backlog_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
     ("topology", topology_bench.BENCHES),
@@ -199,6 +204,11 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
     if verbs:
         log(f"running {', '.join(verbs)} (the protocol and the app in-process, no backend)")
         results += verbs_bench.run(set(verbs), budgets)
+    verbs_engine = [n for n in verbs_engine_bench.BENCHES if n in selected]
+    if verbs_engine:
+        log(f"running {', '.join(verbs_engine)} (the protocol and the engine, bench-e2e's scales)")
+        results += verbs_engine_bench.run(set(verbs_engine), budgets)
+        gc.collect()
     backlog = [n for n in backlog_bench.BENCHES if n in selected]
     if backlog:
         log(f"running {', '.join(backlog)} (their own clusters)")

@@ -151,7 +151,9 @@ class CycleFixture:
     pods: list[dict[str, Any]]
 
 
-def build(nodes: int, pods: int) -> CycleFixture:
+def build(nodes: int, pods: int, pod: Callable[[int], dict[str, Any]] = pod_object) -> CycleFixture:
+    """The cluster of ``nodes`` nodes and ``pods`` waiting pods (``pod(index)`` each), synced
+    into a cache, and the engine over it."""
     state = ClusterState()
     names = [f"n{i:04d}" for i in range(nodes)]
     for name in names:
@@ -160,7 +162,7 @@ def build(nodes: int, pods: int) -> CycleFixture:
         "Namespace",
         {"metadata": {"name": NAMESPACE, "labels": {"kubernetes.io/metadata.name": NAMESPACE}}},
     )
-    objects = [pod_object(i) for i in range(pods)]
+    objects = [pod(i) for i in range(pods)]
     for obj in objects:
         state.upsert("Pod", obj)
     for kind in KINDS:

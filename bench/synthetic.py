@@ -674,6 +674,25 @@ def _pod_ip(uid: str) -> str:
     return f"10.{64 + n // 65536 % 64}.{n // 256 % 256}.{n % 256}"
 
 
+def token_volume(name: str) -> dict[str, Any]:
+    """The projected service-account token volume admission adds to every pod."""
+    return {
+        "name": name,
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {
+                    "configMap": {
+                        "name": "kube-root-ca.crt",
+                        "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                    }
+                },
+            ],
+            "defaultMode": 420,
+        },
+    }
+
+
 def _pod(group: Group, member: int | str, uid: str, node: str, seed: int) -> dict[str, Any]:
     name = f"{group.name}-{member}"
     cpu = group.cpu
@@ -745,21 +764,7 @@ def _pod(group: Group, member: int | str, uid: str, node: str, seed: int) -> dic
             {"name": "data", "persistentVolumeClaim": {"claimName": f"{group.name}-data"}},
             {"name": "config", "configMap": {"name": f"{group.name}-config", "defaultMode": 420}},
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
-            {
-                "name": token,
-                "projected": {
-                    "sources": [
-                        {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                        {
-                            "configMap": {
-                                "name": "kube-root-ca.crt",
-                                "items": [{"key": "ca.crt", "path": "ca.crt"}],
-                            }
-                        },
-                    ],
-                    "defaultMode": 420,
-                },
-            },
+            token_volume(token),
         ],
         "containers": [container],
         "restartPolicy": "OnFailure",

@@ -33,6 +33,7 @@ from uvicorn.server import ServerState
 from app.serving.guard import VERB_LIMITS, GuardedHttpToolsProtocol, LimitedConfig
 from app.serving.server import ServerSettings, create_app
 from app.telemetry.metrics import QueueMetrics
+from app.verbs.ports import ExtenderBackend
 from bench import Budget, Measurement, rss_mib
 from bench.synthetic import ClusterSpec, SyntheticCluster
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
@@ -163,8 +164,13 @@ def bodies() -> dict[str, bytes]:
 class Connection:
     """One keep-alive connection of the verbs listener, driven from this thread."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        app = create_app(InstantBackend(), ServerSettings(registry=CollectorRegistry()))
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, backend: ExtenderBackend | None = None
+    ) -> None:
+        app = create_app(
+            backend if backend is not None else InstantBackend(),
+            ServerSettings(registry=CollectorRegistry()),
+        )
         config = LimitedConfig(
             app,
             limits=VERB_LIMITS,

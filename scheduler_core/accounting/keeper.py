@@ -233,7 +233,9 @@ class QueueAccounting:
             jobs = ssn.jobs
             queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
             queues |= _queues_of(ssn, ended)
-            if not self._recount(ssn, queues, changes.nodes):
+            # (Checked just above that the session can follow; ending assumptions does
+            # not change that.)
+            if not self._recount_in_place(ssn, queues, changes.nodes):
                 # Nothing was changed, but the ended assumptions are gone: only a new
                 # session counts the rest right now.
                 self._rebuild(now)
@@ -257,6 +259,11 @@ class QueueAccounting:
         cluster state's lock held."""
         if not self._followable or not can_follow(ssn):
             return False
+        return self._recount_in_place(ssn, queues, nodes)
+
+    def _recount_in_place(self, ssn: Session, queues: set[str], nodes: set[str]) -> bool:
+        """``_recount`` of a session already known to be followable: following a bind
+        asked every plugin twice whether it can follow, once is enough."""
         if not queues and not nodes:
             return True
         if not follow(ssn, self.state.queue_usage_view(), queues, nodes):

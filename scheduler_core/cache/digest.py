@@ -26,6 +26,9 @@ _UNREAD_METADATA = frozenset({"resourceVersion", "managedFields"})
 #: itself moves its status, reason, message or lastTransitionTime).
 _UNREAD_CONDITION = "lastHeartbeatTime"
 _DIGESTED_KINDS = frozenset({"Pod", "Node"})
+#: Bytes of each digest; a pod's is two: of the pod without ``spec.nodeName`` and
+#: ``status``, then of those two (a bind changes only the second).
+DIGEST_SIZE = 16
 
 
 def read_digest(kind: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str], bytes] | None:
@@ -56,8 +59,20 @@ def read_digest(kind: str, obj: Mapping[str, Any]) -> tuple[tuple[str, str], byt
                     for c in conditions
                 ],
             }
+    placement: list[Any] = []
+    if kind == "Pod":
+        spec = view.get("spec")
+        if isinstance(spec, dict) and "nodeName" in spec:
+            view["spec"] = {k: v for k, v in spec.items() if k != "nodeName"}
+            placement.extend((True, spec["nodeName"]))
+        else:
+            placement.extend((False, None))
+        placement.extend(("status" in view, view.pop("status", None)))
     try:
         encoded = orjson.dumps(view)
+        digest = hashlib.blake2b(encoded, digest_size=DIGEST_SIZE).digest()
+        if placement:
+            digest += hashlib.blake2b(orjson.dumps(placement), digest_size=DIGEST_SIZE).digest()
     except TypeError:
         return None
-    return (kind, key), hashlib.blake2b(encoded, digest_size=16).digest()
+    return (kind, key), digest

@@ -39,7 +39,7 @@ from scheduler_core.cache.convert import (
     priority_class_value,
     queue_to_info,
 )
-from scheduler_core.cache.digest import read_digest, stored_version
+from scheduler_core.cache.digest import DIGEST_SIZE, read_digest, stored_version
 from scheduler_core.cache.jobs import same_but_history
 from scheduler_core.cache.native import NATIVE_KIND, native_podgroup_to_info
 from scheduler_core.cache.objects import (
@@ -127,11 +127,17 @@ class ClusterState(ClusterViews):
         try:
             with self._lock:
                 digest = read_digest(kind, obj)
-                if digest is not None and self._digests.get(digest[0]) == digest[1]:
+                previous = self._digests.get(digest[0]) if digest is not None else None
+                if digest is not None and previous == digest[1]:
                     self._unchanged(kind, obj)
                     return
                 self._store.classified = False
-                self._upsert(kind, obj)
+                if kind == "Pod" and digest is not None and previous is not None:
+                    # Only its node name or status moved (a bind, mostly)?
+                    same_pod = previous[:DIGEST_SIZE] == digest[1][:DIGEST_SIZE]
+                    self._store.put_pod(obj, placement_only=same_pod)
+                else:
+                    self._upsert(kind, obj)
                 self._classify_rest()
                 self.version += 1
                 self.events[(kind, "upsert")] += 1

@@ -27,9 +27,12 @@ from scheduler_core.cache.charging import DeviceCharging
 from scheduler_core.cache.convert import (
     PodGroupInfo,
     named_queue,
+    object_name,
+    placement_convertible,
     pod_job_id,
     pod_queue_annotation,
     pod_to_task,
+    replaced_placement,
 )
 from scheduler_core.cache.digest import stored_version
 from scheduler_core.cache.jobs import (
@@ -106,8 +109,18 @@ class ClusterStore:
                 return value
         return None
 
-    def put_pod(self, pod: dict[str, Any]) -> None:
-        task = pod_to_task(pod, self.priority_values())
+    def put_pod(self, pod: dict[str, Any], *, placement_only: bool = False) -> None:
+        """``placement_only``: the pod differs from the version the cache converted last
+        in nothing but ``spec.nodeName`` and ``status`` (see ``read_digest``), so its task
+        is made from the last one where that can be done exactly."""
+        task = None
+        if placement_only:
+            namespace, name = object_name(pod, "Pod")
+            last = self.tasks.get(f"{namespace or 'default'}/{name}")
+            if last is not None and placement_convertible(last, pod):
+                task = replaced_placement(last, pod)
+        if task is None:
+            task = pod_to_task(pod, self.priority_values())
         old = self.tasks.get(task.key)
         siblings = self.charging.note_pod(task, pod, old)
         before = self._jobs_of(old, task)
@@ -207,6 +220,9 @@ class ClusterStore:
         self.placement.value += 1
 
     def _remove_pod(self, key: str, *, keep_job: bool = False) -> None:
+        """``keep_job``: the pod comes straight back into its kept job, whose caller
+        re-derives the job's usage once it is back (deriving it for the moment between is
+        half the cost of a bind's update)."""
         task = self.tasks.pop(key, None)
         if task is None:
             return
@@ -215,9 +231,10 @@ class ClusterStore:
         job = self.jobs.get(task.job)
         if job is not None:
             job.delete_task_info(task)
-            if job.synthesized and not job.tasks and not keep_job:
-                del self.jobs[task.job]
-            self.touch(task.job)
+            if not keep_job:
+                if job.synthesized and not job.tasks:
+                    del self.jobs[task.job]
+                self.touch(task.job)
         orphans = self.orphans.get(task.job)
         if orphans is not None:
             orphans.pop(task.uid, None)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.api.types import PodGroupPhase, QueueState, TaskStatus
 from scheduler_core.cache.builder import build_snapshot
@@ -12,9 +16,11 @@ from scheduler_core.cache.convert import (
     ConversionError,
     node_to_info,
     pdb_to_info,
+    placement_convertible,
     pod_to_task,
     podgroup_to_info,
     queue_to_info,
+    replaced_placement,
 )
 from scheduler_core.cache.objects import collect
 from tests.builders import pod
@@ -292,3 +298,80 @@ def test_a_negative_request_is_refused_naming_the_field(
     with pytest.raises(ConversionError, match="must not be negative") as err:
         pod_to_task(p)
     assert field in str(err.value) and "Pod ns/p" in str(err.value)
+
+
+class _ReadOnly(Mapping[str, Any]):
+    """A mapping that is not a dict: what a caller other than the JSON decoder may pass."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def test_a_pod_given_as_any_mapping_converts_as_its_dict_does() -> None:
+    """Dicts take a shortcut past the mapping test; any other mapping is still read."""
+    obj = pod("p", cpu="2", node_name="n1", labels={"app": "a"})
+    as_dict = pod_to_task(obj)
+    assert as_dict.resreq.milli_cpu == 2000 and as_dict.labels == {"app": "a"}
+    as_mapping = pod_to_task(_ReadOnly(obj))
+    assert as_mapping.resreq.to_quantities() == as_dict.resreq.to_quantities()
+    assert replace(as_mapping, resreq=as_dict.resreq, init_resreq=as_dict.init_resreq) == as_dict
+
+
+# --- a bound pod's task from its last conversion --------------------------------------------
+
+POD_SHAPE = st.fixed_dictionaries(
+    {
+        "priority": st.sampled_from([None, 0, 7]),
+        "priority_class": st.sampled_from(["", "high"]),
+        "group": st.sampled_from([None, "g1"]),
+        "labels": st.sampled_from([{}, {"app": "a"}]),
+        "tolerations": st.sampled_from([(), ({"key": "k", "operator": "Exists"},)]),
+        "deleting": st.booleans(),
+    }
+)
+PLACEMENT = st.fixed_dictionaries(
+    {
+        "node_name": st.sampled_from(["", "n1", "n2"]),
+        "phase": st.sampled_from([None, "Pending", "Running", "Succeeded", "Failed"]),
+        "nominated": st.sampled_from(["", "n2"]),
+        "started": st.sampled_from(["", "2026-01-01T00:00:00Z"]),
+        "unschedulable": st.booleans(),
+        "disruption_target": st.booleans(),
+    }
+)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(POD_SHAPE, PLACEMENT, PLACEMENT)
+def test_a_task_made_from_the_last_conversion_equals_converting_the_moved_pod(
+    shape: dict[str, Any], before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    """Two ways to one task: a pod that moved only in its node name and status (a bind, a
+    status update) converted again, or its last conversion with those fields read anew."""
+    classes = {"high": 1000}
+    old = pod_to_task(pod("p", **shape, **before), classes)
+    moved = pod("p", **shape, **after)
+    fresh = pod_to_task(moved, classes)
+    if not placement_convertible(old, moved):
+        assert shape["priority"] is None  # looked up by class: converted afresh
+        return
+    made = replaced_placement(old, moved)
+    assert made.resreq is old.resreq  # requests and constraints shared, as clones share them
+    assert made.resreq.to_quantities() == fresh.resreq.to_quantities()
+    assert replace(made, resreq=fresh.resreq, init_resreq=fresh.init_resreq) == fresh
+
+
+def test_a_pod_with_device_claims_is_converted_afresh() -> None:
+    claims = {"resourceClaims": [{"name": "gpu", "resourceClaimName": "c1"}]}
+    old = pod_to_task(pod("p", priority=0, spec=claims))
+    assert old.resource_claims
+    assert not placement_convertible(old, pod("p", priority=0, node_name="n1", spec=claims))

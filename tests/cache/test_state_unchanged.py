@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler_core.api.task import TaskInfo
+from scheduler_core.cache import convert
+from scheduler_core.cache import state as state_module
 from scheduler_core.cache.state import ClusterState
 from tests import builders as b
+from tests.cache.test_state import summary
 
 Path = tuple[str | int, ...]
 
@@ -199,3 +204,46 @@ def test_a_pod_deleted_and_created_again_alike_is_applied() -> None:
     state.upsert("Pod", with_server_fields(first, "3"))
     assert state.events[("Pod", "unchanged")] == 0
     assert state.events[("Pod", "upsert")] == 2
+
+
+# --- a bind: only the node name and the status moved -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "labels"),
+    [
+        ({"node_name": "n1"}, {}),  # kube-scheduler's bind
+        ({"node_name": "n1", "phase": "Running", "started": "2026-01-01T00:00:00Z"}, {}),
+        ({"unschedulable": True}, {}),  # its attempt failed
+        ({"nominated": "n1"}, {}),
+        ({"node_name": "n1"}, {"app": "b"}),  # and a label changed: converted afresh
+    ],
+)
+def test_a_pod_that_moved_has_the_task_a_fresh_cache_gives_it(
+    changes: dict[str, Any], labels: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[str] = []
+
+    def spy(old: TaskInfo, pod: dict[str, Any]) -> TaskInfo:
+        made.append(old.key)
+        return convert.replaced_placement(old, pod)
+
+    monkeypatch.setattr(state_module, "replaced_placement", spy)
+    state = ClusterState()
+    state.upsert("Node", b.node("n1"))
+    before = with_server_fields(b.pod("p", priority=0, labels={"app": "a"}), "1")
+    state.upsert("Pod", before)
+    moved = b.pod("p", priority=0, labels=labels or {"app": "a"}, **changes)
+    moved = with_server_fields(moved, "2")
+    state.upsert("Pod", moved)
+    assert made == ([] if labels else ["ns/p"])  # the last conversion reused only then
+    fresh = ClusterState()
+    fresh.upsert("Node", b.node("n1"))
+    fresh.upsert("Pod", moved)
+    task, expected = state.task("ns/p"), fresh.task("ns/p")
+    assert task is not None and expected is not None
+    assert task.resreq.to_quantities() == expected.resreq.to_quantities()
+    assert replace(task, resreq=expected.resreq, init_resreq=expected.init_resreq) == expected
+    assert state.events[("Pod", "upsert")] == 2
+    with state.locked(), fresh.locked():
+        assert summary(state.snapshot()) == summary(fresh.snapshot())
