@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.cache import convert
-from scheduler_core.cache import state as state_module
+from scheduler_core.cache import store as store_module
 from scheduler_core.cache.state import ClusterState
 from tests import builders as b
 from tests.cache.test_state import summary
@@ -228,7 +228,7 @@ def test_a_pod_that_moved_has_the_task_a_fresh_cache_gives_it(
         made.append(old.key)
         return convert.replaced_placement(old, pod)
 
-    monkeypatch.setattr(state_module, "replaced_placement", spy)
+    monkeypatch.setattr(store_module, "replaced_placement", spy)
     state = ClusterState()
     state.upsert("Node", b.node("n1"))
     before = with_server_fields(b.pod("p", priority=0, labels={"app": "a"}), "1")
