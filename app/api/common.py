@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.responses import Response
 
-from app.api.wire import ApiError
+from app.api.models import ApiError
 from app.http.errors import encode_error
 
 #: A Kubernetes object name or namespace (DNS-1123 subdomain, the loosest of the rules).

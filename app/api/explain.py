@@ -6,8 +6,8 @@ from fastapi import APIRouter, Path
 from starlette.responses import Response
 
 from app.api.common import BAD_REQUEST, JSON, NAME_PATTERN, not_found
+from app.api.models import ApiError, Explanation, answer
 from app.api.port import InsightBackend
-from app.api.wire import ApiError, Explanation, dump
 from scheduler_core.insight.lookup import NotFoundError
 
 Namespace = Path(pattern=NAME_PATTERN, max_length=63, description="namespace")
@@ -28,10 +28,10 @@ def make_router(backend: InsightBackend) -> APIRouter:
     )
     async def explain_pod(namespace: str = Namespace, name: str = Name) -> Response:
         try:
-            answer = backend.explain_pod(namespace, name)
+            found = backend.explain_pod(namespace, name)
         except NotFoundError as exc:
             return not_found(exc)
-        return Response(dump(Explanation.model_validate(answer)), media_type=JSON)
+        return Response(answer(Explanation, found), media_type=JSON)
 
     @router.get(
         "/podgroups/{namespace}/{name}/explain",
@@ -44,9 +44,9 @@ def make_router(backend: InsightBackend) -> APIRouter:
     )
     async def explain_podgroup(namespace: str = Namespace, name: str = Name) -> Response:
         try:
-            answer = backend.explain_podgroup(namespace, name)
+            found = backend.explain_podgroup(namespace, name)
         except NotFoundError as exc:
             return not_found(exc)
-        return Response(dump(Explanation.model_validate(answer)), media_type=JSON)
+        return Response(answer(Explanation, found), media_type=JSON)
 
     return router

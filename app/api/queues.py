@@ -8,8 +8,8 @@ from fastapi import APIRouter, Path, Query
 from starlette.responses import Response
 
 from app.api.common import BAD_REQUEST, JSON, NAME_PATTERN, not_found
+from app.api.models import ApiError, PendingPage, Queue, QueueList, QueueListView, answer
 from app.api.port import InsightBackend
-from app.api.wire import ApiError, PendingPage, Queue, QueueList, dump
 from scheduler_core.insight.lookup import NotFoundError
 from scheduler_core.insight.pending import DEFAULT_LIMIT, MAX_LIMIT
 
@@ -30,8 +30,7 @@ def make_router(backend: InsightBackend) -> APIRouter:
         summary="Every queue, with its fair share",
     )
     async def list_queues() -> Response:
-        queues = [Queue.model_validate(view) for view in backend.queues()]
-        return Response(dump(QueueList(queues=queues)), media_type=JSON)
+        return Response(answer(QueueList, QueueListView(backend.queues())), media_type=JSON)
 
     @router.get(
         "/queues/{name}",
@@ -41,7 +40,7 @@ def make_router(backend: InsightBackend) -> APIRouter:
     )
     async def get_queue(name: str = QueueName) -> Response:
         try:
-            return Response(dump(Queue.model_validate(backend.queue(name))), media_type=JSON)
+            return Response(answer(Queue, backend.queue(name)), media_type=JSON)
         except NotFoundError as exc:
             return not_found(exc)
 
@@ -59,6 +58,6 @@ def make_router(backend: InsightBackend) -> APIRouter:
             page = backend.pending(name, limit)
         except NotFoundError as exc:
             return not_found(exc)
-        return Response(dump(PendingPage.model_validate(page)), media_type=JSON)
+        return Response(answer(PendingPage, page), media_type=JSON)
 
     return router
