@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from app.api.common import BAD_REQUEST, JSON
-from app.api.models import Topology, answer
+from app.api.common import BAD_REQUEST, answered
+from app.api.models import Topology
 from app.api.port import InsightBackend
 
 
@@ -20,6 +20,6 @@ def make_router(backend: InsightBackend) -> APIRouter:
         summary="The network topology: its source, its domains by tier, why it is refused",
     )
     async def get_topology() -> Response:
-        return Response(answer(Topology, backend.topology()), media_type=JSON)
+        return answered(Topology, backend.topology())
 
     return router
