@@ -35,7 +35,24 @@ def api_path(*parts: str) -> str:
     return "/api/v1/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
 
 
-class HttpClient:
+class _OverHttp:
+    """A client whose every question is one HTTP request (``_call``) on a connection of its
+    own: nothing is held between calls."""
+
+    def _call(self, method: str, path: str, body: Doc | None) -> Doc:
+        raise NotImplementedError
+
+    def get(self, path: str) -> Doc:
+        return self._call("GET", path, None)
+
+    def post(self, path: str, body: Doc) -> Doc:
+        return self._call("POST", path, body)
+
+    def close(self) -> None:
+        """Nothing to give back."""
+
+
+class HttpClient(_OverHttp):
     """The API of a server reached directly (``--server``)."""
 
     def __init__(
@@ -79,17 +96,8 @@ class HttpClient:
         except (urllib.error.URLError, OSError) as exc:
             raise QueryError(f"cannot reach {self.base_url}: {exc}") from None
 
-    def get(self, path: str) -> Doc:
-        return self._call("GET", path, None)
 
-    def post(self, path: str, body: Doc) -> Doc:
-        return self._call("POST", path, body)
-
-    def close(self) -> None:
-        """Nothing is held between calls: each request opens its own connection."""
-
-
-class KubeProxyClient:
+class KubeProxyClient(_OverHttp):
     """The API through the Kubernetes API server's service proxy
     (``/api/v1/namespaces/NS/services/NAME:PORT/proxy/...``), with the kubeconfig's
     credentials: what ``kubectl queue`` uses when no ``--server`` is given."""
@@ -132,15 +140,6 @@ class KubeProxyClient:
             raise QueryError(_error_text(status, raw))
         answer: Doc = json.loads(raw)
         return answer
-
-    def get(self, path: str) -> Doc:
-        return self._call("GET", path, None)
-
-    def post(self, path: str, body: Doc) -> Doc:
-        return self._call("POST", path, body)
-
-    def close(self) -> None:
-        """Nothing is held between calls: each request opens its own connection."""
 
 
 class OfflineClient:
