@@ -35,10 +35,10 @@ from scheduler_core.controller.eviction import EvictionResult
 from scheduler_core.controller.reclaim import ReclaimLoop
 from scheduler_core.controller.runtime import Controller
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.extender.holds import preempt_refusals
 from scheduler_core.extender.managed import ManagedPods
-from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.extender.preempt_verb import preempt_pod
 from scheduler_core.extender.prioritize import HostScores, prioritize_pod
 from scheduler_core.insight.explain import (
     Explanation,

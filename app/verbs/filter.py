@@ -18,7 +18,7 @@ from app.verbs.common import (
     backend_failed,
     pod_ref,
 )
-from app.verbs.wire import (
+from app.verbs.protocol import (
     DecodedArgs,
     encode_filter_error,
     encode_filter_result,

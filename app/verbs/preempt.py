@@ -19,7 +19,7 @@ from app.verbs.common import (
     always_200,
     backend_failed,
 )
-from app.verbs.wire import (
+from app.verbs.protocol import (
     DecodedPreemptionArgs,
     encode_preemption_result,
     parse_preemption_args,

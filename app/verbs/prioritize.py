@@ -19,7 +19,7 @@ from app.verbs.common import (
     VerbHandler,
     backend_failed,
 )
-from app.verbs.wire import (
+from app.verbs.protocol import (
     DecodedArgs,
     HostScoreEncoder,
     encode_host_priorities,

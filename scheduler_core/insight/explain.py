@@ -22,15 +22,15 @@ from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.extender.context import PodContext
-from scheduler_core.extender.filter import (
+from scheduler_core.extender.filter_verb import (
     check_pod,
     gang_shortfall,
     not_admitted,
     over_share,
     topology_choice,
 )
-from scheduler_core.extender.preempt import gangs_broken
-from scheduler_core.extender.preempt_node import select_victims_for_node
+from scheduler_core.extender.preempt_verb import gangs_broken
+from scheduler_core.extender.victim_search import select_victims_for_node
 from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON, CannotHelp, judge
 from scheduler_core.framework.status import Status
 from scheduler_core.framework.topology_fit import DomainChoice

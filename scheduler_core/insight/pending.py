@@ -9,7 +9,7 @@ from functools import cmp_to_key
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.filter import check_pod, topology_choice
+from scheduler_core.extender.filter_verb import check_pod, topology_choice
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
 from scheduler_core.insight.described import described
