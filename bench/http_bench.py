@@ -162,7 +162,7 @@ def serve(
     listeners too (``bench.load``'s exhaustion run aims at them)."""
     from app.backend.build import Built
     from app.cli.serve import build_servers
-    from app.cli.serve_flags import add_serve_parser
+    from app.cli.serve_flags import add_serve_parser, listening_from_args
     from app.serving.guard import raise_open_files_limit
     from app.serving.listeners import serve_all
     from app.telemetry.logs import setup_logging
@@ -185,7 +185,7 @@ def serve(
         assumptions=backend.assumption_counts,
         warnings=lambda: list(backend.conf.warnings),
     )
-    server, sides, _ = build_servers(args, lambda _args: built)
+    server, sides, _ = build_servers(args, listening_from_args(args), lambda _args: built)
     print(f"bench server: cluster built in {fixture.build_seconds:.1f}s", flush=True)
     if sides:
         return serve_all(server, sides)

@@ -24,7 +24,7 @@ from scheduler_core.cache.objects import collect
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration
 from scheduler_core.engine import open_session
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.framework.topology_fit import choose_domain
 
 #: Nodes per row.

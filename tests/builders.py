@@ -33,7 +33,7 @@ from scheduler_core.conf import (
 )
 from scheduler_core.engine import run_session
 from scheduler_core.extender.decisions import FilterResult
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.registry import Plugin

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel
 from starlette.responses import Response
 
-from app.api.wire import ApiError
+from app.api.models import ApiError, answer
 from app.http.errors import encode_error
+from scheduler_core.insight.lookup import NotFoundError
 
 #: A Kubernetes object name or namespace (DNS-1123 subdomain, the loosest of the rules).
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
@@ -31,8 +34,25 @@ def drop_validation_422(schema: dict[str, Any]) -> None:
                 responses.pop("422", None)
 
 
-def not_found(exc: Exception) -> Response:
-    return Response(encode_error(str(exc)), status_code=404, media_type=JSON)
+def missing(description: str) -> dict[int | str, dict[str, Any]]:
+    """The answers documented for a route that looks one object up: 400 for a malformed
+    name, 404 (``description``) for an object the engine does not know."""
+    return {**BAD_REQUEST, 404: {"model": ApiError, "description": description}}
+
+
+def answered(model: type[BaseModel], view: object) -> Response:
+    """``view`` as ``model`` answers it: camelCase JSON."""
+    return Response(answer(model, view), media_type=JSON)
+
+
+def found(model: type[BaseModel], lookup: Callable[[], object]) -> Response:
+    """The view ``lookup`` finds as ``model`` answers it, or 404 with the engine's sentence
+    when it raises ``NotFoundError``."""
+    try:
+        view = lookup()
+    except NotFoundError as exc:
+        return Response(encode_error(str(exc)), status_code=404, media_type=JSON)
+    return answered(model, view)
 
 
 def bad_request(message: str) -> Response:

@@ -2,51 +2,54 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from fastapi import APIRouter, Path
 from starlette.responses import Response
 
-from app.api.common import BAD_REQUEST, JSON, NAME_PATTERN, not_found
+from app.api.common import NAME_PATTERN, found, missing
+from app.api.models import Explanation
 from app.api.port import InsightBackend
-from app.api.wire import ApiError, Explanation, dump
-from scheduler_core.insight.lookup import NotFoundError
 
 Namespace = Path(pattern=NAME_PATTERN, max_length=63, description="namespace")
 Name = Path(pattern=NAME_PATTERN, max_length=253, description="object name")
 
 
+def _explainer(explain: Callable[[str, str], object]) -> Callable[..., Awaitable[Response]]:
+    """The route of one kind: the engine's explanation of the named object, or 404."""
+
+    async def endpoint(namespace: str = Namespace, name: str = Name) -> Response:
+        return found(Explanation, lambda: explain(namespace, name))
+
+    return endpoint
+
+
 def make_router(backend: InsightBackend) -> APIRouter:
     router = APIRouter(prefix="/api/v1", tags=["explain"])
-
-    @router.get(
-        "/pods/{namespace}/{name}/explain",
-        response_model=Explanation,
-        responses={
-            **BAD_REQUEST,
-            404: {"model": ApiError, "description": "The engine does not know the pod"},
-        },
-        summary="Why is this pod pending: each check with its verdict, numbers and rule",
+    kinds = (
+        (
+            "pods",
+            "explain_pod",
+            backend.explain_pod,
+            "Why is this pod pending: each check with its verdict, numbers and rule",
+            "The engine does not know the pod",
+        ),
+        (
+            "podgroups",
+            "explain_podgroup",
+            backend.explain_podgroup,
+            "Why is this PodGroup pending (its first pending pod's checks)",
+            "The engine does not know it",
+        ),
     )
-    async def explain_pod(namespace: str = Namespace, name: str = Name) -> Response:
-        try:
-            answer = backend.explain_pod(namespace, name)
-        except NotFoundError as exc:
-            return not_found(exc)
-        return Response(dump(Explanation.model_validate(answer)), media_type=JSON)
-
-    @router.get(
-        "/podgroups/{namespace}/{name}/explain",
-        response_model=Explanation,
-        responses={
-            **BAD_REQUEST,
-            404: {"model": ApiError, "description": "The engine does not know it"},
-        },
-        summary="Why is this PodGroup pending (its first pending pod's checks)",
-    )
-    async def explain_podgroup(namespace: str = Namespace, name: str = Name) -> Response:
-        try:
-            answer = backend.explain_podgroup(namespace, name)
-        except NotFoundError as exc:
-            return not_found(exc)
-        return Response(dump(Explanation.model_validate(answer)), media_type=JSON)
-
+    for kind, name, explain, summary, unknown in kinds:
+        router.add_api_route(
+            f"/{kind}/{{namespace}}/{{name}}/explain",
+            _explainer(explain),
+            methods=["GET"],
+            name=name,
+            response_model=Explanation,
+            responses=missing(unknown),
+            summary=summary,
+        )
     return router

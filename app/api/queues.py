@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Path, Query
 from starlette.responses import Response
 
-from app.api.common import BAD_REQUEST, JSON, NAME_PATTERN, not_found
+from app.api.common import BAD_REQUEST, NAME_PATTERN, answered, found, missing
+from app.api.models import PendingPage, Queue, QueueList, QueueListView
 from app.api.port import InsightBackend
-from app.api.wire import ApiError, PendingPage, Queue, QueueList, dump
-from scheduler_core.insight.lookup import NotFoundError
 from scheduler_core.insight.pending import DEFAULT_LIMIT, MAX_LIMIT
 
 QueueName = Path(pattern=NAME_PATTERN, max_length=253, description="the Queue's name")
@@ -18,10 +15,7 @@ QueueName = Path(pattern=NAME_PATTERN, max_length=253, description="the Queue's 
 
 def make_router(backend: InsightBackend) -> APIRouter:
     router = APIRouter(prefix="/api/v1", tags=["queues"])
-    missing: dict[int | str, dict[str, Any]] = {
-        **BAD_REQUEST,
-        404: {"model": ApiError, "description": "No such queue"},
-    }
+    unknown = missing("No such queue")
 
     @router.get(
         "/queues",
@@ -30,35 +24,27 @@ def make_router(backend: InsightBackend) -> APIRouter:
         summary="Every queue, with its fair share",
     )
     async def list_queues() -> Response:
-        queues = [Queue.model_validate(view) for view in backend.queues()]
-        return Response(dump(QueueList(queues=queues)), media_type=JSON)
+        return answered(QueueList, QueueListView(backend.queues()))
 
     @router.get(
         "/queues/{name}",
         response_model=Queue,
-        responses=missing,
+        responses=unknown,
         summary="One queue, with the derivation of its deserved share",
     )
     async def get_queue(name: str = QueueName) -> Response:
-        try:
-            return Response(dump(Queue.model_validate(backend.queue(name))), media_type=JSON)
-        except NotFoundError as exc:
-            return not_found(exc)
+        return found(Queue, lambda: backend.queue(name))
 
     @router.get(
         "/queues/{name}/pending",
         response_model=PendingPage,
-        responses=missing,
+        responses=unknown,
         summary="The queue's pending jobs in the order the engine serves them, with reasons",
     )
     async def pending(
         name: str = QueueName,
         limit: int = Query(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="page size"),
     ) -> Response:
-        try:
-            page = backend.pending(name, limit)
-        except NotFoundError as exc:
-            return not_found(exc)
-        return Response(dump(PendingPage.model_validate(page)), media_type=JSON)
+        return found(PendingPage, lambda: backend.pending(name, limit))
 
     return router

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from app.api.common import BAD_REQUEST, JSON
+from app.api.common import BAD_REQUEST, answered
+from app.api.models import Topology
 from app.api.port import InsightBackend
-from app.api.wire import Topology, dump
 
 
 def make_router(backend: InsightBackend) -> APIRouter:
@@ -20,6 +20,6 @@ def make_router(backend: InsightBackend) -> APIRouter:
         summary="The network topology: its source, its domains by tier, why it is refused",
     )
     async def get_topology() -> Response:
-        return Response(dump(Topology.model_validate(backend.topology())), media_type=JSON)
+        return answered(Topology, backend.topology())
 
     return router

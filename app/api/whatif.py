@@ -17,9 +17,9 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 
-from app.api.common import JSON, bad_request
+from app.api.common import JSON, answered, bad_request
+from app.api.models import ApiError, WhatIfIn, WhatIfOut
 from app.api.port import InsightBackend
-from app.api.wire import ApiError, WhatIfIn, WhatIfOut, dump
 from app.http.body import read_body
 from app.http.errors import WireError, encode_error, one_line
 from scheduler_core.insight.whatif import WhatIfError
@@ -80,6 +80,6 @@ def make_router(backend: InsightBackend, max_bytes: int = MAX_WHATIF_BYTES) -> A
                 result = await run_in_threadpool(dry_run)
             except WhatIfError as exc:
                 return bad_request(str(exc))
-        return Response(dump(WhatIfOut.model_validate(result)), media_type=JSON)
+        return answered(WhatIfOut, result)
 
     return router

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from app.api import wire
+from app.api import models
 from app.api.port import RecentEviction
 from app.backend.forked import run_forked
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
@@ -35,10 +35,10 @@ from scheduler_core.controller.eviction import EvictionResult
 from scheduler_core.controller.reclaim import ReclaimLoop
 from scheduler_core.controller.runtime import Controller
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.extender.holds import preempt_refusals
 from scheduler_core.extender.managed import ManagedPods
-from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.extender.preempt_verb import preempt_pod
 from scheduler_core.extender.prioritize import HostScores, prioritize_pod
 from scheduler_core.insight.explain import (
     Explanation,
@@ -282,7 +282,7 @@ class EngineBackend:
                 explanation = explain_requested_pod(self.accounting, pod)
             except ConversionError as exc:
                 raise BadPodError(f"cannot read the pod: {exc}") from exc
-        doc = wire.Explanation.model_validate(explanation).model_dump(mode="json", by_alias=True)
+        doc = models.document(models.Explanation, explanation)
         return {"managed": self.is_managed(pod), **doc}
 
     # --- the read-only API (app.api.port.InsightBackend) -------------------------------
@@ -331,10 +331,7 @@ class EngineBackend:
                 "clusterVersion": self.state.version,
                 "objects": self.state.counts(),
                 # The people's API's queue views (/api/v1/queues): one set of numbers.
-                "queues": [
-                    wire.Queue.model_validate(view).model_dump(mode="json", by_alias=True)
-                    for view in views
-                ],
+                "queues": [models.document(models.Queue, view) for view in views],
                 "jobs": report["jobs"],
                 # Sorted by pod key: dicts themselves have no order (two of them made this 500).
                 "assumed": [

@@ -11,9 +11,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, Protocol
 
-from pydantic import BaseModel
-
-from app.api import wire as wire
+from app.api import models
 from scheduler_core.insight.lookup import NotFoundError
 from scheduler_core.insight.whatif import WhatIfError
 
@@ -37,7 +35,24 @@ def api_path(*parts: str) -> str:
     return "/api/v1/" + "/".join(urllib.parse.quote(p, safe="") for p in parts)
 
 
-class HttpClient:
+class _OverHttp:
+    """A client whose every question is one HTTP request (``_call``) on a connection of its
+    own: nothing is held between calls."""
+
+    def _call(self, method: str, path: str, body: Doc | None) -> Doc:
+        raise NotImplementedError
+
+    def get(self, path: str) -> Doc:
+        return self._call("GET", path, None)
+
+    def post(self, path: str, body: Doc) -> Doc:
+        return self._call("POST", path, body)
+
+    def close(self) -> None:
+        """Nothing to give back."""
+
+
+class HttpClient(_OverHttp):
     """The API of a server reached directly (``--server``)."""
 
     def __init__(
@@ -81,17 +96,8 @@ class HttpClient:
         except (urllib.error.URLError, OSError) as exc:
             raise QueryError(f"cannot reach {self.base_url}: {exc}") from None
 
-    def get(self, path: str) -> Doc:
-        return self._call("GET", path, None)
 
-    def post(self, path: str, body: Doc) -> Doc:
-        return self._call("POST", path, body)
-
-    def close(self) -> None:
-        """Nothing is held between calls: each request opens its own connection."""
-
-
-class KubeProxyClient:
+class KubeProxyClient(_OverHttp):
     """The API through the Kubernetes API server's service proxy
     (``/api/v1/namespaces/NS/services/NAME:PORT/proxy/...``), with the kubeconfig's
     credentials: what ``kubectl queue`` uses when no ``--server`` is given."""
@@ -135,15 +141,6 @@ class KubeProxyClient:
         answer: Doc = json.loads(raw)
         return answer
 
-    def get(self, path: str) -> Doc:
-        return self._call("GET", path, None)
-
-    def post(self, path: str, body: Doc) -> Doc:
-        return self._call("POST", path, body)
-
-    def close(self) -> None:
-        """Nothing is held between calls: each request opens its own connection."""
-
 
 class OfflineClient:
     """The same answers from an engine over a cluster file, in this process."""
@@ -173,31 +170,26 @@ class OfflineClient:
         engine = self.engine
         try:
             if parts == ["queues"]:
-                queues = [wire.Queue.model_validate(v) for v in engine.queues()]
-                return _doc(wire.QueueList(queues=queues))
+                return models.document(models.QueueList, models.QueueListView(engine.queues()))
             if len(parts) == 2 and parts[0] == "queues":
-                return _doc(wire.Queue.model_validate(engine.queue(parts[1])))
+                return models.document(models.Queue, engine.queue(parts[1]))
             if len(parts) == 3 and parts[0] == "queues" and parts[2] == "pending":
-                return _doc(wire.PendingPage.model_validate(engine.pending(parts[1], 1000)))
+                return models.document(models.PendingPage, engine.pending(parts[1], 1000))
             if len(parts) == 4 and parts[0] == "pods" and parts[3] == "explain":
-                return _doc(wire.Explanation.model_validate(engine.explain_pod(*parts[1:3])))
+                return models.document(models.Explanation, engine.explain_pod(*parts[1:3]))
             if len(parts) == 4 and parts[0] == "podgroups" and parts[3] == "explain":
-                return _doc(wire.Explanation.model_validate(engine.explain_podgroup(*parts[1:3])))
+                return models.document(models.Explanation, engine.explain_podgroup(*parts[1:3]))
         except NotFoundError as exc:
             raise QueryError(str(exc)) from None
         raise QueryError(f"no such query: {path}")
 
     def post(self, path: str, body: Doc) -> Doc:
-        request = wire.WhatIfIn.model_validate(body).request()
+        request = models.WhatIfIn.model_validate(body).request()
         try:
             result = self.engine.whatif(request)()
         except WhatIfError as exc:
             raise QueryError(str(exc)) from None
-        return _doc(wire.WhatIfOut.model_validate(result))
-
-
-def _doc(model: BaseModel) -> Doc:
-    return model.model_dump(mode="json", by_alias=True)
+        return models.document(models.WhatIfOut, result)
 
 
 def _error_text(status: int, body: bytes | str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from app.cli.flag_types import checked, integer
 from app.schedconfig.render import SCORINGS, ExtenderOptions, LeaderElectionOptions
 
 DEFAULT_EXTENDER_URL = "http://127.0.0.1:8888/"
@@ -32,14 +33,7 @@ def _boolean(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, not {value!r}")
 
 
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not an integer") from None
-    if number <= 0:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {value}")
-    return number
+_positive = checked(integer, lambda n: n > 0, "must be 1 or more, not {value}")
 
 
 def add_scheduler_config_flags(p: argparse.ArgumentParser) -> None:

@@ -31,7 +31,7 @@ from app.cli.serve_flags import (
 from app.http.errors import one_line
 from app.serving.delegated_auth import KubernetesReviews
 from app.serving.guard import LimitedConfig, raise_open_files_limit
-from app.serving.listeners import Address, SideServer, serve_all, uvicorn_config
+from app.serving.listeners import Address, Listening, SideServer, serve_all, uvicorn_config
 from app.serving.server import ServerSettings, create_app, create_metrics_app, verb_path
 from app.serving.status_listener import build_status_server
 from app.telemetry.logs import setup_logging
@@ -72,9 +72,8 @@ DEMO_FILTER_BODY = (
 )
 
 
-def banner(args: argparse.Namespace) -> str:
+def banner(args: argparse.Namespace, listening: Listening) -> str:
     """What `serve` prints on start: where it listens and a request to try."""
-    listening = listening_from_args(args)
     https = bool(listening.tls_cert)
     url = base_url(listening.main, https)
     filter_url = url + verb_path(args.url_prefix, args.filter_verb)
@@ -105,15 +104,14 @@ def banner(args: argparse.Namespace) -> str:
 
 
 def build_servers(
-    args: argparse.Namespace, backend_factory: BackendFactory
+    args: argparse.Namespace, listening: Listening, backend_factory: BackendFactory
 ) -> tuple[uvicorn.Server, list[SideServer], Built[ExtenderBackend]]:
-    """The configured (not yet started) main listener and the side listeners over the
-    record ``backend_factory`` builds: --metrics-bind-address (/metrics and probes) and
-    --status-address (the page and the read-only API). Raises ValueError on bad flags; the
-    record is closed again when the listeners cannot be configured."""
-    listening = listening_from_args(args)
+    """The configured (not yet started) listeners of ``listening`` over the record
+    ``backend_factory`` builds: the main one, --metrics-bind-address (/metrics and probes)
+    and --status-address (the page and the read-only API). Raises ValueError on bad flags;
+    the record is closed again when the listeners cannot be configured."""
     listening.check()
-    tls, reloading = listening.tls()
+    tls = listening.tls()
     delegated = bool(args.delegated_auth)
     if delegated and args.token_file:
         raise ValueError("--delegated-auth and --token-file are alternatives: choose one")
@@ -124,29 +122,20 @@ def build_servers(
         settings = settings_for(built, settings_from_args(args), delegated=delegated)
         app = create_app(built.backend, settings)
         limits = listener_limits(args)
-        host, port = listening.main
         server = ResigningServer(
-            uvicorn_config(app, host, port, tls, reloading, limits=limits["verbs"]),
-            built.resign,
+            uvicorn_config(app, listening.main, tls, limits["verbs"]), built.resign
         )
         sides: list[SideServer] = []
         if listening.metrics is not None:
-            host, port = listening.metrics
+            metrics_app = create_metrics_app(app)
             config = uvicorn_config(
-                create_metrics_app(app),
-                host,
-                port,
-                tls,
-                reloading,
-                limits=limits["metrics"],
-                name="metrics listener",
+                metrics_app, listening.metrics, tls, limits["metrics"], name="metrics listener"
             )
             sides.append(SideServer(config))
         if listening.status is not None:
-            status = build_status_server(
-                listening.status, app, settings, tls, reloading, limits["status"]
+            sides.append(
+                build_status_server(listening.status, app, settings, tls, limits["status"])
             )
-            sides.append(status)
         configs = [s.config for s in (server, *sides) if isinstance(s.config, LimitedConfig)]
         app.state.registry.register(ListenerCollector(lambda: [c.counts() for c in configs]))
     except BaseException:
@@ -190,13 +179,14 @@ def run_serve(args: argparse.Namespace, backend_factory: BackendFactory) -> int:
     before, after = raise_open_files_limit()
     if after != before:
         log.info("open files limit raised from %d to %d", before, after)
+    listening = listening_from_args(args)
     try:
-        server, sides, built = build_servers(args, backend_factory)
+        server, sides, built = build_servers(args, listening, backend_factory)
     except (ValueError, OSError) as exc:
         log.error("cannot start: %s", one_line(str(exc)))
         return 2
     try:
-        print(banner(args), flush=True)
+        print(banner(args, listening), flush=True)
         return_from_serving_on_sigterm()
         if not sides:
             server.run()

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 from typing import TYPE_CHECKING, Any
 
 from app.backend.conf_reload import DEFAULT_INTERVAL as DEFAULT_RELOAD_INTERVAL
 from app.cli.controller_flags import add_controller_group, controller_options_from_args
-from app.cli.flag_types import host_port, integer, non_negative_seconds, port, positive_seconds
+from app.cli.flag_types import (
+    checked,
+    host_port,
+    integer,
+    non_negative_seconds,
+    port,
+    positive_rate,
+    positive_seconds,
+)
 from app.cli.reclaim_flags import add_reclaim_group, reclaim_options_from_args
 from app.serving.delegated_auth import DEFAULT_CACHE_TTL, DEFAULT_REVIEW_RATE
 from app.serving.guard import METRICS_LIMITS, STATUS_LIMITS, VERB_LIMITS, ListenerLimits
@@ -42,28 +49,8 @@ def _scheduler_names(value: str) -> list[str]:
     return names
 
 
-def _verbosity(value: str) -> int:
-    n = integer(value)
-    if not 0 <= n <= 10:
-        raise argparse.ArgumentTypeError(f"verbosity must be between 0 and 10, not {n}")
-    return n
-
-
-def _positive(value: str) -> int:
-    n = integer(value)
-    if n <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {n}")
-    return n
-
-
-def _positive_rate(value: str) -> float:
-    try:
-        n = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not math.isfinite(n) or n <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive rate, not {value}")
-    return n
+_verbosity = checked(integer, lambda n: 0 <= n <= 10, "verbosity must be between 0 and 10, not {n}")
+_positive = checked(integer, lambda n: n > 0, "must be a positive integer, not {n}")
 
 
 def add_serve_parser(subparsers: _Subparsers) -> argparse.ArgumentParser:
@@ -366,7 +353,7 @@ def _add_authentication_group(p: argparse.ArgumentParser) -> None:
     )
     auth.add_argument(
         "--delegated-auth-review-rate",
-        type=_positive_rate,
+        type=positive_rate,
         default=DEFAULT_REVIEW_RATE,
         metavar="PER_SECOND",
         help="TokenReviews and SubjectAccessReviews sent to the API server a second, at most "

@@ -14,7 +14,7 @@ from app.http.errors import WireError, encode_error, one_line
 from app.telemetry.logs import DEBUG_V
 from app.verbs.common import VerbContext
 from app.verbs.ports import BadPodError
-from app.verbs.wire import parse_pod
+from app.verbs.protocol import parse_pod
 from scheduler_core.logutil import v
 
 log = logging.getLogger(__name__)

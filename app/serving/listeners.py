@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
@@ -22,6 +22,20 @@ from app.serving.tls_reload import ReloadingServerContext
 #: A listener's address: host (an IPv6 one without brackets; "0.0.0.0" for every interface)
 #: and port.
 Address = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerTls:
+    """How every listener speaks TLS: uvicorn's options (none: plain HTTP) and the one
+    context they all share, which follows the certificate files as cert-manager rotates
+    them (None for plain HTTP)."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    context: ReloadingServerContext | None = None
+
+
+#: Plain HTTP.
+PLAIN = ListenerTls()
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,14 +51,15 @@ class Listening:
     tls_key: str | None = None
     client_ca: str | None = None
 
-    def tls(self) -> tuple[dict[str, Any], ReloadingServerContext | None]:
-        """uvicorn's TLS options and the one context every listener shares, following the
-        files as cert-manager rotates them (None for plain HTTP). Raises ValueError on a
-        half-configured set-up or a missing file."""
+    def tls(self) -> ListenerTls:
+        """The listeners' TLS, made once for all of them (each call loads the files anew).
+        Raises ValueError on a half-configured set-up or a missing file."""
         options = tls_options(self.tls_cert, self.tls_key, self.client_ca)
         if not options or self.tls_cert is None or self.tls_key is None:
-            return options, None
-        return options, ReloadingServerContext(self.tls_cert, self.tls_key, self.client_ca)
+            return ListenerTls(options)
+        return ListenerTls(
+            options, ReloadingServerContext(self.tls_cert, self.tls_key, self.client_ca)
+        )
 
     def check(self) -> None:
         """Raises ValueError when two listeners would share an address."""
@@ -69,30 +84,28 @@ class _Config(LimitedConfig):
 
 def uvicorn_config(
     app: Any,
-    host: str,
-    port: int,
-    tls: dict[str, Any],
-    reloading: ReloadingServerContext | None = None,
+    address: Address,
+    tls: ListenerTls = PLAIN,
     limits: ListenerLimits = VERB_LIMITS,
     name: str = "verbs listener",
 ) -> uvicorn.Config:
-    """One listener's configuration; with ``reloading``, every listener shares one TLS
-    context that follows the certificate files as they are rotated. ``limits`` are this
-    listener's own: no other listener's connections count against them."""
+    """One listener's configuration on ``address``; every listener given the same ``tls``
+    shares its one context. ``limits`` are this listener's own: no other listener's
+    connections count against them."""
     return _Config(
         app,
-        tls_context=reloading,
+        tls_context=tls.context,
         limits=limits,
         name=name,
-        host=host,
-        port=port,
+        host=address[0],
+        port=address[1],
         loop="uvloop",
         workers=1,
         access_log=False,
         log_config=None,
         lifespan="auto",
         server_header=False,
-        **tls,
+        **tls.options,
     )
 
 

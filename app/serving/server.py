@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -290,46 +290,51 @@ def _service_metrics(
 VerbHandlers = dict[str, VerbHandler[Any]]
 
 
+class _VerbRoute(NamedTuple):
+    """A verb's handler and its route as the OpenAPI document shows it: the 200 answer, the
+    error answer and the request body."""
+
+    name: str
+    make: Callable[[VerbContext], VerbHandler[Any]]
+    ok: type[BaseModel] | dict[str, Any]
+    bad: type[BaseModel] = ErrorModel
+    body: type[BaseModel] = ExtenderArgs
+
+
+_SUMMARIES = {
+    "filter": "kube-scheduler filter verb",
+    "prioritize": "kube-scheduler prioritize verb (HostPriorityList)",
+    "preempt": "kube-scheduler preempt verb",
+}
+
+
 def _add_verb_routes(
     app: FastAPI, ctx: VerbContext, paths: dict[str, str]
 ) -> tuple[VerbHandlers, dict[str, Any]]:
     """filter, prioritize and preempt on their paths; returns their handlers (for the verbs'
     router) and the schema definitions of their hand-parsed bodies."""
     refs, defs = _request_schemas()
-    verbs: VerbHandlers = {
-        "filter": make_filter_handler(ctx),
-        "prioritize": make_prioritize_handler(ctx),
-        "preempt": make_preempt_handler(ctx),
-    }
-    app.add_api_route(
-        paths["filter"],
-        verbs["filter"].endpoint,
-        methods=["POST"],
-        name="filter",
-        summary="kube-scheduler filter verb",
-        responses=_answers(ExtenderFilterResult, ExtenderFilterResult),
-        openapi_extra=_json_body(refs[ExtenderArgs.__name__]),
-    )
     host_list = {"type": "array", "items": {"$ref": "#/components/schemas/HostPriority"}}
     defs.setdefault("HostPriority", HostPriority.model_json_schema())
-    app.add_api_route(
-        paths["prioritize"],
-        verbs["prioritize"].endpoint,
-        methods=["POST"],
-        name="prioritize",
-        summary="kube-scheduler prioritize verb (HostPriorityList)",
-        responses=_answers(host_list, ErrorModel),
-        openapi_extra=_json_body(refs[ExtenderArgs.__name__]),
+    table = (
+        _VerbRoute("filter", make_filter_handler, ExtenderFilterResult, ExtenderFilterResult),
+        _VerbRoute("prioritize", make_prioritize_handler, host_list),
+        _VerbRoute(
+            "preempt", make_preempt_handler, ExtenderPreemptionResult, body=ExtenderPreemptionArgs
+        ),
     )
-    app.add_api_route(
-        paths["preempt"],
-        verbs["preempt"].endpoint,
-        methods=["POST"],
-        name="preempt",
-        summary="kube-scheduler preempt verb",
-        responses=_answers(ExtenderPreemptionResult, ErrorModel),
-        openapi_extra=_json_body(refs[ExtenderPreemptionArgs.__name__]),
-    )
+    verbs: VerbHandlers = {}
+    for name, make, ok, bad, body in table:
+        verbs[name] = make(ctx)
+        app.add_api_route(
+            paths[name],
+            verbs[name].endpoint,
+            methods=["POST"],
+            name=name,
+            summary=_SUMMARIES[name],
+            responses=_answers(ok, bad),
+            openapi_extra=_json_body(refs[body.__name__]),
+        )
     return verbs, defs
 
 

@@ -10,17 +10,15 @@ from fastapi import FastAPI
 
 from app.api.port import InsightBackend
 from app.serving.guard import STATUS_LIMITS, ListenerLimits
-from app.serving.listeners import Address, SideServer, uvicorn_config
+from app.serving.listeners import PLAIN, Address, ListenerTls, SideServer, uvicorn_config
 from app.serving.server import ServerSettings, create_status_app
-from app.serving.tls_reload import ReloadingServerContext
 
 
 def build_status_server(
     address: Address,
     main_app: Any,
     settings: ServerSettings,
-    tls: dict[str, Any],
-    reloading: ReloadingServerContext | None = None,
+    tls: ListenerTls = PLAIN,
     limits: ListenerLimits = STATUS_LIMITS,
 ) -> SideServer:
     """The status listener on ``address`` over the main application's backend. Raises
@@ -29,7 +27,4 @@ def build_status_server(
     if not isinstance(backend, InsightBackend):
         raise ValueError("--status-address needs the engine backend")
     app = create_status_app(backend, settings)
-    config = uvicorn_config(
-        app, address[0], address[1], tls, reloading, limits=limits, name="status listener"
-    )
-    return SideServer(config)
+    return SideServer(uvicorn_config(app, address, tls, limits, name="status listener"))

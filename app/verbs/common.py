@@ -16,7 +16,7 @@ from app.http.body import json_response, read_asgi_body, read_body
 from app.http.errors import WireError, one_line
 from app.telemetry.logs import DEBUG_V
 from app.telemetry.metrics import ServiceMetrics, VerbMetrics
-from app.verbs.ports import ExtenderBackend
+from app.verbs.ports import BadPodError, ExtenderBackend
 from scheduler_core.logutil import v
 
 log = logging.getLogger("app.verbs")
@@ -46,13 +46,23 @@ def log_bad_request(verb: str, exc: WireError) -> None:
     log.warning("bad %s request: %s", verb, exc)
 
 
-def log_backend_failure(verb: str, pod: object, exc: BaseException, policy: OnError) -> None:
-    """Backend failures are logged at ERROR in one line; the traceback only at V(4)."""
+def backend_failed(
+    verb: str, ctx: VerbContext, m: VerbMetrics, pod: object, exc: Exception
+) -> None:
+    """What every verb does first when its backend raises, before it answers by its own
+    error policy (``ctx.on_error``): a pod the engine cannot read is the caller's mistake,
+    raised again as ``WireError`` (a 400 naming the field); any other failure is counted as
+    an error and logged at ERROR in one line, the traceback only at V(4). Called only on the
+    failure path, so an answered call pays nothing for it."""
+    if isinstance(exc, BadPodError):
+        raise WireError(str(exc)) from exc
+    m.error()
+    m.outcome("error")
     log.error(
         "%s for pod %s failed in the backend (%s policy applied): %s: %s",
         verb,
         pod_ref(pod),
-        policy,
+        ctx.on_error,
         type(exc).__name__,
         one_line(str(exc)),
     )
@@ -142,3 +152,17 @@ class VerbHandler(Generic[Args]):
             return json_response(answer, status)
         finally:
             self._metrics.observe(perf_counter() - started)
+
+
+def always_200(
+    ctx: VerbContext,
+    verb: str,
+    parse: Callable[[bytes], Args],
+    answer: Callable[[VerbContext, VerbMetrics, Args], bytes],
+    encode_bad_request: Callable[[str], bytes],
+) -> VerbHandler[Args]:
+    """The handler of a verb whose every answer to a well-formed request is a 200 (filter's
+    and preempt's failures are answers in the verb's own shape), ``answer`` given ``ctx``."""
+    return VerbHandler(
+        ctx, verb, parse, lambda m, args: (200, answer(ctx, m, args)), encode_bad_request
+    )

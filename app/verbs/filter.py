@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import logging
 
-from app.http.errors import WireError
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
     VerbContext,
     VerbHandler,
-    log_backend_failure,
+    always_200,
+    backend_failed,
     pod_ref,
 )
-from app.verbs.ports import BadPodError
-from app.verbs.wire import (
+from app.verbs.protocol import (
     DecodedArgs,
     encode_filter_error,
     encode_filter_result,
@@ -98,12 +97,8 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
         result = ctx.backend.filter(args.pod, list(args.node_names))
         error = str(result.error or "")
         answer = keep_to_inputs(args.node_names, result)
-    except BadPodError as exc:
-        raise WireError(str(exc)) from exc
     except Exception as exc:
-        m.error()
-        m.outcome("error")
-        log_backend_failure(VERB, args.pod, exc, ctx.on_error)
+        backend_failed(VERB, ctx, m, args.pod, exc)
         if ctx.on_error == "pass":
             return encode_filter_result(args, FilterResult(args.node_names))
         return encode_filter_error(f"queue extender internal error: {type(exc).__name__}: {exc}")
@@ -120,10 +115,4 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
 
 
 def make_filter_handler(ctx: VerbContext) -> VerbHandler[DecodedArgs]:
-    return VerbHandler(
-        ctx,
-        VERB,
-        parse_extender_args,
-        lambda m, args: (200, answer_filter(ctx, m, args)),
-        encode_filter_error,
-    )
+    return always_200(ctx, VERB, parse_extender_args, answer_filter, encode_filter_error)

@@ -11,15 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
-from app.http.errors import WireError, encode_error
+from app.http.errors import encode_error
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
     VerbContext,
     VerbHandler,
-    log_backend_failure,
+    always_200,
+    backend_failed,
 )
-from app.verbs.ports import BadPodError
-from app.verbs.wire import (
+from app.verbs.protocol import (
     DecodedPreemptionArgs,
     encode_preemption_result,
     parse_preemption_args,
@@ -73,12 +73,8 @@ def answer_preempt(ctx: VerbContext, m: VerbMetrics, args: DecodedPreemptionArgs
             return encode_preemption_result(echo_victims(args))
         proposal = {node: list(uids) for node, uids in args.candidates.items()}
         victims = keep_valid_victims(args.candidates, ctx.backend.preempt(args.pod, proposal))
-    except BadPodError as exc:
-        raise WireError(str(exc)) from exc
     except Exception as exc:
-        m.error()
-        m.outcome("error")
-        log_backend_failure(VERB, args.pod, exc, ctx.on_error)
+        backend_failed(VERB, ctx, m, args.pod, exc)
         return encode_preemption_result({})
     if victims:
         m.outcome("victims")
@@ -89,10 +85,4 @@ def answer_preempt(ctx: VerbContext, m: VerbMetrics, args: DecodedPreemptionArgs
 
 
 def make_preempt_handler(ctx: VerbContext) -> VerbHandler[DecodedPreemptionArgs]:
-    return VerbHandler(
-        ctx,
-        VERB,
-        parse_preemption_args,
-        lambda m, args: (200, answer_preempt(ctx, m, args)),
-        encode_error,
-    )
+    return always_200(ctx, VERB, parse_preemption_args, answer_preempt, encode_error)

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from app.http.errors import WireError, encode_error
+from app.http.errors import encode_error
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
     VerbContext,
     VerbHandler,
-    log_backend_failure,
+    backend_failed,
 )
-from app.verbs.ports import BadPodError
-from app.verbs.wire import (
+from app.verbs.protocol import (
     DecodedArgs,
     HostScoreEncoder,
     encode_host_priorities,
@@ -90,12 +89,8 @@ def answer_prioritize(
             m.outcome("scored")
             return 200, encode_scores(answer.names, answer.scores.tolist())
         scores = clamp_scores(args.node_names, answer)
-    except BadPodError as exc:
-        raise WireError(str(exc)) from exc
     except Exception as exc:
-        m.error()
-        m.outcome("error")
-        log_backend_failure(VERB, args.pod, exc, ctx.on_error)
+        backend_failed(VERB, ctx, m, args.pod, exc)
         if ctx.on_error == "pass":
             return 200, encode_zero_priorities(args.node_names)
         # kube-scheduler drops a failed extender's scores and carries on (never fatal).

@@ -1,6 +1,6 @@
 """kube-scheduler's extender wire as pydantic models, for the OpenAPI schema only.
 
-The verbs never parse or encode a request with these (``wire.py`` does it by hand, about 15
+The verbs never parse or encode a request with these (``protocol.py`` does it by hand, about 15
 times faster on a 5,000-name answer); they describe the same keys to people and to the
 schema-driven tests, and are kept apart so the hot path does not carry them.
 """

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.controller.periodic import Periodic
-from scheduler_core.extender.filter import parked_pods_to_retry
+from scheduler_core.extender.filter_verb import parked_pods_to_retry
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.controller.requeue")

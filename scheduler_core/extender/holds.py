@@ -18,8 +18,8 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.extender.context import PodContext
-from scheduler_core.extender.filter import check_pod
-from scheduler_core.extender.preempt import gangs_broken
+from scheduler_core.extender.filter_verb import check_pod
+from scheduler_core.extender.preempt_verb import gangs_broken
 from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON, judge
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.fairshare.attrs import QueueAttr

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts, describe
+from scheduler_core.insight.described import described
 from scheduler_core.plugins.fairshare.attrs import DerivationStep, FillRound
 
 #: What held a queue's deserved share where it ended.
@@ -26,22 +27,31 @@ class DerivationRound:
     round: int
     label: str
     deserved: Amounts | None
-    clamped: dict[str, list[str]] = field(default_factory=dict)
-    remaining: Amounts | None = None
+    clamped: dict[str, list[str]] = field(
+        default_factory=dict,
+        metadata=described("clamp (capability, request, guarantee) -> dimensions"),
+    )
+    remaining: Amounts | None = field(
+        default=None, metadata=described("left to hand out at the pass start")
+    )
     total_weight: int | None = None
     weight: int | None = None
     before: Amounts | None = None
-    offered: Amounts | None = None
-    met: str = ""
+    offered: Amounts | None = field(
+        default=None, metadata=described("before + weighted share of remaining")
+    )
+    met: str = field(default="", metadata=described('"request", "capability" or empty'))
 
 
 @dataclass(slots=True)
 class Derivation:
-    """``bound_by``: per resource, what held the queue's deserved amount where it ended."""
+    """How proportion's passes or capacity's steps reached a queue's deserved share."""
 
     plugin: str
     rounds: list[DerivationRound]
-    bound_by: dict[str, str]
+    bound_by: dict[str, str] = field(
+        metadata=described("resource -> what held its deserved amount")
+    )
     summary: str
 
 

@@ -5,7 +5,7 @@ follow."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.topology import NetworkTopologyRequest
@@ -35,8 +35,8 @@ class DomainView:
     tier: int | None
     needed: int
     sentence: str
-    tried: list[TierTried] = field(default_factory=list)
-    pinned_by: list[str] = field(default_factory=list)
+    tried: list[TierTried]
+    pinned_by: list[str]
 
 
 def request_numbers(request: NetworkTopologyRequest) -> dict[str, object]:
@@ -109,6 +109,8 @@ def domain_view(ssn: Session, job: JobInfo, choice: DomainChoice | None) -> Doma
             None,
             0,
             ignored_sentence(ssn, job),
+            [],
+            [],
         )
     state = "placed" if choice.domain is not None else "refused" if choice.hard else "anywhere"
     return DomainView(

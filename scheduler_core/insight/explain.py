@@ -22,19 +22,20 @@ from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.extender.context import PodContext
-from scheduler_core.extender.filter import (
+from scheduler_core.extender.filter_verb import (
     check_pod,
     gang_shortfall,
     not_admitted,
     over_share,
     topology_choice,
 )
-from scheduler_core.extender.preempt import gangs_broken
-from scheduler_core.extender.preempt_node import select_victims_for_node
+from scheduler_core.extender.preempt_verb import gangs_broken
+from scheduler_core.extender.victim_search import select_victims_for_node
 from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON, CannotHelp, judge
 from scheduler_core.framework.status import Status
 from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.insight.amounts import amounts
+from scheduler_core.insight.described import described
 from scheduler_core.insight.domains import domain_view, request_numbers
 from scheduler_core.insight.lookup import (
     CachedPodContext,
@@ -84,13 +85,18 @@ class Explanation:
     phase: str
     filter: Literal["pass", "reject", "n/a"]
     code: str | None
-    reason: str | None
+    reason: str | None = field(metadata=described("filter's reason, as kube-scheduler prints it"))
     preemption_may_help: bool | None
     summary: str
     steps: list[Step]
     victims: list[NodeVictimsView] = field(default_factory=list)
-    #: Where the pod's gang is defined: ``volcano`` or ``native`` (Kubernetes' PodGroup).
-    source: str | None = None
+    source: str | None = field(
+        default=None,
+        metadata=described(
+            "where the gang is defined: volcano (a Volcano PodGroup or a lone pod's group of "
+            "one) or native (a Kubernetes PodGroup, scheduling.k8s.io)"
+        ),
+    )
 
 
 def explain_cached_pod(acct: QueueAccounting, namespace: str, name: str) -> Explanation:

@@ -3,15 +3,16 @@ waits (the filter verb's reason for the job's first pending pod)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cmp_to_key
 
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.filter import check_pod, topology_choice
+from scheduler_core.extender.filter_verb import check_pod, topology_choice
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
+from scheduler_core.insight.described import described
 from scheduler_core.insight.domains import domain_view, short
 from scheduler_core.insight.lookup import CachedPodContext, NotFoundError, first_pending
 
@@ -32,10 +33,17 @@ class PendingJob:
     first_pod: str | None
     code: str
     reason: str
-    #: ``volcano`` or ``native`` (see ``JobInfo.source``).
-    source: str = "volcano"
-    #: The gang's network domain and request, "" for a job that asks for none.
-    topology: str = ""
+    #: See ``JobInfo.source``.
+    source: str = field(
+        default="volcano", metadata=described("volcano or native (see Explanation)")
+    )
+    topology: str = field(
+        default="",
+        metadata=described(
+            "the gang's network domain and request (e.g. 's/b (hard, tier ≤ 1)'); "
+            "empty for a job that asks for none"
+        ),
+    )
 
 
 @dataclass(slots=True)

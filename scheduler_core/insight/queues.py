@@ -11,6 +11,7 @@ from scheduler_core.api.types import TaskStatus, completed_status
 from scheduler_core.framework.session import Session
 from scheduler_core.insight.amounts import Amounts, amounts
 from scheduler_core.insight.derivation import Derivation, queue_derivation
+from scheduler_core.insight.described import described
 from scheduler_core.plugins.proportion import ProportionPlugin
 from scheduler_core.plugins.usagehistory import PLUGIN_NAME, UsageHistoryPlugin, format_span
 from scheduler_core.report import queue_attrs
@@ -28,23 +29,30 @@ class QueueView:
     capability: Amounts | None
     real_capability: Amounts | None
     request: Amounts | None
-    allocated: Amounts | None
-    assumed: Amounts | None
+    allocated: Amounts | None = field(metadata=described("includes the assumed pods"))
+    assumed: Amounts | None = field(metadata=described("filtered, not bound yet"))
     assumed_pods: int
     deserved: Amounts | None
     share: float
     overused: bool
     jobs: int
     pending_jobs: int
+    #: The per-class detail of what the shares count under each class's quota name (see
+    #: docs/dra.md).
+    devices: dict[str, int] = field(
+        default_factory=dict,
+        metadata=described(
+            "DRA devices its placed pods' allocated ResourceClaims hold, by "
+            "deviceclass.resource.kubernetes.io/<device class> (the shares count them under "
+            "each class's quota name)"
+        ),
+    )
+    #: None: the usage history plugin is not on, or nothing measures usage here.
+    history: UsageView | None = field(
+        default=None,
+        metadata=described("its usage over time and its effect (usagehistory plugin on)"),
+    )
     derivation: Derivation | None = None
-    notes: list[str] = field(default_factory=list)
-    #: DRA devices held by the allocated ResourceClaims of the queue's placed pods, by
-    #: ``deviceclass.resource.kubernetes.io/<device class>``: the per-class detail of what
-    #: the shares count under each class's quota name (see docs/dra.md).
-    devices: dict[str, int] = field(default_factory=dict)
-    #: Its usage over time and what it did to the deserved share (None: the usage history
-    #: plugin is not on, or nothing measures usage here).
-    history: UsageView | None = None
 
 
 @dataclass(slots=True)
@@ -54,13 +62,28 @@ class UsageView:
     multiplied by, and its deserved share on the unadjusted weights. ``adjusted`` is False
     when nothing is contended or no usage is measured: deserved is then the weighted one."""
 
-    half_life: str
-    usage: Amounts
-    adjusted: bool
-    usage_share: float | None = None
-    weight_share: float | None = None
-    factor: float | None = None
-    weighted_deserved: Amounts | None = None
+    half_life: str = field(metadata=described("how fast past usage fades (usage.halfLife)"))
+    usage: Amounts = field(
+        metadata=described("decayed usage in amount-hours (core-hours, byte-hours, device-hours)")
+    )
+    adjusted: bool = field(
+        metadata=described(
+            "whether its deserved share was moved for it (only where the queues ask for "
+            "more than the cluster holds and usage was measured)"
+        )
+    )
+    usage_share: float | None = field(
+        default=None, metadata=described("its share of the competing usage")
+    )
+    weight_share: float | None = field(
+        default=None, metadata=described("its share of the competing weights")
+    )
+    factor: float | None = field(
+        default=None, metadata=described("what its weight was multiplied by")
+    )
+    weighted_deserved: Amounts | None = field(
+        default=None, metadata=described("its deserved share on the unadjusted weights")
+    )
 
 
 def usage_views(ssn: Session) -> dict[str, UsageView]:

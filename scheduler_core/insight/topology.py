@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
+from scheduler_core.insight.described import described
 
 
 @dataclass(frozen=True, slots=True)
 class DomainView:
     name: str
     tier: int
-    tier_name: str
+    tier_name: str = field(metadata=described("the HyperNode's tierName, or the level's label key"))
     node_count: int
     parent: str | None
     children: tuple[str, ...]
@@ -26,7 +27,7 @@ class DomainView:
 
 @dataclass(frozen=True, slots=True)
 class TierView:
-    tier: int
+    tier: int = field(metadata=described("1 is the narrowest, closest to the nodes"))
     #: The tier's name (a HyperNode ``tierName`` or a level's label key); empty when unnamed.
     tier_name: str
     domains: tuple[DomainView, ...]
@@ -36,22 +37,26 @@ class TierView:
 class RefusalView:
     source: str
     #: Each offending object (a HyperNode's name, or ``levels``) and what is wrong with it.
-    problems: dict[str, str]
+    problems: dict[str, str] = field(
+        metadata=described("offending object -> what is wrong with it")
+    )
     message: str
 
 
 @dataclass(frozen=True, slots=True)
 class TopologyView:
-    #: Whether PodGroups' requests are honoured (``networkTopology.enabled``).
-    enabled: bool
-    #: Where the tree comes from now: ``hypernodes``, ``labels`` or ``none``.
-    source: str
+    #: From ``networkTopology.enabled``.
+    enabled: bool = field(metadata=described("whether PodGroups' networkTopology is honoured"))
+    #: Where the tree comes from now.
+    source: str = field(metadata=described('"hypernodes", "labels" or "none"'))
     label_levels: tuple[str, ...]
     hypernodes: int
     nodes_in_domains: int
-    tiers: tuple[TierView, ...] = ()
-    refusal: RefusalView | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    tiers: tuple[TierView, ...] = field(metadata=described("the serving tree's domains, by tier"))
+    refusal: RefusalView | None = field(
+        metadata=described("why the tree the cluster describes now is refused (null when it holds)")
+    )
+    notes: tuple[str, ...]
 
 
 def topology_view(state: ClusterState, conf: SchedulerConfiguration) -> TopologyView:

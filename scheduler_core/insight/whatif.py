@@ -28,6 +28,7 @@ from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.topology_fit import choose_domain
 from scheduler_core.insight.amounts import Amounts, amounts
+from scheduler_core.insight.described import described
 from scheduler_core.insight.domains import DomainView, domain_view
 from scheduler_core.insight.queues import QueueView, queue_views
 from scheduler_core.report import queue_attrs
@@ -105,9 +106,11 @@ class WhatIfResult:
     evicted: list[EvictionView]
     unplaced: list[str]
     queues: list[QueueChangeView]
-    #: The network domain of each submitted gang that asks for one, chosen as the filter
-    #: verb would choose it before the actions ran.
-    domains: list[DomainView] = field(default_factory=list)
+    #: Chosen as the filter verb would choose it before the actions ran.
+    domains: list[DomainView] = field(
+        default_factory=list,
+        metadata=described("the network domain of each submitted gang that asks for one"),
+    )
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.cache.convert import pod_to_task
 from scheduler_core.engine import open_session
 from scheduler_core.extender.context import PodContext
-from scheduler_core.extender.filter import check_pod, filter_pod
+from scheduler_core.extender.filter_verb import check_pod, filter_pod
 from scheduler_core.extender.prioritize import prioritize_pod
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.drf import DrfPlugin

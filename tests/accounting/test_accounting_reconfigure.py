@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from scheduler_core.conf import DEFAULT_CONF, load_configuration
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.report import queue_attrs
 from tests.builders import accounting, node, queue
-from tests.extender.test_filter import lone
+from tests.extender.test_filter_verb import lone
 
 CAPACITY_CONF = DEFAULT_CONF.replace("proportion", "capacity")
 

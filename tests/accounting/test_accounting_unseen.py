@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from tests.builders import accounting, node, pod, queue
 
 NODES = ["n1", "n2"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler_core.extender.filter import filter_pod, parked_pods_to_retry
+from scheduler_core.extender.filter_verb import filter_pod, parked_pods_to_retry
 from tests.builders import accounting, node, pod, queue
 
 

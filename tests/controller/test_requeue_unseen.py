@@ -11,7 +11,7 @@ import pytest
 from kubernetes.client import ApiException
 
 from scheduler_core.controller.requeue import ParkedPodRequeuer
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from tests.builders import accounting, node, pod, queue
 
 NODES = ["n1"]

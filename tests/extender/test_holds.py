@@ -6,7 +6,7 @@ filter rule holding a cached pending task, as the status pass asks it."""
 from __future__ import annotations
 
 from scheduler_core.extender.holds import hold_reason, preempt_refusals
-from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.extender.preempt_verb import preempt_pod
 from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON
 from tests.builders import (
     accounting,

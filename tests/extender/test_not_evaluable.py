@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_core.extender.filter import filter_pod
-from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.extender.filter_verb import filter_pod
+from scheduler_core.extender.preempt_verb import preempt_pod
 from tests.builders import (
     accounting,
     claim_volume,
@@ -22,7 +22,7 @@ from tests.builders import (
     with_resource_claims,
     with_volumes,
 )
-from tests.extender.test_preempt import PCS, member, same_queue_cluster, uids
+from tests.extender.test_preempt_verb import PCS, member, same_queue_cluster, uids
 
 UNBOUND = [storage_class("fast"), pvc("data", storage_class="fast")]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.extender.prioritize import prioritize_pod
 from tests.builders import (
     SPINE_LEAF,

@@ -109,7 +109,7 @@ def test_capacity_records_spec_deserved_capped_and_raised() -> None:
 def test_queue_view_carries_the_derivation_and_assumed_pods() -> None:
     objs = cluster()
     acct, _ = accounting(objs)
-    from scheduler_core.extender.filter import filter_pod
+    from scheduler_core.extender.filter_verb import filter_pod
 
     filter_pod(acct, objs[5], ["n1"])  # s0 is assumed
     view = queue_view(acct, "small")

@@ -11,7 +11,7 @@ import pytest
 from app.api.status_page import render_queue
 from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
 from scheduler_core.conf import DEFAULT_CONF, default_configuration
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.insight.explain import Step, explain_podgroup
 from scheduler_core.insight.pending import pending_jobs
 from scheduler_core.insight.queues import queue_view

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.insight.explain import Explanation, explain_cached_pod, explain_podgroup
 from scheduler_core.insight.lookup import NotFoundError
 from tests.builders import GANG_CONF, accounting, node, pod, podgroup, priority_class, queue

@@ -3,8 +3,8 @@ class, each claim once; pending pods and unallocated claims count nothing."""
 
 from __future__ import annotations
 
+from app.api.models import Queue, document
 from app.api.status_page import render_queue
-from app.api.wire import Queue
 from scheduler_core.insight.pending import pending_jobs
 from scheduler_core.insight.queues import queue_view
 from tests.builders import accounting, node, pod, queue, resource_claim, with_resource_claims
@@ -31,6 +31,6 @@ def test_devices_of_allocated_claims_are_counted_per_class_and_claim() -> None:
     assert view is not None and view.devices == {GPU: 2, NIC: 1}
     other = queue_view(acct, "b")
     assert other is not None and other.devices == {}
-    assert Queue.model_validate(view).devices == {GPU: 2, NIC: 1}
+    assert document(Queue, view)["devices"] == {GPU: 2, NIC: 1}
     html = render_queue(view, pending_jobs(acct, "a"))
     assert f"{GPU}: 2" in html

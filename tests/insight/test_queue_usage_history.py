@@ -4,10 +4,8 @@ and ``kubectl queue`` show the same."""
 
 from __future__ import annotations
 
-import json
-
+from app.api.models import Queue, QueueList, QueueListView, document
 from app.api.status_page import render_index, render_queue
-from app.api.wire import Queue, QueueList, dump
 from app.cli.query import render_queue as cli_queue
 from app.cli.query import render_queues as cli_queues
 from scheduler_core.accounting.keeper import QueueAccounting
@@ -69,10 +67,10 @@ def test_status_page_and_kubectl_queue_show_it() -> None:
     page = render_queue(view, pending_jobs(acct, "q1"))
     assert "Weighted deserved" in page and "cpu 4" in page
     assert "&times;0.5" in render_index(views, {}, None)
-    listed = json.loads(dump(QueueList(queues=[Queue.model_validate(v) for v in views])))
+    listed = document(QueueList, QueueListView(views))
     table = cli_queues(listed)
     assert "WEIGHTED DESERVED" in table and "1.00 (weight x0.5)" in table
-    one = json.loads(dump(Queue.model_validate(view)))
+    one = document(Queue, view)
     assert "Weighted deserved:" in cli_queue(one)
     assert "half-life 1h" in cli_queue(one)
 
@@ -82,9 +80,7 @@ def test_without_the_plugin_the_views_carry_no_history() -> None:
     acct, _ = accounting(objs)
     view = queue_view(acct, "q1")
     assert view is not None and view.history is None
-    assert "USAGE SHARE" not in cli_queues(
-        json.loads(dump(QueueList(queues=[Queue.model_validate(view)])))
-    )
+    assert "USAGE SHARE" not in cli_queues(document(QueueList, QueueListView([view])))
 
 
 def test_explain_says_what_past_usage_did_to_the_queue_share() -> None:

@@ -18,6 +18,7 @@ from app.backend.conf_reload import ConfigurationWatcher
 from app.backend.engine import EngineBackend
 from app.cli.main import build_parser
 from app.cli.serve import DEMO_FILTER_BODY, backend_from_args, build_servers
+from app.cli.serve_flags import listening_from_args
 from scheduler_core.conf import DEFAULT_CONF, SchedulerConfiguration
 
 from ..live import serve
@@ -285,7 +286,7 @@ def test_a_running_server_follows_its_rewritten_configuration(tmp_path: Path) ->
     args = build_parser().parse_args(
         ["serve", "--demo", "--conf", volume.path, "--conf-reload-interval", "0.05"]
     )
-    server, _, _ = build_servers(args, backend_from_args)
+    server, _, _ = build_servers(args, listening_from_args(args), backend_from_args)
     with serve(server.config.app) as url, httpx.Client(base_url=url, timeout=10) as client:
         before = _prioritize(client)
         assert before != expected  # binpack weighs in at first

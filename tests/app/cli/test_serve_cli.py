@@ -18,7 +18,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.backend.build import Built
 from app.cli.serve import backend_from_args, banner, build_servers, run_serve
-from app.cli.serve_flags import add_serve_parser, listener_limits, settings_from_args
+from app.cli.serve_flags import (
+    add_serve_parser,
+    listener_limits,
+    listening_from_args,
+    settings_from_args,
+)
 from app.serving.listeners import serve_all
 from tests.ports import free_port
 
@@ -131,8 +136,13 @@ def test_numbers_at_the_edges_are_accepted() -> None:
     assert parse("--assume-ttl", "0.5").assume_ttl == 0.5
 
 
+def banner_of(*flags: str) -> str:
+    args = parse(*flags)
+    return banner(args, listening_from_args(args))
+
+
 def test_banner_has_the_url_and_a_working_curl_example() -> None:
-    text = banner(parse("--port", "9000", "--url-prefix", "/sched"))
+    text = banner_of("--port", "9000", "--url-prefix", "/sched")
     assert "http://127.0.0.1:9000" in text
     curl = shlex.split(text.split("try: ", 1)[1])
     assert curl[:4] == ["curl", "-sS", "-X", "POST"]
@@ -140,9 +150,9 @@ def test_banner_has_the_url_and_a_working_curl_example() -> None:
     payload = curl[curl.index("-d") + 1]
     assert '"NodeNames"' in payload and '"Pod"' in payload
     assert '"NODE-1"' in payload  # a placeholder pod: no demo cluster was asked for
-    demo = shlex.split(banner(parse("--demo")).split("try: ", 1)[1])
+    demo = shlex.split(banner_of("--demo").split("try: ", 1)[1])
     assert '"cpu-node-1"' in demo[demo.index("-d") + 1]  # a real pending pod of the demo
-    tls = banner(parse("--tls-cert", "c", "--tls-key", "k", "--token-file", "/t"))
+    tls = banner_of("--tls-cert", "c", "--tls-key", "k", "--token-file", "/t")
     assert "https://127.0.0.1:8888/filter" in tls and "--cacert" in tls
     assert "Authorization: Bearer" in tls
 
@@ -171,7 +181,7 @@ def test_build_servers_serves_the_backend_from_the_factory() -> None:
         seen.append(a)
         return Built(FakeBackend())
 
-    server, _, _ = build_servers(args, factory)
+    server, _, _ = build_servers(args, listening_from_args(args), factory)
     assert seen == [args] and server.config.app.state.settings.url_prefix == "/x"
     assert server.config.workers == 1 and server.config.access_log is False
     with running(server):
@@ -188,9 +198,8 @@ def test_configuration_warnings_show_on_readyz_and_as_a_gauge(tmp_path: Path) ->
     conf = tmp_path / "volcano.conf"
     conf.write_text("actions: allocate\ntiers:\n- plugins:\n  - name: proportionn\n")
     port = free_port()
-    server, _, _ = build_servers(
-        parse("--demo", "--port", str(port), "--conf", str(conf)), backend_from_args
-    )
+    args = parse("--demo", "--port", str(port), "--conf", str(conf))
+    server, _, _ = build_servers(args, listening_from_args(args), backend_from_args)
     url = f"http://127.0.0.1:{port}"
     with running(server):
         ready = httpx.get(url + "/readyz")
@@ -202,7 +211,8 @@ def test_configuration_warnings_show_on_readyz_and_as_a_gauge(tmp_path: Path) ->
 
 def test_a_clean_configuration_is_plain_ok_and_a_zero_gauge() -> None:
     port = free_port()
-    server, _, _ = build_servers(parse("--demo", "--port", str(port)), backend_from_args)
+    args = parse("--demo", "--port", str(port))
+    server, _, _ = build_servers(args, listening_from_args(args), backend_from_args)
     url = f"http://127.0.0.1:{port}"
     with running(server):
         assert httpx.get(url + "/readyz").text == "ok"
@@ -211,9 +221,8 @@ def test_a_clean_configuration_is_plain_ok_and_a_zero_gauge() -> None:
 
 def test_assumed_pods_show_as_a_gauge_that_falls_back_when_they_expire() -> None:
     port = free_port()
-    server, _, _ = build_servers(
-        parse("--demo", "--port", str(port), "--assume-ttl", "0.5"), backend_from_args
-    )
+    args = parse("--demo", "--port", str(port), "--assume-ttl", "0.5")
+    server, _, _ = build_servers(args, listening_from_args(args), backend_from_args)
     url = f"http://127.0.0.1:{port}"
     pod = {
         "metadata": {
@@ -300,19 +309,21 @@ def test_the_metrics_listener_cannot_share_the_main_address(restore_root: None) 
     ],
 )
 def test_the_banner_names_the_status_page(flags: tuple[str, ...], url: str) -> None:
-    lines = banner(parse("--demo", *flags)).splitlines()
+    lines = banner_of("--demo", *flags).splitlines()
     assert f"status page: {url}" in lines
 
 
 def test_the_banner_names_the_metrics_listener() -> None:
-    text = banner(parse("--metrics-bind-address", "0.0.0.0:9090"))
+    text = banner_of("--metrics-bind-address", "0.0.0.0:9090")
     assert "metrics http://127.0.0.1:9090/metrics" in text
 
 
 def test_the_metrics_listener_serves_metrics_and_probes_but_not_the_verbs() -> None:
     port, metrics_port = free_port(), free_port()
     args = parse("--port", str(port), "--metrics-bind-address", f"127.0.0.1:{metrics_port}")
-    server, sides, _ = build_servers(args, lambda _a: Built(FakeBackend()))
+    server, sides, _ = build_servers(
+        args, listening_from_args(args), lambda _a: Built(FakeBackend())
+    )
     (metrics,) = sides
     assert metrics is not None
     thread = threading.Thread(target=serve_all, args=(server, [metrics]), daemon=True)
@@ -348,7 +359,9 @@ def test_a_metrics_port_in_use_stops_the_main_listener_too() -> None:
         taken.listen()
         busy = taken.getsockname()[1]
         args = parse("--port", str(free_port()), "--metrics-bind-address", f"127.0.0.1:{busy}")
-        server, sides, _ = build_servers(args, lambda _a: Built(FakeBackend()))
+        server, sides, _ = build_servers(
+            args, listening_from_args(args), lambda _a: Built(FakeBackend())
+        )
         (metrics,) = sides
         assert metrics is not None
         codes: list[int] = []

@@ -18,6 +18,7 @@ from kubernetes import client as k8s_client
 
 from app.backend.build import Built
 from app.cli.serve import build_servers, run_serve
+from app.cli.serve_flags import listening_from_args
 from app.serving.delegated_auth import (
     KubernetesReviews,
     ReviewUnavailable,
@@ -381,12 +382,12 @@ def test_delegated_auth_reviews_through_the_backends_api_client() -> None:
         args = parse(
             "--kubeconfig", "unused", "--delegated-auth", "--delegated-auth-cache-ttl", "3"
         )
-        server, _, _ = build_servers(args, lambda _a: record)
+        server, _, _ = build_servers(args, listening_from_args(args), lambda _a: record)
         settings = server.config.app.state.settings
         assert isinstance(settings.delegated_auth, KubernetesReviews)
         assert settings.auth_cache_ttl == 3.0
         with pytest.raises(ValueError, match="no API server client"):
-            build_servers(args, lambda _a: Built(FakeBackend()))
+            build_servers(args, listening_from_args(args), lambda _a: Built(FakeBackend()))
 
 
 def test_rejected_tokens_are_cached_apart_and_never_evict_an_accepted_one(

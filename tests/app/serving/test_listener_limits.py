@@ -20,6 +20,7 @@ from starlette.routing import Route
 
 from app.cli.main import build_parser
 from app.cli.serve import backend_from_args, build_servers
+from app.cli.serve_flags import listening_from_args
 from app.serving.guard import ListenerLimits, raise_open_files_limit
 from app.serving.listeners import serve_all
 from app.serving.server import ServerSettings, create_app, create_metrics_app
@@ -261,7 +262,7 @@ def test_metrics_count_each_listeners_closes_by_reason() -> None:
             "0.3",
         ]
     )
-    server, sides, _ = build_servers(args, backend_from_args)
+    server, sides, _ = build_servers(args, listening_from_args(args), backend_from_args)
     thread = threading.Thread(target=serve_all, args=(server, sides), daemon=True)
     thread.start()
     try:

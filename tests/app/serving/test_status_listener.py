@@ -14,6 +14,7 @@ import pytest
 from app.cli.flag_types import host_port
 from app.cli.main import build_parser
 from app.cli.serve import backend_from_args, build_servers
+from app.cli.serve_flags import listening_from_args
 from app.serving.listeners import serve_all
 from tests.ports import free_port
 
@@ -34,7 +35,7 @@ def test_both_listeners_serve_and_the_status_one_has_no_verbs(tmp_path: Path) ->
             str(token),
         ]
     )
-    server, sides, _ = build_servers(args, backend_from_args)
+    server, sides, _ = build_servers(args, listening_from_args(args), backend_from_args)
     (status,) = sides
     thread = threading.Thread(target=serve_all, args=(server, sides), daemon=True)
     thread.start()

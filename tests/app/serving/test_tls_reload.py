@@ -17,6 +17,7 @@ import uvicorn
 
 from app.backend.build import Built
 from app.cli.serve import build_servers
+from app.cli.serve_flags import listening_from_args
 from app.serving.tls_reload import ReloadingServerContext
 from tests.app.cli.test_serve_cli import parse
 from tests.ports import free_port
@@ -83,7 +84,7 @@ def running_server(tls_dir: Path) -> Iterator[tuple[uvicorn.Server, int]]:
         "--client-ca",
         str(tls_dir / "ca.crt"),
     )
-    server, _, _ = build_servers(args, lambda _a: Built(FakeBackend()))
+    server, _, _ = build_servers(args, listening_from_args(args), lambda _a: Built(FakeBackend()))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from app.verbs.filter import NOT_EVALUATED, filter_outcome, keep_to_inputs, rejection_codes
 from app.verbs.preempt import keep_valid_victims
 from app.verbs.prioritize import clamp_scores
-from app.verbs.wire import encode_host_priorities, encode_host_score_array, split_failed
+from app.verbs.protocol import encode_host_priorities, encode_host_score_array, split_failed
 from scheduler_core.extender.decisions import NodeVictims
 from scheduler_core.extender.prioritize import HostScores
 from tests.builders import filter_result

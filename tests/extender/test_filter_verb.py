@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from tests.builders import accounting, native_podgroup, node, pod, podgroup, queue
 
 NODES = ["n1", "n2"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.extender.preempt_verb import preempt_pod
 from tests.builders import (
     accounting,
     host_port,

@@ -26,7 +26,7 @@ from scheduler_core.actions.util.victims import (
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.extender.decisions import NodeVictims
-from scheduler_core.extender.preempt_node import VictimSearch, queue_sums_only
+from scheduler_core.extender.victim_search import VictimSearch, queue_sums_only
 from scheduler_core.framework.hooks import SIMULATE_REMOVE_TASK
 from scheduler_core.framework.session import Session
 from tests.builders import (

@@ -7,7 +7,7 @@ import pytest
 
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.extender.decisions import NodeVictims
-from scheduler_core.extender.preempt_node import count_pdb_violations, select_victims_for_node
+from scheduler_core.extender.victim_search import count_pdb_violations, select_victims_for_node
 from scheduler_core.framework.session import Session
 from tests.builders import (
     GANG_CONF,

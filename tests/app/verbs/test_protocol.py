@@ -1,4 +1,4 @@
-"""Decoding and encoding of the extender wire, without HTTP."""
+"""Decoding and encoding of the extender protocol's wire format, without HTTP."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.http.errors import WireError
-from app.verbs import wire
-from app.verbs.wire import (
+from app.verbs import protocol
+from app.verbs.protocol import (
     HostScoreEncoder,
     encode_filter_error,
     encode_filter_result,
@@ -364,8 +364,8 @@ def test_every_captured_request_of_kube_scheduler_takes_the_typed_decoder(
     def generic(_: bytes) -> None:
         raise AssertionError("decoded the generic way")
 
-    monkeypatch.setattr(wire, "parse_extender_args_generic", generic)
-    monkeypatch.setattr(wire, "parse_preemption_args_generic", generic)
+    monkeypatch.setattr(protocol, "parse_extender_args_generic", generic)
+    monkeypatch.setattr(protocol, "parse_preemption_args_generic", generic)
     for run in (NODE_CACHE, FULL):
         for name in requests(run, "filter") + requests(run, "prioritize"):
             parse_extender_args(body(run, name))

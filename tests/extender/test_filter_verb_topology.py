@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode
 from scheduler_core.conf import DEFAULT_CONF
-from scheduler_core.extender.filter import filter_pod
+from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.framework.status import Code
 from tests.builders import (
     SPINE_LEAF,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.extender.preempt_verb import preempt_pod
 from tests.builders import accounting, node, pod, podgroup, priority_class, queue
 
 PCS = [priority_class("low", 10), priority_class("high", 1000)]

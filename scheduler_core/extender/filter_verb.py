@@ -1,4 +1,4 @@
-"""filter: may this pod start now, as far as its queue and its gang are concerned?
+"""The filter verb: may this pod start now, as far as its queue and its gang are concerned?
 
 Node fit is kube-scheduler's business (it calls us only with nodes that passed its own
 filters); ours is the queue, and for a gang that asks for a network topology, the domain its

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.topology import NetworkTopologyRequest, TopologyMode, build_from_labels
-from scheduler_core.extender.preempt import preempt_pod
+from scheduler_core.extender.preempt_verb import preempt_pod
 from tests.builders import accounting, node, pod, podgroup, priority_class, queue
 
 HARD_LEAF = NetworkTopologyRequest(TopologyMode.HARD, highest_tier_allowed=1)

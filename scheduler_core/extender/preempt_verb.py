@@ -1,4 +1,4 @@
-"""preempt: replace kube-scheduler's priority-only victims by the engine's own.
+"""The preempt verb: replace kube-scheduler's priority-only victims by the engine's own.
 
 kube-scheduler proposes, per candidate node, the lower-priority pods whose removal would let
 the preemptor fit. The engine answers with a valid, minimal set under the queue rules
@@ -20,7 +20,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.extender.context import PodContext
 from scheduler_core.extender.decisions import NodeVictims
-from scheduler_core.extender.preempt_node import VictimSearch
+from scheduler_core.extender.victim_search import VictimSearch
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.topology_fit import candidate_domains
 from scheduler_core.logutil import v
