@@ -35,15 +35,6 @@ IMPORT = re.compile(r"^(import |from \S+ import )")
 #: entry goes once that work lands, and the list is then empty. The key is the two paths
 #: (relative to the repository, sorted).
 ALLOWED: dict[tuple[str, str], str] = {
-    ("app/api/wire.py", "scheduler_core/insight/domains.py"): "one-model: one model per answer",
-    ("app/api/wire.py", "scheduler_core/insight/explain.py"): "one-model: one model per answer",
-    ("app/api/wire.py", "scheduler_core/insight/pending.py"): "one-model: one model per answer",
-    ("app/api/wire.py", "scheduler_core/insight/queues.py"): "one-model: one model per answer",
-    ("app/api/wire.py", "scheduler_core/insight/whatif.py"): "one-model: one model per answer",
-    ("app/cli/query_client.py", "app/cli/query_client.py"): "one-model: app's copies",
-    ("app/verbs/filter.py", "app/verbs/preempt.py"): "one-model: the verbs' error policy",
-    ("app/verbs/filter.py", "app/verbs/prioritize.py"): "one-model: the verbs' error policy",
-    ("app/verbs/preempt.py", "app/verbs/prioritize.py"): "one-model: the verbs' error policy",
     (
         "scheduler_core/actions/allocate.py",
         "scheduler_core/plugins/predicates/node_static.py",
