@@ -19,7 +19,7 @@ from scheduler_core.framework.node_scores import NodeScoreArray
 from scheduler_core.plugins.nodeorder import PodRequests
 from scheduler_core.plugins.util.node_table import NodeTable
 from scheduler_core.plugins.util.short_lists import SHORT_LIST_NODES
-from tests.plugins.test_node_scoring_vectorised import (
+from tests.plugins.util.test_table_scoring import (
     SETTINGS,
     configurations,
     nodes,
