@@ -55,9 +55,8 @@ from scheduler_core.conf import SchedulerConfiguration, unavailable_plugins
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.registry import plugin_names
 from scheduler_core.plugins.binpack import BINPACK_RESOURCES_PREFIX, BinpackArgs
-from scheduler_core.plugins.nodeorder import (
+from scheduler_core.plugins.nodeorder.args import (
     BALANCED_RESOURCE_WEIGHT,
-    BALANCED_RESOURCES,
     IMAGE_LOCALITY_WEIGHT,
     LEAST_REQUESTED_WEIGHT,
     MOST_REQUESTED_WEIGHT,
@@ -67,6 +66,7 @@ from scheduler_core.plugins.nodeorder import (
     TAINT_TOLERATION_WEIGHT,
     NodeOrderArgs,
 )
+from scheduler_core.plugins.nodeorder.scores import BALANCED_RESOURCES
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"

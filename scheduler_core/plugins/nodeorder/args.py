@@ -7,7 +7,7 @@ Nothing is refused; a weight of 0 turns its score off.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from scheduler_core.framework.arguments import Arguments
 
@@ -20,48 +20,34 @@ POD_AFFINITY_WEIGHT = "podaffinity.weight"
 IMAGE_LOCALITY_WEIGHT = "imagelocality.weight"
 POD_TOPOLOGY_SPREAD_WEIGHT = "podtopologyspread.weight"
 
+#: The metadata entry of a field naming its argument key.
+_KEY = "key"
+
+
+def _weight(default: int, key: str) -> int:
+    """A weight field: Volcano's default, and the argument key it is read from."""
+    return field(default=default, metadata={_KEY: key})
+
 
 @dataclass(frozen=True, slots=True)
 class NodeOrderArgs:
     """The weight of each of kube-scheduler's scores nodeorder sums, Volcano's defaults."""
 
-    least_requested_weight: int = 1
-    most_requested_weight: int = 0
-    balanced_resource_weight: int = 1
-    node_affinity_weight: int = 1
-    taint_toleration_weight: int = 1
-    pod_affinity_weight: int = 1
-    pod_topology_spread_weight: int = 2
+    least_requested_weight: int = _weight(1, LEAST_REQUESTED_WEIGHT)
+    most_requested_weight: int = _weight(0, MOST_REQUESTED_WEIGHT)
+    balanced_resource_weight: int = _weight(1, BALANCED_RESOURCE_WEIGHT)
+    node_affinity_weight: int = _weight(1, NODE_AFFINITY_WEIGHT)
+    taint_toleration_weight: int = _weight(1, TAINT_TOLERATION_WEIGHT)
+    pod_affinity_weight: int = _weight(1, POD_AFFINITY_WEIGHT)
+    pod_topology_spread_weight: int = _weight(2, POD_TOPOLOGY_SPREAD_WEIGHT)
     #: read as Volcano reads it, but not scored by the engine (no image data in the model);
     #: kube-scheduler's configuration carries it (``app/schedconfig``)
-    image_locality_weight: int = 1
+    image_locality_weight: int = _weight(1, IMAGE_LOCALITY_WEIGHT)
 
     @classmethod
     def parse(cls, arguments: Arguments) -> NodeOrderArgs:
-        defaults = cls()
-        return cls(
-            least_requested_weight=arguments.get_int(
-                LEAST_REQUESTED_WEIGHT, defaults.least_requested_weight
-            ),
-            most_requested_weight=arguments.get_int(
-                MOST_REQUESTED_WEIGHT, defaults.most_requested_weight
-            ),
-            balanced_resource_weight=arguments.get_int(
-                BALANCED_RESOURCE_WEIGHT, defaults.balanced_resource_weight
-            ),
-            node_affinity_weight=arguments.get_int(
-                NODE_AFFINITY_WEIGHT, defaults.node_affinity_weight
-            ),
-            taint_toleration_weight=arguments.get_int(
-                TAINT_TOLERATION_WEIGHT, defaults.taint_toleration_weight
-            ),
-            pod_affinity_weight=arguments.get_int(
-                POD_AFFINITY_WEIGHT, defaults.pod_affinity_weight
-            ),
-            pod_topology_spread_weight=arguments.get_int(
-                POD_TOPOLOGY_SPREAD_WEIGHT, defaults.pod_topology_spread_weight
-            ),
-            image_locality_weight=arguments.get_int(
-                IMAGE_LOCALITY_WEIGHT, defaults.image_locality_weight
-            ),
-        )
+        weights: dict[str, int] = {}
+        for f in fields(cls):
+            if isinstance(f.default, int):
+                weights[f.name] = arguments.get_int(f.metadata[_KEY], f.default)
+        return cls(**weights)

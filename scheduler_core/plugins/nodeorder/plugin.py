@@ -93,11 +93,8 @@ class NodeOrderPlugin(TableScoredPlugin):
 
     def on_session_open(self, ssn: Session) -> None:
         if ssn.memos.first_time("nodeorder.unbuilt"):
-            log.log(
-                v(4),
-                "nodeorder: %s is not evaluated by this scheduler",
-                IMAGE_LOCALITY_WEIGHT,
-            )
+            unbuilt = IMAGE_LOCALITY_WEIGHT
+            log.log(v(4), "nodeorder: %s is not evaluated by this scheduler", unbuilt)
         self.open_table(ssn)
         self._ssn = ssn
         self._forget()

@@ -9,7 +9,7 @@ silently change where pods may go.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from scheduler_core.api.pod_constraints import TopologySpreadConstraint
 from scheduler_core.framework.arguments import Arguments
@@ -26,18 +26,26 @@ NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
 POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
 POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 
+#: The metadata entry of a switch field naming its argument key.
+_KEY = "key"
+
+
+def _switch(default: bool, key: str) -> bool:
+    """A switch field: Volcano's default, and the argument key it is read from."""
+    return field(default=default, metadata={_KEY: key})
+
 
 @dataclass(frozen=True, slots=True)
 class PredicatesArgs:
     """Which of the filters run, and the spread constraints a pod without its own gets."""
 
-    node_affinity_enable: bool = True
-    taint_toleration_enable: bool = True
+    node_affinity_enable: bool = _switch(True, NODE_AFFINITY_ENABLE)
+    taint_toleration_enable: bool = _switch(True, TAINT_TOLERATION_ENABLE)
     #: cache the node-static verdicts per (job, task role, node)
-    cache_enable: bool = False
-    node_ports_enable: bool = True
-    pod_affinity_enable: bool = True
-    pod_topology_spread_enable: bool = True
+    cache_enable: bool = _switch(False, CACHE_ENABLE)
+    node_ports_enable: bool = _switch(True, NODE_PORTS_ENABLE)
+    pod_affinity_enable: bool = _switch(True, POD_AFFINITY_ENABLE)
+    pod_topology_spread_enable: bool = _switch(True, POD_TOPOLOGY_SPREAD_ENABLE)
     #: ``predicate.DefaultTopologySpreadConstraints``; kube-scheduler's system defaults
     #: (``ScheduleAnyway``, so they never filter) when the key is absent
     default_constraints: tuple[TopologySpreadConstraint, ...] = SYSTEM_DEFAULT_CONSTRAINTS
@@ -51,26 +59,16 @@ class PredicatesArgs:
     def parse(cls, arguments: Arguments) -> PredicatesArgs:
         """The record for ``arguments``; a ``ValueError`` naming the key for malformed
         default spread constraints."""
-        defaults = cls()
+        switches: dict[str, bool] = {}
+        for f in fields(cls):
+            if _KEY in f.metadata and isinstance(f.default, bool):
+                switches[f.name] = arguments.get_bool(f.metadata[_KEY], f.default)
         raw_constraints = arguments.raw().get(DEFAULT_CONSTRAINTS)
         return cls(
-            node_affinity_enable=arguments.get_bool(
-                NODE_AFFINITY_ENABLE, defaults.node_affinity_enable
-            ),
-            taint_toleration_enable=arguments.get_bool(
-                TAINT_TOLERATION_ENABLE, defaults.taint_toleration_enable
-            ),
-            cache_enable=arguments.get_bool(CACHE_ENABLE, defaults.cache_enable),
-            node_ports_enable=arguments.get_bool(NODE_PORTS_ENABLE, defaults.node_ports_enable),
-            pod_affinity_enable=arguments.get_bool(
-                POD_AFFINITY_ENABLE, defaults.pod_affinity_enable
-            ),
-            pod_topology_spread_enable=arguments.get_bool(
-                POD_TOPOLOGY_SPREAD_ENABLE, defaults.pod_topology_spread_enable
-            ),
+            **switches,
             default_constraints=(
                 parse_default_constraints(raw_constraints)
                 if raw_constraints is not None
-                else defaults.default_constraints
+                else SYSTEM_DEFAULT_CONSTRAINTS
             ),
         )

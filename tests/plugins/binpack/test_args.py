@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.plugins.binpack import (
+from scheduler_core.plugins.binpack.args import (
     BINPACK_CPU,
     BINPACK_MEMORY,
     BINPACK_RESOURCES,

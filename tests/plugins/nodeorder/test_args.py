@@ -7,28 +7,19 @@ from typing import Any
 import pytest
 
 from scheduler_core.framework.arguments import Arguments
-from scheduler_core.plugins.nodeorder import (
-    BALANCED_RESOURCE_WEIGHT,
-    IMAGE_LOCALITY_WEIGHT,
-    LEAST_REQUESTED_WEIGHT,
-    MOST_REQUESTED_WEIGHT,
-    NODE_AFFINITY_WEIGHT,
-    POD_AFFINITY_WEIGHT,
-    POD_TOPOLOGY_SPREAD_WEIGHT,
-    TAINT_TOLERATION_WEIGHT,
-    NodeOrderArgs,
-)
+from scheduler_core.plugins.nodeorder import NodeOrderArgs
+from scheduler_core.plugins.nodeorder import args as keys
 
 #: (key, field, Volcano's default)
 WEIGHTS = [
-    (LEAST_REQUESTED_WEIGHT, "least_requested_weight", 1),
-    (MOST_REQUESTED_WEIGHT, "most_requested_weight", 0),
-    (BALANCED_RESOURCE_WEIGHT, "balanced_resource_weight", 1),
-    (NODE_AFFINITY_WEIGHT, "node_affinity_weight", 1),
-    (TAINT_TOLERATION_WEIGHT, "taint_toleration_weight", 1),
-    (POD_AFFINITY_WEIGHT, "pod_affinity_weight", 1),
-    (POD_TOPOLOGY_SPREAD_WEIGHT, "pod_topology_spread_weight", 2),
-    (IMAGE_LOCALITY_WEIGHT, "image_locality_weight", 1),
+    (keys.LEAST_REQUESTED_WEIGHT, "least_requested_weight", 1),
+    (keys.MOST_REQUESTED_WEIGHT, "most_requested_weight", 0),
+    (keys.BALANCED_RESOURCE_WEIGHT, "balanced_resource_weight", 1),
+    (keys.NODE_AFFINITY_WEIGHT, "node_affinity_weight", 1),
+    (keys.TAINT_TOLERATION_WEIGHT, "taint_toleration_weight", 1),
+    (keys.POD_AFFINITY_WEIGHT, "pod_affinity_weight", 1),
+    (keys.POD_TOPOLOGY_SPREAD_WEIGHT, "pod_topology_spread_weight", 2),
+    (keys.IMAGE_LOCALITY_WEIGHT, "image_locality_weight", 1),
 ]
 
 
@@ -55,5 +46,5 @@ def test_anything_but_an_integer_leaves_the_default(
 
 
 def test_a_key_sets_its_own_weight_only() -> None:
-    parsed = NodeOrderArgs.parse(Arguments({MOST_REQUESTED_WEIGHT: 5, "unknown.weight": 9}))
+    parsed = NodeOrderArgs.parse(Arguments({keys.MOST_REQUESTED_WEIGHT: 5, "unknown.weight": 9}))
     assert parsed == NodeOrderArgs(most_requested_weight=5)
