@@ -102,6 +102,7 @@ class BinpackPlugin(TableScoredPlugin):
 
     name = "binpack"
     args_type: ClassVar[type[BinpackArgs]] = BinpackArgs
+    args: BinpackArgs
     score_log = log
     score_line = "Binpack score for Task %s/%s on node %s is: %s"
 

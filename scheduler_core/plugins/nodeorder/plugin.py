@@ -76,6 +76,7 @@ class NodeOrderPlugin(TableScoredPlugin):
 
     name = "nodeorder"
     args_type: ClassVar[type[NodeOrderArgs]] = NodeOrderArgs
+    args: NodeOrderArgs
     score_log = log
     score_line = "Total Score for task %s/%s on node %s is: %f"
 

@@ -65,6 +65,7 @@ def _signature_memo() -> dict[str, tuple[TaskInfo, Hashable]]:
 class PredicatesPlugin(Plugin):
     name = "predicates"
     args_type: ClassVar[type[PredicatesArgs]] = PredicatesArgs
+    args: PredicatesArgs
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
