@@ -7,9 +7,10 @@ Nothing is refused; a weight of 0 turns its score off.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.keyed_args import keyed, read_keyed
 
 LEAST_REQUESTED_WEIGHT = "leastrequested.weight"
 MOST_REQUESTED_WEIGHT = "mostrequested.weight"
@@ -20,34 +21,22 @@ POD_AFFINITY_WEIGHT = "podaffinity.weight"
 IMAGE_LOCALITY_WEIGHT = "imagelocality.weight"
 POD_TOPOLOGY_SPREAD_WEIGHT = "podtopologyspread.weight"
 
-#: The metadata entry of a field naming its argument key.
-_KEY = "key"
-
-
-def _weight(default: int, key: str) -> int:
-    """A weight field: Volcano's default, and the argument key it is read from."""
-    return field(default=default, metadata={_KEY: key})
-
 
 @dataclass(frozen=True, slots=True)
 class NodeOrderArgs:
     """The weight of each of kube-scheduler's scores nodeorder sums, Volcano's defaults."""
 
-    least_requested_weight: int = _weight(1, LEAST_REQUESTED_WEIGHT)
-    most_requested_weight: int = _weight(0, MOST_REQUESTED_WEIGHT)
-    balanced_resource_weight: int = _weight(1, BALANCED_RESOURCE_WEIGHT)
-    node_affinity_weight: int = _weight(1, NODE_AFFINITY_WEIGHT)
-    taint_toleration_weight: int = _weight(1, TAINT_TOLERATION_WEIGHT)
-    pod_affinity_weight: int = _weight(1, POD_AFFINITY_WEIGHT)
-    pod_topology_spread_weight: int = _weight(2, POD_TOPOLOGY_SPREAD_WEIGHT)
+    least_requested_weight: int = keyed(1, LEAST_REQUESTED_WEIGHT)
+    most_requested_weight: int = keyed(0, MOST_REQUESTED_WEIGHT)
+    balanced_resource_weight: int = keyed(1, BALANCED_RESOURCE_WEIGHT)
+    node_affinity_weight: int = keyed(1, NODE_AFFINITY_WEIGHT)
+    taint_toleration_weight: int = keyed(1, TAINT_TOLERATION_WEIGHT)
+    pod_affinity_weight: int = keyed(1, POD_AFFINITY_WEIGHT)
+    pod_topology_spread_weight: int = keyed(2, POD_TOPOLOGY_SPREAD_WEIGHT)
     #: read as Volcano reads it, but not scored by the engine (no image data in the model);
     #: kube-scheduler's configuration carries it (``app/schedconfig``)
-    image_locality_weight: int = _weight(1, IMAGE_LOCALITY_WEIGHT)
+    image_locality_weight: int = keyed(1, IMAGE_LOCALITY_WEIGHT)
 
     @classmethod
     def parse(cls, arguments: Arguments) -> NodeOrderArgs:
-        weights: dict[str, int] = {}
-        for f in fields(cls):
-            if isinstance(f.default, int):
-                weights[f.name] = arguments.get_int(f.metadata[_KEY], f.default)
-        return cls(**weights)
+        return cls(**read_keyed(cls, int, arguments.get_int))

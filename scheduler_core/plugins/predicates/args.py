@@ -9,10 +9,11 @@ silently change where pods may go.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 
 from scheduler_core.api.pod_constraints import TopologySpreadConstraint
 from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.keyed_args import keyed, read_keyed
 from scheduler_core.plugins.predicates.topology_spread import (
     DEFAULT_CONSTRAINTS,
     SYSTEM_DEFAULT_CONSTRAINTS,
@@ -26,26 +27,18 @@ NODE_PORTS_ENABLE = "predicate.NodePortsEnable"
 POD_AFFINITY_ENABLE = "predicate.PodAffinityEnable"
 POD_TOPOLOGY_SPREAD_ENABLE = "predicate.PodTopologySpreadEnable"
 
-#: The metadata entry of a switch field naming its argument key.
-_KEY = "key"
-
-
-def _switch(default: bool, key: str) -> bool:
-    """A switch field: Volcano's default, and the argument key it is read from."""
-    return field(default=default, metadata={_KEY: key})
-
 
 @dataclass(frozen=True, slots=True)
 class PredicatesArgs:
     """Which of the filters run, and the spread constraints a pod without its own gets."""
 
-    node_affinity_enable: bool = _switch(True, NODE_AFFINITY_ENABLE)
-    taint_toleration_enable: bool = _switch(True, TAINT_TOLERATION_ENABLE)
+    node_affinity_enable: bool = keyed(True, NODE_AFFINITY_ENABLE)
+    taint_toleration_enable: bool = keyed(True, TAINT_TOLERATION_ENABLE)
     #: cache the node-static verdicts per (job, task role, node)
-    cache_enable: bool = _switch(False, CACHE_ENABLE)
-    node_ports_enable: bool = _switch(True, NODE_PORTS_ENABLE)
-    pod_affinity_enable: bool = _switch(True, POD_AFFINITY_ENABLE)
-    pod_topology_spread_enable: bool = _switch(True, POD_TOPOLOGY_SPREAD_ENABLE)
+    cache_enable: bool = keyed(False, CACHE_ENABLE)
+    node_ports_enable: bool = keyed(True, NODE_PORTS_ENABLE)
+    pod_affinity_enable: bool = keyed(True, POD_AFFINITY_ENABLE)
+    pod_topology_spread_enable: bool = keyed(True, POD_TOPOLOGY_SPREAD_ENABLE)
     #: ``predicate.DefaultTopologySpreadConstraints``; kube-scheduler's system defaults
     #: (``ScheduleAnyway``, so they never filter) when the key is absent
     default_constraints: tuple[TopologySpreadConstraint, ...] = SYSTEM_DEFAULT_CONSTRAINTS
@@ -59,10 +52,7 @@ class PredicatesArgs:
     def parse(cls, arguments: Arguments) -> PredicatesArgs:
         """The record for ``arguments``; a ``ValueError`` naming the key for malformed
         default spread constraints."""
-        switches: dict[str, bool] = {}
-        for f in fields(cls):
-            if _KEY in f.metadata and isinstance(f.default, bool):
-                switches[f.name] = arguments.get_bool(f.metadata[_KEY], f.default)
+        switches = read_keyed(cls, bool, arguments.get_bool)
         raw_constraints = arguments.raw().get(DEFAULT_CONSTRAINTS)
         return cls(
             **switches,
