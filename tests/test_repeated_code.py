@@ -35,13 +35,8 @@ IMPORT = re.compile(r"^(import |from \S+ import )")
 #: entry goes once that work lands, and the list is then empty. The key is the two paths
 #: (relative to the repository, sorted).
 ALLOWED: dict[tuple[str, str], str] = {
-    (
-        "scheduler_core/actions/allocate.py",
-        "scheduler_core/plugins/predicates/node_static.py",
-    ): "plug-node: predicates as a package",
     ("scheduler_core/actions/preempt.py", "scheduler_core/actions/preempt.py"): "perf-reclaim",
     ("scheduler_core/actions/preempt.py", "scheduler_core/actions/reclaim.py"): "perf-reclaim",
-    ("scheduler_core/plugins/binpack.py", "scheduler_core/plugins/nodeorder.py"): "plug-node",
 }
 
 

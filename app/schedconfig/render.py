@@ -54,10 +54,9 @@ import scheduler_core.plugins  # noqa: F401 - registers every plugin (their name
 from scheduler_core.conf import SchedulerConfiguration, unavailable_plugins
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.registry import plugin_names
-from scheduler_core.plugins.binpack import BINPACK_RESOURCES_PREFIX, parse_weights
-from scheduler_core.plugins.nodeorder import (
+from scheduler_core.plugins.binpack import BINPACK_RESOURCES_PREFIX, BinpackArgs
+from scheduler_core.plugins.nodeorder.args import (
     BALANCED_RESOURCE_WEIGHT,
-    BALANCED_RESOURCES,
     IMAGE_LOCALITY_WEIGHT,
     LEAST_REQUESTED_WEIGHT,
     MOST_REQUESTED_WEIGHT,
@@ -65,8 +64,9 @@ from scheduler_core.plugins.nodeorder import (
     POD_AFFINITY_WEIGHT,
     POD_TOPOLOGY_SPREAD_WEIGHT,
     TAINT_TOLERATION_WEIGHT,
-    NodeOrderPlugin,
+    NodeOrderArgs,
 )
+from scheduler_core.plugins.nodeorder.scores import BALANCED_RESOURCES
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
@@ -74,8 +74,6 @@ KIND = "KubeSchedulerConfiguration"
 Scoring = Literal["native", "extender"]
 SCORINGS: tuple[Scoring, ...] = ("native", "extender")
 
-#: Volcano's default ``imagelocality.weight`` (the engine does not compute the score).
-DEFAULT_IMAGE_LOCALITY_WEIGHT = 1
 #: kube-scheduler's bounds: a resource weight of a scoring strategy is 1..100
 #: (``validateResources``); a plugin weight is an int32.
 MAX_RESOURCE_WEIGHT = 100
@@ -267,23 +265,23 @@ def score_plan(conf: SchedulerConfiguration) -> ScorePlan:
     order = _NodeOrder()
     for where, arguments in _plugin_entries(conf, "nodeorder"):
         notes += _unknown_keys(where, arguments, _NODEORDER_KEYS)
-        plugin = NodeOrderPlugin(arguments)
-        order.least += plugin.least_requested_weight
-        order.most += plugin.most_requested_weight
+        weights = NodeOrderArgs.parse(arguments)
+        order.least += weights.least_requested_weight
+        order.most += weights.most_requested_weight
         direct = {
-            BALANCED: plugin.balanced_resource_weight,
-            NODE_AFFINITY: plugin.node_affinity_weight,
-            TAINT_TOLERATION: plugin.taint_toleration_weight,
-            INTER_POD_AFFINITY: plugin.pod_affinity_weight,
-            POD_TOPOLOGY_SPREAD: plugin.pod_topology_spread_weight,
-            IMAGE_LOCALITY: arguments.get_int(IMAGE_LOCALITY_WEIGHT, DEFAULT_IMAGE_LOCALITY_WEIGHT),
+            BALANCED: weights.balanced_resource_weight,
+            NODE_AFFINITY: weights.node_affinity_weight,
+            TAINT_TOLERATION: weights.taint_toleration_weight,
+            INTER_POD_AFFINITY: weights.pod_affinity_weight,
+            POD_TOPOLOGY_SPREAD: weights.pod_topology_spread_weight,
+            IMAGE_LOCALITY: weights.image_locality_weight,
         }
         for name, weight in direct.items():
             order.direct[name] += weight
 
     binpacks = []
     for where, arguments in _plugin_entries(conf, "binpack"):
-        packing = parse_weights(arguments)
+        packing = BinpackArgs.parse(arguments)
         extra = {k for k in arguments.raw() if k.startswith(BINPACK_RESOURCES_PREFIX)}
         notes += _unknown_keys(where, arguments, _BINPACK_KEYS | extra)
         # resource weights summing to 0: binpack scores 0 everywhere, whatever its weight

@@ -17,9 +17,10 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, allocated_status
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
+from scheduler_core.framework.resource_fit import resource_fit_error
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement, StatementError
-from scheduler_core.framework.status import Code, Status
+from scheduler_core.framework.status import Status
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.actions.allocate")
@@ -27,15 +28,7 @@ log = logging.getLogger("scheduler_core.actions.allocate")
 
 def resource_fit(task: TaskInfo, node: NodeInfo) -> Status | None:
     """Resource fit against future idle: the allocate action's own predicate."""
-    fits, names = task.init_resreq.less_equal_with_resources_name(node.future_idle(), ZERO)
-    if fits:
-        return None
-    return Status(
-        Code.UNSCHEDULABLE,
-        [f"Insufficient {name}" for name in names],
-        task=task.key,
-        node=node.name,
-    )
+    return resource_fit_error(task, node, node.future_idle())
 
 
 def need_continue_allocating(job: JobInfo, failed_roles: set[str]) -> bool:

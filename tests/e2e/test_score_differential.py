@@ -48,7 +48,7 @@ from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration, default_configuration, load_configuration
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.framework import close_session, open_session
-from scheduler_core.plugins.nodeorder import NodeOrderPlugin
+from scheduler_core.plugins.nodeorder import NodeOrderArgs
 from scheduler_core.plugins.predicates import resource_fit_error
 from tests.e2e.controlplane import ControlPlane
 from tests.e2e.fitdiff import engine_state, list_raw
@@ -203,10 +203,10 @@ def nodeorder_weights(conf: SchedulerConfiguration) -> tuple[int, int, int]:
     for tier in conf.tiers:
         for option in tier.plugins:
             if option.name == "nodeorder" and option.enabled("enableNodeOrder"):
-                plugin = NodeOrderPlugin(Arguments(option.arguments))
-                least += plugin.least_requested_weight
-                most += plugin.most_requested_weight
-                balanced += plugin.balanced_resource_weight
+                weights = NodeOrderArgs.parse(Arguments(option.arguments))
+                least += weights.least_requested_weight
+                most += weights.most_requested_weight
+                balanced += weights.balanced_resource_weight
     return least, most, balanced
 
 

@@ -26,7 +26,7 @@ from scheduler_core.extender.prioritize import (
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER, NODE_ORDER
 from scheduler_core.framework.session import Session
 from tests.builders import node, pod, session, task_of, tiers
-from tests.plugins.test_node_scoring_vectorised import (
+from tests.plugins.util.test_table_scoring import (
     SETTINGS,
     configurations,
     nodes,

@@ -1,15 +1,14 @@
 """The node-static checks kube-scheduler's NodeUnschedulable, NodeAffinity and
-TaintToleration filters make, and the resource-fit message actions show: each depends only on
-the pod's spec and one node, so a verdict can be cached per pod role and node."""
+TaintToleration filters make: each depends only on the pod's spec and one node, so a verdict
+can be cached per pod role and node."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
 from scheduler_core.api.node import NodeInfo, Taint
-from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo, Toleration
-from scheduler_core.framework.status import Code, Status
+from scheduler_core.framework.status import Code
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 ERR_REASON_NODE_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
@@ -114,18 +113,24 @@ def matches_node_selector_and_affinity(task: TaskInfo, node: NodeInfo) -> bool:
     return any(not term or term_matches(term, labels) for term in task.required_affinity)
 
 
-# --- resource fit (for actions) -----------------------------------------------------------
+# --- the three together ------------------------------------------------------------------
+
+#: A node-static verdict: the code and reasons of the first check that fails, or None.
+StaticVerdict = tuple[Code, tuple[str, ...]] | None
 
 
-def resource_fit_error(task: TaskInfo, node: NodeInfo, against: Resource) -> Status | None:
-    """``Unschedulable`` naming every short resource ("Insufficient cpu") when the task's
-    initial request does not fit ``against`` (the node's future idle, usually)."""
-    fits, names = task.init_resreq.less_equal_with_resources_name(against, ZERO)
-    if fits:
-        return None
-    return Status(
-        Code.UNSCHEDULABLE,
-        [f"Insufficient {name}" for name in names],
-        task=task.key,
-        node=node.name,
-    )
+def node_static_verdict(
+    task: TaskInfo, node: NodeInfo, *, node_affinity: bool, taint_toleration: bool
+) -> StaticVerdict:
+    """NodeUnschedulable, then NodeAffinity and TaintToleration where switched on (Volcano's
+    order): each failure is ``UnschedulableAndUnresolvable``, since no eviction changes it."""
+    unresolvable = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    if node.unschedulable and not any(tolerates(t, UNSCHEDULABLE_TAINT) for t in task.tolerations):
+        return unresolvable, (ERR_REASON_UNSCHEDULABLE,)
+    if node_affinity and not matches_node_selector_and_affinity(task, node):
+        return unresolvable, (ERR_REASON_NODE_AFFINITY,)
+    if taint_toleration:
+        taint = untolerated_taint(node.taints, task.tolerations, HARD_TAINT_EFFECTS)
+        if taint is not None:
+            return unresolvable, (f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}",)
+    return None

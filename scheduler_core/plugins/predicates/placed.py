@@ -9,7 +9,7 @@ never counts against itself (kube-scheduler judges a pod that is not on any node
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
@@ -29,10 +29,16 @@ def placed_pods(node: NodeInfo, judged_uid: str) -> Iterator[TaskInfo]:
             yield task
 
 
-def anti_affinity_pods(node: NodeInfo, judged_uid: str) -> Iterator[TaskInfo]:
-    """The staying pods on ``node`` with required anti-affinity terms."""
+def staying_among(node: NodeInfo, uids: Iterable[str], judged_uid: str) -> Iterator[TaskInfo]:
+    """The staying pods on ``node`` among ``uids`` (one of the node's indexes of pods with
+    terms), other than the one being judged."""
     tasks = node.tasks
-    for uid in node.anti_affinity_uids:
+    for uid in uids:
         task = tasks.get(uid)
         if task is not None and staying(task, judged_uid):
             yield task
+
+
+def anti_affinity_pods(node: NodeInfo, judged_uid: str) -> Iterator[TaskInfo]:
+    """The staying pods on ``node`` with required anti-affinity terms."""
+    return staying_among(node, node.anti_affinity_uids, judged_uid)

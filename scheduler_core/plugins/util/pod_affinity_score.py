@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.plugins.predicates.inter_pod_affinity import NamespaceLabels, term_matches_pod
-from scheduler_core.plugins.predicates.placed import placed_pods, staying
+from scheduler_core.plugins.predicates.placed import placed_pods, staying_among
 
 #: kube-scheduler's ``hardPodAffinityWeight`` default (Volcano passes the same).
 HARD_WEIGHT = 1
@@ -33,11 +33,8 @@ Pair = tuple[str, str]
 
 
 def affinity_pods(node: NodeInfo, judged_uid: str) -> Iterable[TaskInfo]:
-    tasks = node.tasks
-    for uid in node.affinity_uids:
-        task = tasks.get(uid)
-        if task is not None and staying(task, judged_uid):
-            yield task
+    """The staying pods on ``node`` with affinity terms of any kind."""
+    return staying_among(node, node.affinity_uids, judged_uid)
 
 
 def scores_others(node: NodeInfo) -> bool:

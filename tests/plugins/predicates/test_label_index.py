@@ -107,7 +107,7 @@ def assert_as_walked(ssn: Session) -> None:
         probe = task_of(ssn, f"ns/{name}")
         for node_name in NODES:
             node = ssn.nodes[node_name]
-            kept = plugin._pod_checks(probe, node)  # the static checks are not at stake
+            kept = plugin.pod_filters.check(probe, node)  # the static checks are not at stake
             fresh = inter_pod_affinity_error(
                 probe, node, ssn.nodes, namespaces
             ) or topology_spread_error(probe, node, ssn.nodes)
@@ -116,12 +116,12 @@ def assert_as_walked(ssn: Session) -> None:
             ), (name, node_name)
         walked = AffinityState.build(probe, ssn.nodes.values(), namespaces)
         walked_spread = SpreadState.build(probe, ssn.nodes.values())
-        kept_states = plugin._pod_states(probe)
+        kept_states = plugin.pod_filters.states(probe)
         # States built now from the index as it stands (a pod placed nowhere gets the
         # shared kind), not only those kept and recounted since the session opened.
         shared = probe.uid not in ssn.nodes[probe.node_name].tasks if probe.node_name else True
         stand_in = dataclasses.replace(probe, uid="") if shared else probe
-        new_states = plugin._build_states(stand_in, ssn, shared=shared)
+        new_states = plugin.pod_filters.build_states(stand_in, ssn, shared=shared)
         for affinity, spread in (kept_states, new_states):
             if affinity is not None:
                 for kind in ("affinity", "anti", "existing"):
@@ -132,7 +132,7 @@ def assert_as_walked(ssn: Session) -> None:
                 assert walked.trivial, name
             kept_counts = [c.counts for c in spread.constraints] if spread is not None else []
             assert kept_counts == [c.counts for c in walked_spread.constraints], name
-    index = plugin._index
+    index = plugin.pod_filters._index
     if index is not None:
         fresh_index = LabelIndex(ssn.nodes)
         kept_values = index.values_snapshot()
@@ -160,7 +160,7 @@ def test_twins_share_one_state_and_each_verdict_names_its_pod() -> None:
     err_two = ssn.predicate(two, ssn.nodes["n1"])
     assert err_one is not None and err_one.task == "ns/anti-1"
     assert err_two is not None and err_two.task == "ns/anti-2"
-    assert plugin._pod_states(one) is plugin._pod_states(two)
+    assert plugin.pod_filters.states(one) is plugin.pod_filters.states(two)
 
 
 def _sel(*reqs: tuple[str, str, tuple[str, ...]]) -> LabelSelector:
@@ -209,7 +209,7 @@ def _cycle(state: ClusterState, memos: SessionMemos) -> Session:
 
 
 def _index_of(ssn: Session) -> LabelIndex:
-    index = plugin_of(ssn).label_index()
+    index = plugin_of(ssn).pod_filters.label_index()
     index.index_keys(["app"])
     return index
 

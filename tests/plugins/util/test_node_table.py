@@ -21,7 +21,7 @@ from scheduler_core.framework.framework import close_session, open_session
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.util.node_table import NodeTable, intolerable_prefer_no_schedule
 from tests.builders import node, pod
-from tests.plugins.test_node_scoring_vectorised import DEFAULT_TIERS, assert_same_as_scalar
+from tests.plugins.util.test_table_scoring import DEFAULT_TIERS, assert_same_as_scalar
 
 GPU = "nvidia.com/gpu"
 PREFER = {"key": "spot", "value": "", "effect": "PreferNoSchedule"}

@@ -16,10 +16,10 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.node_scores import NodeScoreArray
-from scheduler_core.plugins.nodeorder import PodRequests
+from scheduler_core.plugins.nodeorder.scores import PodRequests
 from scheduler_core.plugins.util.node_table import NodeTable
 from scheduler_core.plugins.util.short_lists import SHORT_LIST_NODES
-from tests.plugins.test_node_scoring_vectorised import (
+from tests.plugins.util.test_table_scoring import (
     SETTINGS,
     configurations,
     nodes,

@@ -13,7 +13,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.extender.prioritize import extender_scores
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER, NODE_ORDER
-from scheduler_core.plugins.nodeorder import (
+from scheduler_core.plugins.nodeorder.scores import (
     PodRequests,
     balanced_scores,
     cpu_memory_requests,

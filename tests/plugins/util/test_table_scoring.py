@@ -283,10 +283,10 @@ def oracle_node_order_fn(plugin: NodeOrderPlugin, task: TaskInfo, n: NodeInfo) -
     )
     score = 0.0
     for value, weight in (
-        (oracle_mean(pairs, oracle_least), plugin.least_requested_weight),
-        (oracle_mean(pairs, oracle_most), plugin.most_requested_weight),
-        (balance, plugin.balanced_resource_weight),
-        (affinity, plugin.node_affinity_weight),
+        (oracle_mean(pairs, oracle_least), plugin.args.least_requested_weight),
+        (oracle_mean(pairs, oracle_most), plugin.args.most_requested_weight),
+        (balance, plugin.args.balanced_resource_weight),
+        (affinity, plugin.args.node_affinity_weight),
     ):
         if weight != 0:
             score += value * weight
@@ -297,11 +297,11 @@ def oracle_taint_toleration(
     plugin: NodeOrderPlugin, task: TaskInfo, candidates: list[NodeInfo]
 ) -> dict[str, float]:
     """kube-scheduler's reverse normalisation of the untolerated PreferNoSchedule taints."""
-    if plugin.taint_toleration_weight == 0:
+    if plugin.args.taint_toleration_weight == 0:
         return {}
     raw = {n.name: intolerable_prefer_no_schedule(task, n) for n in candidates}
     top = max(raw.values(), default=0)
-    weight = plugin.taint_toleration_weight
+    weight = plugin.args.taint_toleration_weight
     return {
         name: float((100 if top == 0 else 100 - 100 * count // top) * weight)
         for name, count in raw.items()
@@ -326,7 +326,7 @@ def oracle_nodeorder(
 def oracle_binpack_fn(plugin: BinpackPlugin, task: TaskInfo, n: NodeInfo) -> float:
     """Volcano's binpack: the weighted mean utilisation after placing the pod, over the
     resources it requests that have a weight; 0 if a weighted one would overflow."""
-    weights = plugin.weights
+    weights = plugin.args
     score = 0.0
     weight_sum = 0
     for name in task.resreq.resource_names():
