@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -44,6 +44,7 @@ from scheduler_core.cache.jobs import (
     same_sums,
     synthesized_job,
 )
+from scheduler_core.cache.member_queues import MemberQueues
 from scheduler_core.cache.queue_sums import QueueSums
 from scheduler_core.cache.topology_source import TopologySource
 
@@ -81,9 +82,8 @@ class ClusterStore:
         self.marked_victims: deque[TaskInfo] = deque(maxlen=1024)
         self.queues: dict[str, QueueInfo] = {}
         self.podgroups: dict[str, PodGroupInfo] = {}
-        #: Native group job id -> pod key -> the queue that member names: a native PodGroup
-        #: that names no queue takes its members' (see ``native_queue``).
-        self.member_queues: dict[str, dict[str, str]] = {}
+        #: The queues native groups' members name, for the groups that name none.
+        self.member_queues = MemberQueues()
         self.priority_classes: dict[str, tuple[int, bool]] = {}
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self.storage = StorageCatalog()
@@ -113,14 +113,7 @@ class ClusterStore:
         """``placement_only``: the pod differs from the version the cache converted last
         in nothing but ``spec.nodeName`` and ``status`` (see ``read_digest``), so its task
         is made from the last one where that can be done exactly."""
-        task = None
-        if placement_only:
-            namespace, name = object_name(pod, "Pod")
-            last = self.tasks.get(f"{namespace or 'default'}/{name}")
-            if last is not None and placement_convertible(last, pod):
-                task = replaced_placement(last, pod)
-        if task is None:
-            task = pod_to_task(pod, self.priority_values())
+        task = _converted(pod, self.tasks, self.priority_values, placement_only=placement_only)
         old = self.tasks.get(task.key)
         siblings = self.charging.note_pod(task, pod, old)
         before = self._jobs_of(old, task)
@@ -300,7 +293,7 @@ class ClusterStore:
 
     def put_podgroup(self, pg: PodGroupInfo) -> None:
         if pg.source == NATIVE_SOURCE and not pg.queue_named:
-            pg = replace(pg, queue=self._native_queue(pg.uid, pg.queue))
+            pg = replace(pg, queue=self.member_queues.resolved(pg.uid, pg.queue))
         self.podgroups[pg.uid] = pg
         job = self.jobs.get(pg.uid)
         if (
@@ -321,29 +314,14 @@ class ClusterStore:
             apply_podgroup(job, pg, self.priority_values(), self.global_default())
         self.touch(pg.uid)
 
-    def _native_queue(self, job_id: str, default: str) -> str:
-        """The queue of a native group whose PodGroup names none: the one its members name
-        (the member whose key sorts first when they disagree, whatever order they came in),
-        else ``default``."""
-        named = self.member_queues.get(job_id)
-        if not named:
-            return default
-        return named[min(named)]
-
     def _note_member_queue(self, job_id: str, pod_key: str, queue: str) -> None:
         """Remember which queue a native group's member names (or that it names none), and
         move the job when its resolved queue changes: a job changing queue is structural."""
-        named = self.member_queues.setdefault(job_id, {})
-        if queue:
-            named[pod_key] = queue
-        else:
-            named.pop(pod_key, None)
-        if not named:
-            del self.member_queues[job_id]
+        self.member_queues.note(job_id, pod_key, queue)
         pg = self.podgroups.get(job_id)
         if pg is None or pg.queue_named:
             return
-        queue_now = self._native_queue(job_id, DEFAULT_QUEUE)
+        queue_now = self.member_queues.resolved(job_id, DEFAULT_QUEUE)
         if queue_now != pg.queue:
             self.put_podgroup(replace(pg, queue=queue_now))
             self.changes.structural()
@@ -371,3 +349,20 @@ class ClusterStore:
             job = self.jobs.get(uid)
             if job is not None:
                 apply_podgroup(job, pg, values, default)
+
+
+def _converted(
+    pod: dict[str, Any],
+    tasks: Mapping[str, TaskInfo],
+    priorities: Callable[[], dict[str, int]],
+    *,
+    placement_only: bool,
+) -> TaskInfo:
+    """``pod``'s task: the last one with its new placement when only ``spec.nodeName`` and
+    ``status`` moved and that can be done exactly (a bind, mostly), else a full conversion."""
+    if placement_only:
+        namespace, name = object_name(pod, "Pod")
+        last = tasks.get(f"{namespace or 'default'}/{name}")
+        if last is not None and placement_convertible(last, pod):
+            return replaced_placement(last, pod)
+    return pod_to_task(pod, priorities())

@@ -239,7 +239,7 @@ def fork_store(store: ClusterStore) -> ClusterStore:
     other.unschedulable = set(store.unschedulable)
     other.queues = dict(store.queues)
     other.podgroups = dict(store.podgroups)
-    other.member_queues = {j: dict(m) for j, m in store.member_queues.items()}
+    other.member_queues = store.member_queues.fork()
     other.priority_classes = dict(store.priority_classes)
     other.pdbs = dict(store.pdbs)
     other.storage = store.storage.copy()
