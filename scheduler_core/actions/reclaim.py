@@ -28,6 +28,7 @@ import logging
 from collections.abc import Callable
 
 from scheduler_core.actions.util.idle_room import IdleRoom
+from scheduler_core.actions.util.job_checks import JobChecks, skipped_invalid
 from scheduler_core.actions.util.predicate_helper import (
     PREDICATE_ERROR_CACHE_KEY,
     HardVerdicts,
@@ -94,6 +95,8 @@ class ReclaimAction(Action):
         self._feasible_names: dict[int, tuple[list[int], frozenset[str]]] = {}
         #: the nodes' refusals of waiting pods, judged once per pods alike (``cannot_help``)
         self._alike: AlikeRefusals | None = None
+        #: whether each job starves, kept while the session stands (``JobChecks``)
+        self._checks: JobChecks | None = None
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -112,6 +115,7 @@ class ReclaimAction(Action):
         self._room = IdleRoom(ssn)
         self._feasible_names = {}
         self._alike = AlikeRefusals(ssn)
+        checks = self._checks = JobChecks(ssn)
         queues: PriorityQueue[QueueInfo] = PriorityQueue(_distinct_first(ssn.queue_order_fn))
         queue_map: dict[str, QueueInfo] = {}
         preemptors_map: dict[str, PriorityQueue[JobInfo]] = {}
@@ -133,17 +137,7 @@ class ReclaimAction(Action):
                     first = PriorityQueue(ssn.task_order_fn, waiting).pop()
                     note_if_unhelpable(ssn, job, first, alike=self._alike_in(ssn))
                 continue
-            result = ssn.job_valid(job)
-            if result is not None and not result.is_success:
-                log.log(
-                    v(4),
-                    "Job <%s/%s> Queue <%s> skip reclaim, reason: %s, message %s",
-                    job.namespace,
-                    job.name,
-                    job.queue,
-                    result.reason_code,
-                    result.message,
-                )
+            if skipped_invalid(ssn, job, "reclaim", log):
                 continue
             queue = ssn.queues.get(job.queue)
             if queue is None:
@@ -157,7 +151,7 @@ class ReclaimAction(Action):
                 )
                 queue_map[queue.uid] = queue
                 queues.push(queue)
-            if ssn.job_starving(job):
+            if checks.starving(job):
                 if job.queue not in preemptors_map:
                     preemptors_map[job.queue] = ssn.job_queue()
                 preemptors_map[job.queue].push(job)
@@ -233,8 +227,11 @@ class ReclaimAction(Action):
             ssn, stmt, queue, job, helper
         ):
             return
+        checks = self._checks
+        if checks is None or checks.session is not ssn:
+            checks = self._checks = JobChecks(ssn)
         while True:
-            if not ssn.job_starving(job):
+            if not checks.starving(job):
                 return
             tasks = preemptor_tasks.get(job.uid)
             if tasks is None or tasks.empty():
