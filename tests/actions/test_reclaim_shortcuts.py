@@ -37,18 +37,16 @@ def backlog(draw: st.DrawFn) -> list[b.Obj]:
         b.node(f"n{i}", cpu="2", memory="8Gi", labels={"zone": "a"}) for i in range(nodes)
     ]
     objs += [b.queue(f"q{q}", weight=draw(st.integers(1, 3))) for q in (1, 2, 3)]
-    for i in range(nodes * 2):
-        group = f"run{i}"
-        objs.append(b.podgroup(group, 1, queue=draw(st.sampled_from(["q1", "q2", "q3"]))))
-        objs.append(
-            b.pod(
-                f"r{i}",
-                group=group,
-                node_name=f"n{i // 2}",
-                priority=draw(st.sampled_from([0, 10])),
-                started="2024-01-01T00:00:00Z",
-            )
-        )
+    # Two 1-cpu pods fill each node, each its own gang of one in a queue drawn for it.
+    running = [(f"n{i // 2}", draw(st.sampled_from(["q1", "q2", "q3"]))) for i in range(nodes * 2)]
+    for i, (on, queue) in enumerate(running):
+        objs.append(b.podgroup(f"run{i}", 1, queue=queue))
+        member: dict[str, Any] = {
+            "group": f"run{i}",
+            "node_name": on,
+            "started": "2024-01-01T00:00:00Z",
+        }
+        objs.append(b.pod(f"r{i}", priority=draw(st.sampled_from([0, 10])), **member))
     specs: list[dict[str, Any]] = [
         {"cpu": "1", "priority": 0},
         {"cpu": "1", "priority": 10},
