@@ -374,14 +374,14 @@ class PreemptAction(Action):
         found = []
         for name, tasks in self._placed_in(ssn, job.queue).items():
             node = ssn.nodes[name]
-            room = node.future_idle()
-            accepted = False
+            room: Resource | None = None  # worked out at the first task accepted
             for task in tasks:
                 current = node.tasks.get(task.uid)
                 if current is not None and accept(current):
+                    if room is None:
+                        room = node.future_idle()
                     room.add(current.resreq)
-                    accepted = True
-            if accepted and need.less_equal(room, ZERO):
+            if room is not None and need.less_equal(room, ZERO):
                 found.append(node)
         return sorted(found, key=lambda n: n.name)
 

@@ -166,8 +166,7 @@ class Backoff:
 
 
 class _GcPause:
-    """Counts the threads decoding big lists (or deciding a reclaim cycle); the cyclic GC is
-    off while any of them is.
+    """Counts the threads decoding big lists; the cyclic GC is off while any of them is.
 
     Decoding 10k pods takes 4x longer with the GC on: every dict allocated
     counts toward a collection that finds no cycles. Several reflectors list at once at startup,
