@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from scheduler_core.actions.util.job_checks import skipped_invalid
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
@@ -74,16 +75,7 @@ class Allocate(Action):
                     )
                     continue
                 job.phase = PodGroupPhase.INQUEUE
-            invalid = ssn.job_valid(job)
-            if invalid is not None:
-                log.log(
-                    v(4),
-                    "Job <%s> Queue <%s> skip allocate, reason: %s, message %s",
-                    job.uid,
-                    job.queue,
-                    invalid.reason_code,
-                    invalid.message,
-                )
+            if skipped_invalid(ssn, job, "allocate", log):
                 continue
             queue = ssn.queues.get(job.queue)
             if queue is None:

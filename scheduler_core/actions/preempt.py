@@ -28,6 +28,7 @@ import random
 
 from scheduler_core.actions.topology import find_candidates, select_candidate
 from scheduler_core.actions.util.idle_room import IdleRoom
+from scheduler_core.actions.util.job_checks import JobChecks, skipped_invalid
 from scheduler_core.actions.util.predicate_helper import (
     PREDICATE_ERROR_CACHE_KEY,
     HardVerdicts,
@@ -64,6 +65,13 @@ MIN_CANDIDATE_NODES_ABSOLUTE_KEY = "minCandidateNodesAbsolute"
 MAX_CANDIDATE_NODES_ABSOLUTE_KEY = "maxCandidateNodesAbsolute"
 #: Not a Volcano argument: fixes the topology-aware offset sequence (tests, what-if runs).
 RANDOM_SEED_KEY = "randomSeed"
+#: The whole-number arguments, each with the attribute it sets (kept when absent).
+_COUNT_ARGUMENTS = (
+    (TOPOLOGY_AWARE_PREEMPT_WORKER_NUM_KEY, "topology_aware_preempt_worker_num"),
+    (MIN_CANDIDATE_NODES_PERCENTAGE_KEY, "min_candidate_nodes_percentage"),
+    (MIN_CANDIDATE_NODES_ABSOLUTE_KEY, "min_candidate_nodes_absolute"),
+    (MAX_CANDIDATE_NODES_ABSOLUTE_KEY, "max_candidate_nodes_absolute"),
+)
 
 
 def preemptor_fits_on_node(
@@ -152,9 +160,11 @@ class PreemptAction(Action):
         #: by signature and ``Session.preemptor_key``: node name -> whether the victims the
         #: plugins let go there free enough (``_has_valid_victims``), kept as the rooms are
         self._valid: dict[tuple[object, ...], dict[str, bool]] = {}
-        #: the same under the live rules, worked out once over the nodes with room: the
-        #: names of those where the victims free enough
-        self._valid_names: dict[tuple[object, ...], set[str]] = {}
+        #: the same under the live rules, worked out once over the nodes with room: where
+        #: in the signature's ``HardVerdicts.nodes`` (those nodes) the victims free enough
+        self._valid_at: dict[tuple[object, ...], set[int]] = {}
+        #: set when a pass begins: whether each job starves, kept while the session stands
+        self._checks: JobChecks
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -163,18 +173,8 @@ class PreemptAction(Action):
         self.enable_topology_aware_preemption = arguments.get_bool(
             ENABLE_TOPOLOGY_AWARE_PREEMPTION_KEY, self.enable_topology_aware_preemption
         )
-        self.topology_aware_preempt_worker_num = arguments.get_int(
-            TOPOLOGY_AWARE_PREEMPT_WORKER_NUM_KEY, self.topology_aware_preempt_worker_num
-        )
-        self.min_candidate_nodes_percentage = arguments.get_int(
-            MIN_CANDIDATE_NODES_PERCENTAGE_KEY, self.min_candidate_nodes_percentage
-        )
-        self.min_candidate_nodes_absolute = arguments.get_int(
-            MIN_CANDIDATE_NODES_ABSOLUTE_KEY, self.min_candidate_nodes_absolute
-        )
-        self.max_candidate_nodes_absolute = arguments.get_int(
-            MAX_CANDIDATE_NODES_ABSOLUTE_KEY, self.max_candidate_nodes_absolute
-        )
+        for key, attribute in _COUNT_ARGUMENTS:
+            setattr(self, attribute, arguments.get_int(key, getattr(self, attribute)))
         seed = arguments.get_int(RANDOM_SEED_KEY, -1)
         self.rng = random.Random(seed) if seed >= 0 else random.Random()
         self.rules = ReclaimRules.for_preempt(arguments)
@@ -201,11 +201,12 @@ class PreemptAction(Action):
         self._rooms_at = -1
         self._hard = {}
         self._valid = {}
-        self._valid_names = {}
+        self._valid_at = {}
+        checks = self._checks = JobChecks(ssn)
         for job in ssn.schedulable_jobs():
             # Starving first: both are pure checks, and most jobs are not starving while
             # the gang validity check walks every task.
-            if job.is_pending() or not ssn.job_starving(job):
+            if job.is_pending() or not checks.starving(job):
                 continue
             if job.network_topology is not None and not ssn.topology.empty:
                 # As Volcano: no preemption for a gang with a network topology request
@@ -213,17 +214,7 @@ class PreemptAction(Action):
                 # frees one domain for it; the preempt verb offers victims in one domain.
                 log.log(v(4), "Job <%s> asks for a network topology: skip preemption", job.uid)
                 continue
-            result = ssn.job_valid(job)
-            if result is not None and not result.is_success:
-                log.log(
-                    v(4),
-                    "Job <%s/%s> Queue <%s> skip preemption, reason: %s, message %s",
-                    job.namespace,
-                    job.name,
-                    job.queue,
-                    result.reason_code,
-                    result.message,
-                )
+            if skipped_invalid(ssn, job, "preemption", log):
                 continue
             if job.queue not in ssn.queues:
                 log.log(
@@ -276,7 +267,7 @@ class PreemptAction(Action):
                 continue
             stmt = Statement(ssn)
             while True:
-                if not ssn.job_starving(preemptor_job):
+                if not self._checks.starving(preemptor_job):
                     break
                 tasks = preemptor_tasks[preemptor_job.uid]
                 if tasks.empty():
@@ -300,14 +291,7 @@ class PreemptAction(Action):
                     if plugins_read is not None:
                         verdicts = (signature, plugins_read)
                 _, err = self.preempt(ssn, stmt, preemptor, accept, helper, signature, verdicts)
-                if err is not None:
-                    log.log(
-                        v(3),
-                        "Preemptor <%s/%s> failed to preempt Task , err: %s",
-                        preemptor.namespace,
-                        preemptor.name,
-                        err,
-                    )
+                _log_failure(preemptor, err)
             if ssn.job_pipelined(preemptor_job) and self._within_rules(ssn, stmt):
                 self._commit(ssn, stmt)
             else:
@@ -334,14 +318,7 @@ class PreemptAction(Action):
                 assigned, err = self.preempt(
                     ssn, stmt, preemptor, intra_job_filter(preemptor), helper
                 )
-                if err is not None:
-                    log.log(
-                        v(3),
-                        "Preemptor <%s/%s> failed to preempt Task , err: %s",
-                        preemptor.namespace,
-                        preemptor.name,
-                        err,
-                    )
+                _log_failure(preemptor, err)
                 if not assigned or not self._within_rules(ssn, stmt):
                     stmt.discard()
                     break
@@ -387,7 +364,7 @@ class PreemptAction(Action):
             self._rooms = {}
             self._hard = {}
             self._valid = {}
-            self._valid_names = {}
+            self._valid_at = {}
             self._rooms_at = ssn.placements
 
     def _walk_rooms(
@@ -397,14 +374,14 @@ class PreemptAction(Action):
         found = []
         for name, tasks in self._placed_in(ssn, job.queue).items():
             node = ssn.nodes[name]
-            room = node.future_idle()
-            accepted = False
+            room: Resource | None = None  # worked out at the first task accepted
             for task in tasks:
                 current = node.tasks.get(task.uid)
                 if current is not None and accept(current):
+                    if room is None:
+                        room = node.future_idle()
                     room.add(current.resreq)
-                    accepted = True
-            if accepted and need.less_equal(room, ZERO):
+            if room is not None and need.less_equal(room, ZERO):
                 found.append(node)
         return sorted(found, key=lambda n: n.name)
 
@@ -503,23 +480,28 @@ class PreemptAction(Action):
                 hard = self._hard[signature] = HardVerdicts(
                     all_nodes, ssn.predicate_for_preempt, ssn.snapshot.storage
                 )
-            nodes = hard.walk(helper, preemptor)
+            picked = hard.walk_indices(helper, preemptor)
+            if (
+                verdicts is not None
+                and self.rules.equal_priority_only
+                and not self.enable_topology_aware_preemption
+            ):
+                # The nodes with room are few and alike preemptors many: each node's victims
+                # test once, then a preemptor none of whose nodes passes stops here.
+                valid = self._valid_at.get(verdicts)
+                if valid is None:
+                    valid = self._valid_at[verdicts] = {
+                        i
+                        for i, node in enumerate(hard.nodes)
+                        if _has_valid_victims(ssn, preemptor, accept, node)
+                    }
+                if valid.isdisjoint(picked):
+                    return False, None
+            nodes = [hard.nodes[i] for i in picked]
         else:
             nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)
         if self.enable_topology_aware_preemption:
             return self.topology_aware_preempt(ssn, stmt, preemptor, accept, nodes)
-        if verdicts is not None and self.rules.equal_priority_only:
-            # The nodes with room are few and alike preemptors many: each node's victims
-            # test once, then a preemptor none of whose nodes passes stops here.
-            valid = self._valid_names.get(verdicts)
-            if valid is None:
-                valid = self._valid_names[verdicts] = {
-                    node.name
-                    for node in all_nodes
-                    if _has_valid_victims(ssn, preemptor, accept, node)
-                }
-            if not valid or not any(node.name in valid for node in nodes):
-                return False, None
         return self.normal_preempt(ssn, stmt, preemptor, accept, nodes, verdicts)
 
     def normal_preempt(
@@ -710,6 +692,17 @@ def _room_signature(preemptor: TaskInfo, job: JobInfo) -> tuple[object, ...]:
         need.max_task_num,
         scalars,
     )
+
+
+def _log_failure(preemptor: TaskInfo, err: str | None) -> None:
+    if err is not None:
+        log.log(
+            v(3),
+            "Preemptor <%s/%s> failed to preempt Task , err: %s",
+            preemptor.namespace,
+            preemptor.name,
+            err,
+        )
 
 
 def _evicted(stmt: Statement) -> list[TaskInfo]:

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Callable
 
 from scheduler_core.actions.util.idle_room import IdleRoom
+from scheduler_core.actions.util.job_checks import JobChecks, skipped_invalid
 from scheduler_core.actions.util.predicate_helper import (
     PREDICATE_ERROR_CACHE_KEY,
     HardVerdicts,
@@ -55,6 +56,7 @@ from scheduler_core.api.topology import Domain
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.cannot_help import note_if_unhelpable
+from scheduler_core.framework.cannot_help_alike import AlikeRefusals
 from scheduler_core.framework.priority_queue import PriorityQueue
 from scheduler_core.framework.registry import Action, register_action
 from scheduler_core.framework.session import QueueShare, Session
@@ -91,6 +93,10 @@ class ReclaimAction(Action):
         #: the names of the nodes a feasible-index list (one per pod constraints signature)
         #: holds, kept with the list itself so that its identity stays unique
         self._feasible_names: dict[int, tuple[list[int], frozenset[str]]] = {}
+        #: the nodes' refusals of waiting pods, judged once per pods alike (``cannot_help``)
+        self._alike: AlikeRefusals | None = None
+        #: whether each job starves, kept while the session stands (``JobChecks``)
+        self._checks: JobChecks | None = None
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -108,7 +114,9 @@ class ReclaimAction(Action):
     def _execute(self, ssn: Session) -> None:
         self._room = IdleRoom(ssn)
         self._feasible_names = {}
-        queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
+        self._alike = AlikeRefusals(ssn)
+        checks = self._checks = JobChecks(ssn)
+        queues: PriorityQueue[QueueInfo] = PriorityQueue(_distinct_first(ssn.queue_order_fn))
         queue_map: dict[str, QueueInfo] = {}
         preemptors_map: dict[str, PriorityQueue[JobInfo]] = {}
         preemptor_tasks: dict[str, PriorityQueue[TaskInfo]] = {}
@@ -126,19 +134,10 @@ class ReclaimAction(Action):
                 # the job's admission).
                 waiting = [t for t in job.tasks_with(TaskStatus.PENDING) if not t.gated]
                 if waiting:
-                    note_if_unhelpable(ssn, job, PriorityQueue(ssn.task_order_fn, waiting).pop())
+                    first = PriorityQueue(ssn.task_order_fn, waiting).pop()
+                    note_if_unhelpable(ssn, job, first, alike=self._alike_in(ssn))
                 continue
-            result = ssn.job_valid(job)
-            if result is not None and not result.is_success:
-                log.log(
-                    v(4),
-                    "Job <%s/%s> Queue <%s> skip reclaim, reason: %s, message %s",
-                    job.namespace,
-                    job.name,
-                    job.queue,
-                    result.reason_code,
-                    result.message,
-                )
+            if skipped_invalid(ssn, job, "reclaim", log):
                 continue
             queue = ssn.queues.get(job.queue)
             if queue is None:
@@ -152,7 +151,7 @@ class ReclaimAction(Action):
                 )
                 queue_map[queue.uid] = queue
                 queues.push(queue)
-            if ssn.job_starving(job):
+            if checks.starving(job):
                 if job.queue not in preemptors_map:
                     preemptors_map[job.queue] = ssn.job_queue()
                 preemptors_map[job.queue].push(job)
@@ -228,8 +227,11 @@ class ReclaimAction(Action):
             ssn, stmt, queue, job, helper
         ):
             return
+        checks = self._checks
+        if checks is None or checks.session is not ssn:
+            checks = self._checks = JobChecks(ssn)
         while True:
-            if not ssn.job_starving(job):
+            if not checks.starving(job):
                 return
             tasks = preemptor_tasks.get(job.uid)
             if tasks is None or tasks.empty():
@@ -250,7 +252,7 @@ class ReclaimAction(Action):
                 log.log(
                     v(3), "Queue <%s> cannot reclaim for task <%s>, skip", queue.name, task.name
                 )
-                note_if_unhelpable(ssn, job, task)
+                note_if_unhelpable(ssn, job, task, alike=self._alike_in(ssn))
                 continue
             err = ssn.pre_predicate(task)
             if err is not None:
@@ -429,7 +431,7 @@ class ReclaimAction(Action):
             )
             # Beyond its share, yet that may not be all: a pod no eviction could place is
             # told what is missing rather than nothing.
-            note_if_unhelpable(ssn, job, task)
+            note_if_unhelpable(ssn, job, task, alike=self._alike_in(ssn))
             return False
         if within is not None:
             feasible = self._feasible_in(task)
@@ -532,8 +534,15 @@ class ReclaimAction(Action):
                 return True
             node_stmt.discard()
         # No node could be freed for it: say so when no eviction at all could have.
-        note_if_unhelpable(ssn, job, task, likely=nodes)
+        note_if_unhelpable(ssn, job, task, likely=nodes, alike=self._alike_in(ssn))
         return False
+
+    def _alike_in(self, ssn: Session) -> AlikeRefusals:
+        """The refusals of pods alike kept for ``ssn`` (a new record for a new session)."""
+        alike = self._alike
+        if alike is None or alike.session is not ssn:
+            alike = self._alike = AlikeRefusals(ssn)
+        return alike
 
     def _feasible_in(self, task: TaskInfo) -> frozenset[str]:
         """The names of the nodes the hard predicates allow ``task`` on (computed once per
@@ -729,6 +738,20 @@ def _search_on_copy(
     if err is None and not chosen:
         err = "no victims chosen"
     return chosen, err
+
+
+def _distinct_first(
+    less: Callable[[QueueInfo, QueueInfo], bool],
+) -> Callable[[QueueInfo, QueueInfo], bool]:
+    """``less`` that answers a queue compared with itself at once. The pass pushes a queue
+    back once per job it takes, so its heap holds the same queue thousands of times over
+    and most comparisons are of a queue with itself: the plugins' chain would say "equal"
+    (no order says a queue comes before itself), here without the walk."""
+
+    def ordered(l: QueueInfo, r: QueueInfo) -> bool:
+        return l is not r and less(l, r)
+
+    return ordered
 
 
 def _count_by_queue(ssn: Session, stmt: Statement) -> dict[str, int]:

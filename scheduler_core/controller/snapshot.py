@@ -10,6 +10,7 @@ jobs' and nodes' maps and sums is enough: a few dict copies per job and node, un
 from __future__ import annotations
 
 from scheduler_core.api.snapshot import ClusterSnapshot
+from scheduler_core.cache.list_pager import GC_PAUSE
 from scheduler_core.cache.state import ClusterState
 
 
@@ -23,8 +24,9 @@ def sharing_tasks(shared: ClusterSnapshot) -> ClusterSnapshot:
 
 
 def loop_snapshot(state: ClusterState) -> ClusterSnapshot:
-    """What one cycle decides on, taken with the state's lock held for the copy only."""
-    with state.locked():
+    """What one cycle decides on, taken with the state's lock held for the copy only (and
+    the cyclic collector paused: every object the copy makes lives on, see ``decide``)."""
+    with GC_PAUSE.paused(), state.locked():
         return sharing_tasks(state.shared_snapshot())
 
 

@@ -32,6 +32,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import IGNORED_SCALARS, ZERO, Resource
 from scheduler_core.api.storage import pending_needs
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.cannot_help_alike import AlikeRefusals
 from scheduler_core.framework.cannot_help_verdict import CANNOT_HELP_REASON as CANNOT_HELP_REASON
 from scheduler_core.framework.cannot_help_verdict import CannotHelp as CannotHelp
 from scheduler_core.framework.cannot_help_verdict import Kind as Kind
@@ -64,6 +65,8 @@ class Evidence:
     #: Nodes to try first (the caller's nodes that pass what no eviction changes): the
     #: first that would take the pod emptied ends the walk.
     likely: Sequence[NodeInfo] = ()
+    #: The refusals of pods alike judged earlier in the session, when the caller keeps them.
+    alike: AlikeRefusals | None = None
     _refusals: list[Status] | None = None
     _walked: bool = False
     _kinds: Counter[Kind] = field(default_factory=Counter)
@@ -74,7 +77,12 @@ class Evidence:
         or it is not this module's to say."""
         if not self._walked:
             self._walked = True
-            self._refusals = _node_refusals(self.ssn, self.task, self.likely)
+            if self.alike is None:
+                self._refusals = _node_refusals(self.ssn, self.task, self.likely)
+            else:
+                self._refusals = self.alike.refusals(
+                    self.task, lambda: _node_refusals(self.ssn, self.task, self.likely)
+                )
             if self._refusals is not None:
                 self._kinds = Counter(_node_kind(err) for err in self._refusals)
         return self._refusals
@@ -199,12 +207,18 @@ KINDS: Final[tuple[KindRow, ...]] = (
 
 
 def judge(
-    ssn: Session, job: JobInfo, task: TaskInfo, *, likely: Sequence[NodeInfo] = ()
+    ssn: Session,
+    job: JobInfo,
+    task: TaskInfo,
+    *,
+    likely: Sequence[NodeInfo] = (),
+    alike: AlikeRefusals | None = None,
 ) -> CannotHelp | None:
     """Why no eviction can help ``task`` of ``job``, or None when one might (or the engine
-    cannot tell). ``likely``: nodes to try first (see ``Evidence``), which changes how fast
-    the answer comes, never the answer."""
-    ev = Evidence(ssn, job, task, likely)
+    cannot tell). ``likely``: nodes to try first (see ``Evidence``) and ``alike``: the
+    refusals of pods alike judged before in the session; both change how fast the answer
+    comes, never the answer."""
+    ev = Evidence(ssn, job, task, likely, alike)
     for row in KINDS:
         detail = row.detail(ev)
         if detail:
@@ -304,6 +318,7 @@ def note_if_unhelpable(
     task: TaskInfo,
     *,
     likely: Sequence[NodeInfo] = (),
+    alike: AlikeRefusals | None = None,
 ) -> CannotHelp | None:
     """``judge``, remembered in the session (``Session.cannot_help``) when no eviction can
     help: what the actions call when they found no victims for a waiting task. A pod of
@@ -311,7 +326,7 @@ def note_if_unhelpable(
     gang of a hundred alike is walked over the nodes once)."""
     verdict = _alike(ssn, task)
     if verdict is None:
-        verdict = judge(ssn, job, task, likely=likely)
+        verdict = judge(ssn, job, task, likely=likely, alike=alike)
     if verdict is not None:
         ssn.cannot_help[task.key] = (task, verdict)
         log.log(

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.api.types import TaskStatus, task_status_from_pod
+from scheduler_core.api.types import (
+    TaskStatus,
+    ready_status,
+    scheduled_status,
+    task_status_from_pod,
+    valid_status,
+)
 
 
 @pytest.mark.parametrize(
@@ -117,6 +125,30 @@ def test_role_checks_pass_when_min_member_is_below_the_role_total() -> None:
     )
     job.add_task_info(task("w0", TaskStatus.PENDING, role="worker"))
     assert job.check_task_ready() and job.check_task_valid()
+
+
+@given(st.lists(st.sampled_from(list(TaskStatus)), max_size=8))
+def test_the_gang_counters_count_the_tasks_their_status_predicates_admit(
+    statuses: list[TaskStatus],
+) -> None:
+    job = job_with(*statuses)
+    assert job.ready_task_num() == sum(map(ready_status, statuses))
+    assert job.valid_task_num() == sum(map(valid_status, statuses))
+    assert job.scheduled_task_num() == sum(map(scheduled_status, statuses))
+
+
+@given(st.lists(st.sampled_from(list(TaskStatus)), max_size=8))
+def test_a_job_whose_roles_ask_no_minimum_meets_every_role_check(
+    statuses: list[TaskStatus],
+) -> None:
+    job = job_with(*statuses, min_available=1)
+    # The same job with a role minimum of zero walks its tasks: the same answers.
+    walked = job_with(*statuses, min_available=1)
+    walked.task_min_available = {"": 0}
+    for check in ("check_task_valid", "check_task_ready", "check_task_pipelined"):
+        assert getattr(job, check)() is True
+        assert getattr(walked, check)() is True
+    assert job.check_task_starving() == walked.check_task_starving()
 
 
 def test_elastic_is_what_is_allocated_beyond_min_resources() -> None:

@@ -135,6 +135,11 @@ class HardVerdicts:
 
     def walk(self, helper: PredicateHelper, task: TaskInfo) -> list[NodeInfo]:
         """``helper.predicate_nodes(task, nodes, predicate)[0]``, from the cached verdicts."""
+        return [self.nodes[i] for i in self.walk_indices(helper, task)]
+
+    def walk_indices(self, helper: PredicateHelper, task: TaskInfo) -> list[int]:
+        """Where in ``nodes`` ``walk``'s nodes are (the helper moved on as by ``walk``): a
+        caller that may need none of them need not build the list."""
         total = len(self.nodes)
         if total == 0:
             return []
@@ -147,4 +152,4 @@ class HardVerdicts:
             taken += feasible[: min(split, wanted - len(taken))]
         processed = total if len(taken) < wanted else (taken[-1] - start) % total + 1
         helper._last_index = (start + processed) % total
-        return [self.nodes[i] for i in taken]
+        return taken

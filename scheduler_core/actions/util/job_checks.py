@@ -1,0 +1,61 @@
+"""The job-level checks the evicting actions ask of every waiting job, asked once per state.
+
+Preempt and reclaim ask each starving job, again and again within one pass, whether it still
+starves: before each of its tasks and after. With ten thousand waiting jobs that was a
+third of a million walks through the plugins' chains a cycle, nearly all of them over a
+session nothing had changed in since the last one. The plugins' answers read the job's tasks
+and the session's placements; those change only by a statement's operations (each one
+fires a placement event, ``Session.placements``) or by its commit (an eviction recorded, a
+task bound). So an answer is kept until the session's count of those moves.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from scheduler_core.api.job import JobInfo
+from scheduler_core.framework.session import Session
+from scheduler_core.logutil import v
+
+
+class JobChecks:
+    """``Session.job_starving`` for one action's pass, each job's answer kept until the
+    session places, evicts or commits anything."""
+
+    def __init__(self, ssn: Session) -> None:
+        self.session = ssn
+        self._at: tuple[int, int, int] = (-1, -1, -1)
+        self._starving: dict[str, bool] = {}
+
+    def _fresh(self) -> None:
+        ssn = self.session
+        at = (ssn.placements, len(ssn.evictions), len(ssn.bound))
+        if at != self._at:
+            self._starving = {}
+            self._at = at
+
+    def starving(self, job: JobInfo) -> bool:
+        self._fresh()
+        found = self._starving.get(job.uid)
+        if found is None:
+            found = self._starving[job.uid] = self.session.job_starving(job)
+        return found
+
+
+def skipped_invalid(ssn: Session, job: JobInfo, action: str, log: logging.Logger) -> bool:
+    """Whether the plugins find ``job`` invalid (its gang cannot be whole): the action
+    skips it, and says why at V(4)."""
+    result = ssn.job_valid(job)
+    if result is None or result.is_success:
+        return False
+    log.log(
+        v(4),
+        "Job <%s/%s> Queue <%s> skip %s, reason: %s, message %s",
+        job.namespace,
+        job.name,
+        job.queue,
+        action,
+        result.reason_code,
+        result.message,
+    )
+    return True
