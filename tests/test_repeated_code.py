@@ -3,8 +3,11 @@ of six or more identical lines: a rule written twice drifts, so a repeat is move
 
 What counts as a line: each source line with its indentation and trailing spaces stripped.
 Blank lines, comment-only lines and lines made only of punctuation (a closing ``)``, ``],``,
-``}``, a docstring's closing quotes) and import statements (modules that use the same names
-import them alike) are left out before runs are compared, so formatting
+``}``, a docstring's closing quotes), import statements (modules that use the same names
+import them alike) and the parameter lines of a ``def`` written over several lines (two
+functions that take the same inputs, such as Volcano's two preemption modes or a wrapper and
+what it wraps, name them alike; it is their bodies that would repeat a rule) are left out
+before runs are compared, so formatting
 boilerplate never makes a repeat and never hides one either: two six-line blocks that differ
 only in where their closing brackets fall still match. Two places in one file count when
 their runs do not overlap (a run of seven identical lines is not a repeat of itself).
@@ -31,13 +34,8 @@ PUNCTUATION = re.compile(r"""^[()\[\]{},:;.'"\\]*$""")
 #: An import statement (its parenthesised names follow until the closing bracket).
 IMPORT = re.compile(r"^(import |from \S+ import )")
 
-#: File pairs whose repeats other work under way removes (each value names that work); each
-#: entry goes once that work lands, and the list is then empty. The key is the two paths
-#: (relative to the repository, sorted).
-ALLOWED: dict[tuple[str, str], str] = {
-    ("scheduler_core/actions/preempt.py", "scheduler_core/actions/preempt.py"): "perf-reclaim",
-    ("scheduler_core/actions/preempt.py", "scheduler_core/actions/reclaim.py"): "perf-reclaim",
-}
+#: The start of a function's header; when the line does not end it, its parameters follow.
+DEF = re.compile(r"^(async )?def ")
 
 
 class Place(NamedTuple):
@@ -65,12 +63,17 @@ class Repeat:
 def counted_lines(text: str) -> list[tuple[int, str]]:
     """The lines a repeat is judged on, each with its 1-based source line number."""
     kept: list[tuple[int, str]] = []
-    in_import = False
+    in_import = in_signature = False
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if in_import:
             in_import = ")" not in line
             continue
+        if in_signature:
+            in_signature = not line.endswith(":")
+            continue
+        if DEF.match(line):
+            in_signature = not line.endswith(":")
         if IMPORT.match(line):
             in_import = line.endswith("(")
             continue
@@ -115,15 +118,8 @@ def project_sources(roots: Iterable[str] = ROOTS) -> dict[str, str]:
 
 
 def test_no_two_places_in_the_code_share_six_identical_lines() -> None:
-    repeats = [r for r in find_repeats(project_sources()) if tuple(sorted(r.files)) not in ALLOWED]
+    repeats = find_repeats(project_sources())
     assert not repeats, "repeated code (move it to one home):\n" + "\n".join(map(str, repeats))
-
-
-def test_every_allowed_pair_still_repeats() -> None:
-    """An allowance outlives its reason only by mistake: once the repeat is gone, so is it."""
-    still = {tuple(sorted(r.files)) for r in find_repeats(project_sources())}
-    stale = [f"{a} ~ {b}" for a, b in ALLOWED if (a, b) not in still]
-    assert not stale, "no longer repeated, drop from ALLOWED:\n" + "\n".join(stale)
 
 
 def block(prefix: str, count: int) -> str:
@@ -153,6 +149,18 @@ def block(prefix: str, count: int) -> str:
             block("x", 3) + "    ],\n" + block("y", 3),
             1,
             id="nor hide one",
+        ),
+        pytest.param(
+            "def f(\n" + block("x", 8).replace(" = ", ": int = ") + ") -> None:\n    return\n",
+            "def g(\n" + block("x", 8).replace(" = ", ": int = ") + ") -> None:\n    pass\n",
+            0,
+            id="two functions taking the same parameters do not repeat",
+        ),
+        pytest.param(
+            "def f(a: int) -> None:\n" + block("x", 6),
+            "def g(\n    b: int,\n) -> None:\n" + block("x", 6),
+            1,
+            id="but their bodies do",
         ),
     ],
 )

@@ -23,7 +23,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypedDict, Unpack
 
 from scheduler_core.api.devices import Unjudged
 from scheduler_core.api.display import dims
@@ -312,13 +312,15 @@ def _unoffered_requests(ssn: Session, task: TaskInfo) -> list[str]:
     return out
 
 
+class JudgeHints(TypedDict, total=False):
+    """What ``judge`` is told to answer faster, never differently."""
+
+    likely: Sequence[NodeInfo]
+    alike: AlikeRefusals | None
+
+
 def note_if_unhelpable(
-    ssn: Session,
-    job: JobInfo,
-    task: TaskInfo,
-    *,
-    likely: Sequence[NodeInfo] = (),
-    alike: AlikeRefusals | None = None,
+    ssn: Session, job: JobInfo, task: TaskInfo, **hints: Unpack[JudgeHints]
 ) -> CannotHelp | None:
     """``judge``, remembered in the session (``Session.cannot_help``) when no eviction can
     help: what the actions call when they found no victims for a waiting task. A pod of
@@ -326,7 +328,7 @@ def note_if_unhelpable(
     gang of a hundred alike is walked over the nodes once)."""
     verdict = _alike(ssn, task)
     if verdict is None:
-        verdict = judge(ssn, job, task, likely=likely, alike=alike)
+        verdict = judge(ssn, job, task, **hints)
     if verdict is not None:
         ssn.cannot_help[task.key] = (task, verdict)
         log.log(
