@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Sequence
 
 from scheduler_core.actions.topology import find_candidates, select_candidate
 from scheduler_core.actions.util.idle_room import IdleRoom
@@ -612,7 +613,7 @@ class PreemptAction(Action):
         stmt: Statement,
         preemptor: TaskInfo,
         accept: TaskFilter,
-        nodes: list[NodeInfo],
+        nodes: Sequence[NodeInfo],
     ) -> tuple[bool, str | None]:
         """Dry-run candidate nodes, choose one by the four levels, evict its victims."""
         candidates, statuses = find_candidates(
