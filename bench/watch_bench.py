@@ -11,7 +11,8 @@ work in one thread, with no socket, on ``bench-e2e``'s 200-node cluster:
   it; one event a line, one line a chunk), through ``SinkFeed.follow``: the split into
   lines, the decoding, the key and version bookkeeping, into a sink that keeps nothing.
 - ``watch-apply-200``: the same stream into the cache (``ClusterState``) as the informer
-  applies it: the creation converted, the bind recognised as a placement and applied.
+  applies it: the creation converted, the bind recognised as a placement and applied, the
+  queue's usage history told of each change as ``serve`` wires it.
 
 One sample is the CPU time (``process_time``) of a batch of pods divided by its size, in
 microseconds. What they leave out, and ``bench-e2e`` includes: reading the TLS stream
@@ -33,6 +34,7 @@ from bench import Budget, Measurement, cycle_bench, rss_mib
 from bench.cycle_bench import SCALES as CYCLE_SCALES
 from bench.cycle_bench import CycleScale
 from bench.verbs_engine_bench import bound_event, served_pod
+from scheduler_core.api.usage_history import UsageHistory
 from scheduler_core.cache.sink_feed import EventSink, SinkFeed
 from scheduler_core.cache.watch_protocol import ReflectorStats
 
@@ -48,6 +50,9 @@ BENCHES: dict[str, str] = {
 #: Microseconds of CPU per pod, about 1.5 times what the rows measured on the shared
 #: 2-core machine, so that a slower decode or apply shows as a MISS.
 TARGETS_US: dict[str, float] = {"watch-decode-200": 20.0, "watch-apply-200": 150.0}
+
+#: The usage history's half-life ``serve`` measures with until a configuration sets one.
+USAGE_HALF_LIFE = 7 * 86400.0
 
 #: Pods per sample: each pod is created and bound once, so a sample is a batch of them.
 PODS_PER_SAMPLE = 50
@@ -128,7 +133,11 @@ def measure(name: str, scale: CycleScale, budget: Budget) -> tuple[list[float], 
     """Microseconds of CPU per pod, one sample a batch; and the feed, for its counts."""
     sink: EventSink = DiscardingSink()
     if name == "watch-apply-200":
-        sink = cycle_bench.build(scale.nodes, 0).state
+        state = cycle_bench.build(scale.nodes, 0).state
+        # As ``serve`` wires it (``measure_usage``): every change of what a queue holds is
+        # told to its usage history, whether or not the configuration reads it.
+        state.usage_history = UsageHistory(USAGE_HALF_LIFE)
+        sink = state
     feed = SinkFeed("Pod", "pods", sink, ReflectorStats())
     samples: list[float] = []
     deadline = time.monotonic() + budget.seconds
