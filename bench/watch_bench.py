@@ -157,17 +157,11 @@ def measure(name: str, scale: CycleScale, budget: Budget) -> tuple[list[float], 
 
 def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
     results = []
-    for name in BENCHES:
+    for name, what in BENCHES.items():
         if name not in selected:
             continue
-        row = Measurement(
-            name,
-            BENCHES[name],
-            unit="us",
-            target=TARGETS_US[name],
-            target_stat="p50",
-            target_op="<=",
-        )
+        target = TARGETS_US[name]
+        row = Measurement(name, what, unit="us", target=target, target_stat="p50")
         try:
             row.samples, feed = measure(name, SCALE, budgets[name])
             row.extra["events"] = {k: v for k, v in feed.stats.events.items() if v}

@@ -41,9 +41,11 @@ def test_the_stream_puts_each_pod_in_the_cache_bound_to_its_node() -> None:
 
 def test_the_rows_report_cpu_per_pod_against_their_targets() -> None:
     budgets = {name: Budget(n=2, seconds=30, warmup=1) for name in watch_bench.BENCHES}
-    rows = watch_bench.run(set(watch_bench.BENCHES), budgets)
-    assert [r.name for r in rows] == list(watch_bench.BENCHES)
-    for row in rows:
-        assert row.error is None and len(row.samples) == 2 and row.unit == "us"
-        assert row.target == watch_bench.TARGETS_US[row.name]
-        assert row.extra["events"] == {"ADDED": 150, "MODIFIED": 150}
+    rows = {r.name: r for r in watch_bench.run(set(watch_bench.BENCHES), budgets)}
+    assert set(rows) == set(watch_bench.BENCHES)
+    assert {name: (r.error, len(r.samples), r.unit) for name, r in rows.items()} == {
+        name: (None, 2, "us") for name in watch_bench.BENCHES
+    }
+    assert {name: r.target for name, r in rows.items()} == watch_bench.TARGETS_US
+    # One batch of warm-up and two samples, each of PODS_PER_SAMPLE pods' two events.
+    assert all(r.extra["events"] == {"ADDED": 150, "MODIFIED": 150} for r in rows.values())
