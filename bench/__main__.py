@@ -33,6 +33,7 @@ from bench import (
     topology_bench,
     verbs_bench,
     verbs_engine_bench,
+    watch_bench,
 )
 from bench.synthetic import ClusterSpec, SyntheticCluster
 
@@ -73,6 +74,9 @@ BUDGETS: dict[str, Budget] = {
     # One sample is a batch of pods (``verbs_engine_bench.PODS_PER_SAMPLE``), each pod once.
     "verbs-engine-200": Budget(n=18, seconds=30, warmup=2),
     "verbs-engine-1000": Budget(n=40, seconds=60, warmup=2),
+    # One sample is a batch of pods (``watch_bench.PODS_PER_SAMPLE``), each pod's two events.
+    "watch-decode-200": Budget(n=18, seconds=20, warmup=2),
+    "watch-apply-200": Budget(n=18, seconds=20, warmup=2),
     "topology-choose-1000": Budget(n=100, seconds=15, warmup=3),
     "topology-choose-5000": Budget(n=50, seconds=30, warmup=2),
     "topology-filter-5000": Budget(n=200, seconds=30, warmup=10),
@@ -89,6 +93,7 @@ GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("cycle", cycle_bench.BENCHES),
     ("verbs", verbs_bench.BENCHES),
     ("verbs-engine", verbs_engine_bench.BENCHES),
+    ("watch", watch_bench.BENCHES),
     ("backlog", backlog_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
     ("topology", topology_bench.BENCHES),
@@ -208,6 +213,11 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
     if verbs_engine:
         log(f"running {', '.join(verbs_engine)} (the protocol and the engine, bench-e2e's scales)")
         results += verbs_engine_bench.run(set(verbs_engine), budgets)
+        gc.collect()
+    watch = [n for n in watch_bench.BENCHES if n in selected]
+    if watch:
+        log(f"running {', '.join(watch)} (the pod informer's events, bench-e2e's small scale)")
+        results += watch_bench.run(set(watch), budgets)
         gc.collect()
     backlog = [n for n in backlog_bench.BENCHES if n in selected]
     if backlog:

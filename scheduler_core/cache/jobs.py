@@ -70,34 +70,38 @@ def native_phase(job: JobInfo) -> PodGroupPhase:
     )
 
 
+def synthesized_queue(queue: str) -> str:
+    """The queue of a plain pod's group of one: the pod's queue annotation, else the default."""
+    return queue or DEFAULT_QUEUE
+
+
 def synthesized_job(task: TaskInfo, queue: str) -> JobInfo:
     """The group of one that Volcano's PodGroup controller makes for a plain pod."""
+    job = JobInfo(
+        uid=task.job,
+        name=task.job.split("/", 1)[1],
+        namespace=task.namespace,
+        queue=synthesized_queue(queue),
+        min_available=1,
+        synthesized=True,
+    )
+    respec_synthesized(job, task)
+    return job
+
+
+def respec_synthesized(job: JobInfo, task: TaskInfo) -> None:
+    """Give a plain pod's group of one the spec ``synthesized_job`` derives from the pod as
+    it is now (its task), keeping the object and its tasks: an update of the pod (its bind,
+    mostly) re-derives the spec without making a job to copy it from."""
     min_resources = task.resreq.clone()
     if min_resources.scalars is not None:
         min_resources.scalars.pop("pods", None)
     running = task.status & (TaskStatus.RUNNING | TaskStatus.BOUND | TaskStatus.RELEASING)
-    return JobInfo(
-        uid=task.job,
-        name=task.job.split("/", 1)[1],
-        namespace=task.namespace,
-        queue=queue or DEFAULT_QUEUE,
-        priority=task.pod_priority,
-        min_available=1,
-        min_resources=min_resources,
-        phase=PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING,
-        creation_timestamp=task.creation_timestamp,
-        synthesized=True,
-    )
-
-
-def respec_synthesized(job: JobInfo, fresh: JobInfo) -> None:
-    """Give a plain pod's group of one the spec ``synthesized_job`` derives from the pod as
-    it is now (``fresh``), keeping the object and its tasks."""
-    job.priority = fresh.priority
-    job.min_available = fresh.min_available
-    job.min_resources = fresh.min_resources
-    job.phase = fresh.phase
-    job.creation_timestamp = fresh.creation_timestamp
+    job.priority = task.pod_priority
+    job.min_available = 1
+    job.min_resources = min_resources
+    job.phase = PodGroupPhase.RUNNING if running else PodGroupPhase.PENDING
+    job.creation_timestamp = task.creation_timestamp
 
 
 def same_sums(old: TaskInfo, new: TaskInfo) -> bool:

@@ -43,6 +43,7 @@ from scheduler_core.cache.jobs import (
     respec_synthesized,
     same_sums,
     synthesized_job,
+    synthesized_queue,
 )
 from scheduler_core.cache.member_queues import MemberQueues
 from scheduler_core.cache.queue_sums import QueueSums
@@ -121,9 +122,14 @@ class ClusterStore:
         # A plain pod's group of one is re-derived from the pod on every update; kept as the
         # same object when it stays in its queue, so the update is a change of its sums
         # rather than a job going and another coming.
-        fresh = synthesized_job(task, pod_queue_annotation(pod)) if synthesized else None
+        queue = pod_queue_annotation(pod) if synthesized else ""
         kept = self.jobs.get(job_id) if old is not None and old.job == job_id else None
-        if kept is None or fresh is None or not kept.synthesized or kept.queue != fresh.queue:
+        if (
+            kept is None
+            or not synthesized
+            or not kept.synthesized
+            or kept.queue != synthesized_queue(queue)
+        ):
             kept = None
         key = task.key  # one string for both maps' keys
         self._remove_pod(key, keep_job=kept is not None)
@@ -138,10 +144,10 @@ class ClusterStore:
         if task.disruption_target and task.node_name and (old is None or not old.disruption_target):
             self.marked_victims.append(task)
         job = self.jobs.get(job_id)
-        if kept is not None and fresh is not None:
-            respec_synthesized(kept, fresh)
-        elif job is None and fresh is not None:
-            job = fresh
+        if kept is not None:
+            respec_synthesized(kept, task)
+        elif job is None and synthesized:
+            job = synthesized_job(task, queue)
             self.jobs[job_id] = job
         if job is not None:
             job.add_task_info(task)

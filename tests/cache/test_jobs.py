@@ -10,7 +10,12 @@ import pytest
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus
-from scheduler_core.cache.jobs import native_job, same_sums, synthesized_job
+from scheduler_core.cache.jobs import (
+    native_job,
+    respec_synthesized,
+    same_sums,
+    synthesized_job,
+)
 from tests.builders import task
 
 BASE = task("p", job="ns/podgroup-p")
@@ -56,6 +61,34 @@ def test_a_plain_pods_group_asks_for_its_requests_but_not_the_pod_slot() -> None
     assert job.min_resources.milli_cpu == BASE.resreq.milli_cpu
     assert "pods" not in (job.min_resources.scalars or {})
     assert "pods" in (BASE.resreq.scalars or {})  # the task's own request is left alone
+
+
+SPEC = ("priority", "min_available", "phase", "creation_timestamp")
+
+
+def amounts(resource: Resource | None) -> tuple[object, ...]:
+    assert resource is not None
+    return (resource.milli_cpu, resource.memory, resource.scalars, resource.max_task_num)
+
+
+@pytest.mark.parametrize(
+    "now",
+    [
+        replace(BASE, status=TaskStatus.BOUND, node_name="n2"),
+        replace(BASE, status=TaskStatus.PENDING, node_name=""),
+        replace(BASE, status=TaskStatus.RELEASING, pod_priority=9),
+        replace(BASE, resreq=Resource(2000, 1024, {"pods": 1, "nvidia.com/gpu": 1000})),
+        replace(BASE, creation_timestamp="2026-12-06T00:00:00Z"),
+    ],
+    ids=["bound", "pending", "releasing", "request", "created"],
+)
+def test_an_updated_pods_kept_group_gets_the_spec_a_fresh_group_would_have(now: TaskInfo) -> None:
+    kept = synthesized_job(BASE, "q1")
+    respec_synthesized(kept, now)
+    fresh = synthesized_job(now, "q1")
+    assert [getattr(kept, name) for name in SPEC] == [getattr(fresh, name) for name in SPEC]
+    assert amounts(kept.min_resources) == amounts(fresh.min_resources)
+    assert kept.min_resources is not now.resreq  # its own copy, without the pod slot
 
 
 @pytest.mark.parametrize(
