@@ -498,7 +498,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
     """
     from scheduler_core.cache.informers import InformerSet
     from scheduler_core.cache.kinds import OPTIONAL_KINDS
-    from scheduler_core.cache.native import discover_native_kinds
+    from scheduler_core.cache.native import NATIVE_PODGROUPS
     from scheduler_core.cache.reflector import ReflectorOptions
 
     if kubeconfig is not None:
@@ -515,8 +515,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
             kubeconfig=kubeconfig,
             in_cluster=True if kubeconfig is None else None,
             options=ReflectorOptions(watch_read_timeout=stall_timeout),
-            optional_kinds=OPTIONAL_KINDS,
-            discover=discover_native_kinds,
+            optional_kinds=(*OPTIONAL_KINDS, NATIVE_PODGROUPS),
         )
     except Exception as exc:
         raise ValueError(f"cannot use the {where}: {exc}") from exc
