@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from kubernetes import client as k8s_client
@@ -160,6 +160,9 @@ class InformerSet:
         #: Each optional kind's last known answer (an unknown one is not known): what the
         #: log has said, so a repeated answer is not said again every round.
         self._answers: dict[str, Served] = {}
+        #: Who waits for an optional kind to be watched (see :meth:`when_watched`).
+        self._waiting: dict[str, list[Callable[[KindSpec], None]]] = {}
+        self._waiting_lock = threading.Lock()
         self.namespaces: tuple[str, ...] = tuple(dict.fromkeys(n for n in namespaces if n))
         self.options = options or ReflectorOptions()
         self._started = False
@@ -256,7 +259,8 @@ class InformerSet:
         deciding on half of it would place a hard gang across switches or a gang in part."""
         reflectors = self._reflectors_of(spec)
         self.reflectors = {**self.reflectors, spec.kind: reflectors}
-        self.kinds = (*self.kinds, spec)
+        with self._waiting_lock:
+            self.kinds = (*self.kinds, spec)
         self.optional_kinds = tuple(o for o in self.optional_kinds if o is not optional)
         self._discovered.add(spec.kind)
         self._flat = (*self._flat, *reflectors)
@@ -265,6 +269,28 @@ class InformerSet:
         if not self._stopped:
             for reflector in reflectors:
                 reflector.start()
+            self._tell_watched(spec)
+
+    def when_watched(self, kind: str, callback: Callable[[KindSpec], None]) -> None:
+        """Call ``callback`` with the watched version of ``kind``: now when it is watched
+        already, else once discovery finds it served (from the discovery thread). What
+        depends on an optional kind (native PodGroups' preemption watch) starts with it,
+        however late the cluster serves it."""
+        with self._waiting_lock:
+            spec = next((s for s in self.kinds if s.kind == kind), None)
+            if spec is None:
+                self._waiting.setdefault(kind, []).append(callback)
+                return
+        callback(spec)
+
+    def _tell_watched(self, spec: KindSpec) -> None:
+        with self._waiting_lock:
+            callbacks = self._waiting.pop(spec.kind, [])
+        for callback in callbacks:
+            try:
+                callback(spec)
+            except Exception:  # one waiter's failure must not stop discovery
+                log.exception("starting what waited for %s failed", spec.crd_name)
 
     def _discover_until_served(self) -> None:
         while not self._discovery_stop.wait(self.discovery_interval):

@@ -174,3 +174,18 @@ def test_a_kind_not_served_is_said_once_however_often_asked(
         "podgroups.scheduling.k8s.io is not served (the Workload API is not enabled; only "
         "Volcano PodGroups are read): not watched; asked again every 0s"
     ]
+
+
+def test_what_waits_for_a_kind_is_told_its_version_once_watched_however_late(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    informers, _ = make_informers(
+        kinds=[NODE], optional_kinds=[NATIVE_PODGROUPS, HYPERNODES], discovery_interval=0.02
+    )
+    told: list[str] = []
+    informers.when_watched(HYPERNODES.kind, lambda spec: told.append(spec.api_version))
+    informers.when_watched(NATIVE_PODGROUPS.kind, lambda spec: told.append(spec.api_version))
+    assert told == ["topology.volcano.sh/v1alpha1"]  # served at start: told at once
+    fake_api.set_crd_installed(NATIVE_GROUP, "podgroups", True)
+    wait_until(lambda: len(told) == 2, message="told of native PodGroups")
+    assert told[1] == "scheduling.k8s.io/v1beta1"
