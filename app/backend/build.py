@@ -11,6 +11,7 @@ reverse of the order they started. Only the entry points import it.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -229,9 +230,7 @@ def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[En
         writer = start_status_writer(backend, controller)
         if writer is not None:
             parts.append(writer)
-        watch = start_gang_preemption_watch(backend, controller, informers)
-        if watch is not None:
-            parts.append(watch)
+        parts.append(start_gang_preemption_watch(backend, controller, informers))
         persister = start_usage_persister(backend, controller, history)
         if persister is not None:
             parts.append(persister)
@@ -314,6 +313,7 @@ def start_requeuer(backend: EngineBackend, informers: Any) -> Stoppable:
 
 def start_status_writer(backend: EngineBackend, controller: Controller) -> Stoppable | None:
     """The status write-back of a live backend, unless its controller writes no status."""
+    from scheduler_core.cache.native import NATIVE_KIND
     from scheduler_core.controller.status_writer import StatusWriter
     from scheduler_core.extender.holds import hold_reason
 
@@ -324,7 +324,7 @@ def start_status_writer(backend: EngineBackend, controller: Controller) -> Stopp
 
     # Its own sessions over the live objects: rebuilding the verbs' accounting session from
     # here would move their refresh clock and hand them a view older than they would build.
-    return StatusWriter(
+    writer = StatusWriter(
         controller,
         state.shared_snapshot,
         lambda: backend.conf,
@@ -335,41 +335,63 @@ def start_status_writer(backend: EngineBackend, controller: Controller) -> Stopp
         managed_schedulers=backend.options.scheduler_names,
         namespaces=backend.options.namespaces,
         interval=max(1.0, backend.options.refresh_interval),
-        native_api_version=_native_api_version(backend.informers),
-    ).start()
-
-
-def _native_api_version(informers: Any) -> str:
-    """The apiVersion of the native PodGroups the informers watch (the default when none)."""
-    from scheduler_core.cache.native import NATIVE_KIND
-
-    for spec in getattr(informers, "kinds", ()):
-        if spec.kind == NATIVE_KIND:
-            return str(spec.api_version)
-    return "scheduling.k8s.io/v1alpha2"
+    )
+    # Events on a native PodGroup name its served version, known once the informers watch it.
+    when_watched = getattr(backend.informers, "when_watched", None)
+    if when_watched is not None:
+        when_watched(
+            NATIVE_KIND, lambda spec: setattr(writer, "native_api_version", spec.api_version)
+        )
+    return writer.start()
 
 
 def start_gang_preemption_watch(
     backend: EngineBackend, controller: Controller, informers: Any
-) -> Stoppable | None:
+) -> Stoppable:
     """The leader's watch on preemption kube-scheduler makes for a Kubernetes PodGroup
-    without asking the extender; only where the cluster serves those PodGroups."""
+    without asking the extender; only where the cluster serves those PodGroups, started
+    when the informers watch them (at start, or once discovery finds them served)."""
     from scheduler_core.cache.native import NATIVE_KIND
     from scheduler_core.controller.gang_preemption import GangPreemptionWatch, grant_victims
 
-    native = [spec for spec in informers.kinds if spec.kind == NATIVE_KIND]
-    if not native:
-        return None
     grants = backend.accounting.grants
-    return GangPreemptionWatch(
-        backend.state,
-        lambda: backend.conf,
-        lambda: grant_victims(grants.grants()),
-        controller.recorder.record,
-        controller.is_leader,
-        native_api_version=_native_api_version(informers),
-        registry=informers.registry,
-    ).start()
+
+    def start(spec: Any) -> Stoppable:
+        return GangPreemptionWatch(
+            backend.state,
+            lambda: backend.conf,
+            lambda: grant_victims(grants.grants()),
+            controller.recorder.record,
+            controller.is_leader,
+            native_api_version=str(spec.api_version),
+            registry=informers.registry,
+        ).start()
+
+    return StartedWhenWatched(informers, NATIVE_KIND, start)
+
+
+class StartedWhenWatched:
+    """A part that starts once the informers watch ``kind`` (an optional kind discovery may
+    find after start) and stops with the others; never started when it is stopped first."""
+
+    def __init__(self, informers: Any, kind: str, start: Callable[[Any], Stoppable]) -> None:
+        self._start = start
+        self._lock = threading.Lock()
+        self._stopped = False
+        self.part: Stoppable | None = None
+        informers.when_watched(kind, self._started)
+
+    def _started(self, spec: Any) -> None:
+        with self._lock:
+            if not self._stopped and self.part is None:
+                self.part = self._start(spec)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            part = self.part
+        if part is not None:
+            part.stop()
 
 
 class LoopCluster:
@@ -498,7 +520,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
     """
     from scheduler_core.cache.informers import InformerSet
     from scheduler_core.cache.kinds import OPTIONAL_KINDS
-    from scheduler_core.cache.native import discover_native_kinds
+    from scheduler_core.cache.native import NATIVE_PODGROUPS
     from scheduler_core.cache.reflector import ReflectorOptions
 
     if kubeconfig is not None:
@@ -515,8 +537,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
             kubeconfig=kubeconfig,
             in_cluster=True if kubeconfig is None else None,
             options=ReflectorOptions(watch_read_timeout=stall_timeout),
-            optional_kinds=OPTIONAL_KINDS,
-            discover=discover_native_kinds,
+            optional_kinds=(*OPTIONAL_KINDS, NATIVE_PODGROUPS),
         )
     except Exception as exc:
         raise ValueError(f"cannot use the {where}: {exc}") from exc

@@ -241,9 +241,10 @@ class _NodeOrder:
 
 
 def _plugin_entries(conf: SchedulerConfiguration, name: str) -> list[tuple[str, Arguments]]:
-    """(where, arguments) of every ``name`` entry whose node order Volcano calls."""
+    """(where, arguments) of every ``name`` entry whose node order Volcano calls; the
+    arguments carry the plugin's record when the configuration has been checked."""
     return [
-        (f"tiers[{i}].plugins[{j}] ({name})", Arguments(option.arguments))
+        (f"tiers[{i}].plugins[{j}] ({name})", Arguments(option.arguments, parsed=option.args))
         for i, tier in enumerate(conf.tiers)
         for j, option in enumerate(tier.plugins)
         if option.name == name and option.enabled("enableNodeOrder")
@@ -265,7 +266,7 @@ def score_plan(conf: SchedulerConfiguration) -> ScorePlan:
     order = _NodeOrder()
     for where, arguments in _plugin_entries(conf, "nodeorder"):
         notes += _unknown_keys(where, arguments, _NODEORDER_KEYS)
-        weights = NodeOrderArgs.parse(arguments)
+        weights = arguments.typed(NodeOrderArgs)
         order.least += weights.least_requested_weight
         order.most += weights.most_requested_weight
         direct = {
@@ -281,7 +282,7 @@ def score_plan(conf: SchedulerConfiguration) -> ScorePlan:
 
     binpacks = []
     for where, arguments in _plugin_entries(conf, "binpack"):
-        packing = BinpackArgs.parse(arguments)
+        packing = arguments.typed(BinpackArgs)
         extra = {k for k in arguments.raw() if k.startswith(BINPACK_RESOURCES_PREFIX)}
         notes += _unknown_keys(where, arguments, _BINPACK_KEYS | extra)
         # resource weights summing to 0: binpack scores 0 everywhere, whatever its weight

@@ -23,8 +23,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from .condition import Phase
-from .discovery import Served, served
-from .kinds import ALL_KINDS, KindSpec
+from .discovery import Served, discover
+from .kinds import ALL_KINDS, KindSpec, OptionalKind
 from .reflector import (
     Reflector,
     ReflectorOptions,
@@ -142,56 +142,43 @@ class InformerSet:
         options: ReflectorOptions | None = None,
         registry: CollectorRegistry | None = None,
         api_client: Any = None,
-        optional_kinds: Sequence[KindSpec] = (),
+        optional_kinds: Sequence[OptionalKind] = (),
         discovery_interval: float = 60.0,
-        discover: Callable[[Any], Sequence[KindSpec]] | None = None,
     ) -> None:
-        """``discover``, given the API client, names the kinds to watch besides ``kinds``
-        that only some clusters serve (native PodGroups): asked once, here."""
+        """``optional_kinds`` are watched besides ``kinds`` once discovery finds them served:
+        asked at :meth:`start` and then every ``discovery_interval`` seconds until each is."""
         self.kinds: tuple[KindSpec, ...] = tuple(kinds)
-        #: Kinds watched only once discovery finds them served (see ``_discover``); each
-        #: leaves this tuple when its reflector starts.
-        self.optional_kinds: tuple[KindSpec, ...] = tuple(optional_kinds)
+        #: The optional kinds not watched yet; each leaves this tuple when its reflector
+        #: starts.
+        self.optional_kinds: tuple[OptionalKind, ...] = tuple(optional_kinds)
         self.discovery_interval = discovery_interval
         self._sink = sink
         self._discovery_stop = threading.Event()
         self._discovery: threading.Thread | None = None
         #: The optional kinds found served (and watched) since.
         self._discovered: set[str] = set()
+        #: Each optional kind's last known answer (an unknown one is not known): what the
+        #: log has said, so a repeated answer is not said again every round.
+        self._answers: dict[str, Served] = {}
+        #: Who waits for an optional kind to be watched (see :meth:`when_watched`).
+        self._waiting: dict[str, list[Callable[[KindSpec], None]]] = {}
+        self._waiting_lock = threading.Lock()
         self.namespaces: tuple[str, ...] = tuple(dict.fromkeys(n for n in namespaces if n))
         self.options = options or ReflectorOptions()
         self._started = False
         self._stopped = False
         self._owns_client = api_client is None
-        self.reflectors: dict[str, list[Reflector]] = {}
-        plan = [
-            (spec, self.namespaces if spec.namespaced and self.namespaces else (None,))
-            for spec in self.kinds
-        ]
         if api_client is None:
-            watches = sum(len(scopes) for _, scopes in plan) + len(self.optional_kinds)
-            # (+1: room for the watch of a kind discovery may add.)
+            watches = sum(len(self._scopes(spec)) for spec in self.kinds) + sum(
+                len(self._scopes(o.versions[0])) for o in self.optional_kinds
+            )
             api_client = build_api_client(
                 kubeconfig, context=context, in_cluster=in_cluster, min_pool_size=watches + 5
             )
         self.api_client = api_client
-        if discover is not None:
-            found = tuple(k for k in discover(api_client) if k not in self.kinds)
-            self.kinds += found
-            plan += [
-                (spec, self.namespaces if spec.namespaced and self.namespaces else (None,))
-                for spec in found
-            ]
-        for spec, scopes in plan:
-            if len(scopes) == 1:
-                sinks: list[EventSink] = [sink]
-            else:
-                shared = _NamespacedSink(sink, len(scopes))
-                sinks = [shared.scope(i) for i in range(len(scopes))]
-            self.reflectors[spec.kind] = [
-                Reflector(spec, api_client, scope_sink, namespace=ns, options=self.options)
-                for ns, scope_sink in zip(scopes, sinks, strict=True)
-            ]
+        self.reflectors: dict[str, list[Reflector]] = {
+            spec.kind: self._reflectors_of(spec) for spec in self.kinds
+        }
         #: Every reflector in one tuple, and whether all have synced (a reflector that has
         #: synced stays synced): readiness is asked on every filter call.
         self._flat: tuple[Reflector, ...] = tuple(r for g in self.reflectors.values() for r in g)
@@ -199,11 +186,29 @@ class InformerSet:
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(InformerCollector(self))
 
+    def _scopes(self, spec: KindSpec) -> tuple[str | None, ...]:
+        """The namespaces ``spec`` is listed in, one reflector each (None: cluster-wide)."""
+        return self.namespaces if spec.namespaced and self.namespaces else (None,)
+
+    def _reflectors_of(self, spec: KindSpec) -> list[Reflector]:
+        scopes = self._scopes(spec)
+        if len(scopes) == 1:
+            sinks: list[EventSink] = [self._sink]
+        else:
+            shared = _NamespacedSink(self._sink, len(scopes))
+            sinks = [shared.scope(i) for i in range(len(scopes))]
+        return [
+            Reflector(spec, self.api_client, scope_sink, namespace=ns, options=self.options)
+            for ns, scope_sink in zip(scopes, sinks, strict=True)
+        ]
+
     def all_reflectors(self) -> Iterator[Reflector]:
         return iter(self._flat)
 
     def start(self) -> None:
-        """Start every reflector; returns at once (see :meth:`wait_for_sync`)."""
+        """Start every reflector and ask discovery about the optional kinds once; returns
+        then (see :meth:`wait_for_sync`), asking again in the background for those not
+        served yet."""
         if self._started:
             raise RuntimeError("informers already started")
         self._started = True
@@ -221,31 +226,71 @@ class InformerSet:
             self._discovery.start()
 
     def _discover(self) -> bool:
-        """Start a reflector for each optional kind the API server serves now; whether none
-        is left to look for. A kind found served is part of readiness from then on: while
-        it lists, what it feeds (the network topology) is not yet known, and deciding on
-        half of it would place a hard gang across switches."""
-        for spec in self.optional_kinds:
-            answer = served(self.api_client, spec)
-            if answer is Served.YES:
-                reflector = Reflector(spec, self.api_client, self._sink, options=self.options)
-                self.reflectors = {**self.reflectors, spec.kind: [reflector]}
-                self.kinds = (*self.kinds, spec)
-                self.optional_kinds = tuple(k for k in self.optional_kinds if k != spec)
-                self._discovered.add(spec.kind)
-                self._flat = (*self._flat, reflector)
-                self._all_synced = False
-                log.info("%s is served: watching it", spec.resource)
-                if not self._stopped:
-                    reflector.start()
-            elif answer is Served.NO and not self._discovery:
+        """Watch each optional kind the API server serves now (and we may list, where the
+        kind asks); whether none is left to look for."""
+        for optional in self.optional_kinds:
+            found = discover(self.api_client, optional)
+            said = self._answers.get(optional.kind)
+            if found.answer is not Served.UNKNOWN:
+                self._answers[optional.kind] = found.answer
+            if found.answer is Served.YES and found.spec is not None:
+                self._watch(optional, found.spec)
+            elif found.answer is Served.NO and said is not Served.NO:
                 log.info(
-                    "%s is not served (its CRD is not installed): not watched; asked again "
-                    "every %.0fs",
-                    spec.resource,
+                    "%s is not served (%s): not watched; asked again every %.0fs",
+                    optional.resource,
+                    optional.absent,
+                    self.discovery_interval,
+                )
+            elif found.answer is Served.FORBIDDEN and said is not Served.FORBIDDEN:
+                assert found.spec is not None
+                log.warning(
+                    "%s is served but listing it is forbidden: not watched (grant get, list "
+                    "and watch on %s, as the chart's ClusterRole does); asked again every %.0fs",
+                    found.spec.crd_name,
+                    optional.resource,
                     self.discovery_interval,
                 )
         return not self.optional_kinds
+
+    def _watch(self, optional: OptionalKind, spec: KindSpec) -> None:
+        """Start watching ``spec``, found served. It is part of readiness from then on: while
+        it lists, what it feeds (the network topology, native gangs) is not yet known, and
+        deciding on half of it would place a hard gang across switches or a gang in part."""
+        reflectors = self._reflectors_of(spec)
+        self.reflectors = {**self.reflectors, spec.kind: reflectors}
+        with self._waiting_lock:
+            self.kinds = (*self.kinds, spec)
+        self.optional_kinds = tuple(o for o in self.optional_kinds if o is not optional)
+        self._discovered.add(spec.kind)
+        self._flat = (*self._flat, *reflectors)
+        self._all_synced = False
+        log.info("%s is served: watching it", spec.crd_name)
+        if not self._stopped:
+            for reflector in reflectors:
+                reflector.start()
+            self._tell_watched(spec)
+
+    def when_watched(self, kind: str, callback: Callable[[KindSpec], None]) -> None:
+        """Call ``callback`` with the watched version of ``kind``: now when it is watched
+        already, else once discovery finds it served (from the discovery thread). What
+        depends on an optional kind (native PodGroups' preemption watch) starts with it,
+        however late the cluster serves it."""
+        with self._waiting_lock:
+            spec = next((s for s in self.kinds if s.kind == kind), None)
+            if spec is None:
+                self._waiting.setdefault(kind, []).append(callback)
+                return
+        callback(spec)
+
+    def _tell_watched(self, spec: KindSpec) -> None:
+        with self._waiting_lock:
+            callbacks = self._waiting.pop(spec.kind, [])
+        for callback in callbacks:
+            try:
+                callback(spec)
+            except Exception:  # one waiter's failure must not stop discovery
+                log.exception("starting what waited for %s failed", spec.crd_name)
 
     def _discover_until_served(self) -> None:
         while not self._discovery_stop.wait(self.discovery_interval):

@@ -114,8 +114,46 @@ HYPERNODE = KindSpec(
     "HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", namespaced=False, custom=True
 )
 
-#: The kinds watched only when discovery finds them served.
-OPTIONAL_KINDS: tuple[KindSpec, ...] = (HYPERNODE,)
+
+@dataclass(frozen=True, slots=True)
+class OptionalKind:
+    """A kind watched only where the API server serves it, and how discovery finds it.
+
+    Some clusters serve a resource and others do not (a CRD not installed, an API group or
+    feature gate not enabled): a reflector on a resource that does not exist would fail
+    forever and hold readiness. Discovery asks at start and again periodically, so a
+    resource that appears later is watched from then on.
+    """
+
+    #: The served versions to look for, the preferred first; all of one ``kind``.
+    versions: tuple[KindSpec, ...]
+    #: Why the resource may be missing, as the log says it (``its CRD is not installed``).
+    absent: str
+    #: Whether discovery also asks if listing it is allowed, and leaves it out with a warning
+    #: when not: the informers then sync without it. Otherwise a forbidden list shows as its
+    #: informer's own error and holds readiness, as for any watched kind.
+    forbidden_left_out: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.versions or len({spec.kind for spec in self.versions}) != 1:
+            raise ValueError("an optional kind names one kind in at least one version")
+
+    @property
+    def kind(self) -> str:
+        return self.versions[0].kind
+
+    @property
+    def resource(self) -> str:
+        """``plural.group``, as RBAC rules and ``kubectl api-resources`` name it."""
+        return self.versions[0].resource
+
+
+#: HyperNodes, where Volcano's topology CRD is installed.
+HYPERNODES = OptionalKind((HYPERNODE,), absent="its CRD is not installed")
+
+#: The engine's own kinds watched only when discovery finds them served (the service adds
+#: Kubernetes' native PodGroups, see ``native.NATIVE_PODGROUPS``).
+OPTIONAL_KINDS: tuple[OptionalKind, ...] = (HYPERNODES,)
 
 #: Only their labels are read: pod affinity terms select namespaces by label.
 NAMESPACE = KindSpec("Namespace", "", "v1", "namespaces", namespaced=False)
@@ -131,4 +169,6 @@ ALL_KINDS: tuple[KindSpec, ...] = (
     NAMESPACE,
 )
 
-BY_KIND: dict[str, KindSpec] = {spec.kind: spec for spec in (*ALL_KINDS, *OPTIONAL_KINDS)}
+BY_KIND: dict[str, KindSpec] = {
+    spec.kind: spec for spec in (*ALL_KINDS, *(o.versions[0] for o in OPTIONAL_KINDS))
+}

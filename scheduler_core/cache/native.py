@@ -4,15 +4,14 @@ gangs.
 kube-scheduler gangs the members of such a group itself (one scheduling cycle for the group,
 nobody bound until ``minCount`` fit); the engine reads the same group into the same
 ``JobInfo`` a Volcano PodGroup makes, so every queue rule and every plugin treats both alike.
-Which version to read is found by discovery, at start: a cluster that does not serve the API
-is watched exactly as before, with no request for a resource it lacks.
+Which version to read is found by discovery (``NATIVE_PODGROUPS``, asked at start and again
+periodically): a cluster that does not serve the API is watched exactly as before, with no
+request for a resource it lacks.
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from scheduler_core.api.job import NATIVE_SOURCE
@@ -31,9 +30,7 @@ from scheduler_core.cache.convert import (
     named_queue,
     object_name,
 )
-from scheduler_core.cache.kinds import KindSpec
-
-log = logging.getLogger(__name__)
+from scheduler_core.cache.kinds import KindSpec, OptionalKind
 
 NATIVE_GROUP = "scheduling.k8s.io"
 #: The versions whose PodGroup the engine reads, the preferred first: v1beta1 (Kubernetes
@@ -46,106 +43,21 @@ NATIVE_KIND = "NativePodGroup"
 BASIC = "basic"
 GANG = "gang"
 
-#: Answers a GET of an API path: (HTTP status, body).
-Fetch = Callable[[str], tuple[int, bytes]]
-
 
 def native_pod_group_kind(version: str) -> KindSpec:
     """The watched resource of native PodGroups at ``version``."""
     return KindSpec(NATIVE_KIND, NATIVE_GROUP, version, "podgroups", namespaced=True, custom=True)
 
 
-def served_version(fetch: Fetch) -> str | None:
-    """The preferred version of native PodGroups the API server serves, or None.
-
-    Reads the group's discovery document and then the version's resource list (a version
-    may be served with PodGroups turned off by a feature gate). Any answer but a clean one
-    is "not served": a cluster that cannot tell is treated as one without the API, never as
-    broken."""
-    try:
-        status, body = fetch(f"/apis/{NATIVE_GROUP}")
-        if status != 200:
-            return None
-        served = {
-            str(v.get("version"))
-            for v in _list(json.loads(body), "versions")
-            if isinstance(v, dict)
-        }
-        for version in NATIVE_VERSIONS:
-            if version not in served:
-                continue
-            status, body = fetch(f"/apis/{NATIVE_GROUP}/{version}")
-            if status != 200:
-                continue
-            names = {
-                str(r.get("name"))
-                for r in _list(json.loads(body), "resources")
-                if isinstance(r, dict)
-            }
-            if "podgroups" in names:
-                return version
-    except (OSError, ValueError) as exc:
-        log.warning("Discovery of %s failed (%s): native PodGroups not watched", NATIVE_GROUP, exc)
-    return None
-
-
-def api_client_fetch(api_client: Any, timeout: float = 10.0) -> Fetch:
-    """A ``Fetch`` through a kubernetes ``ApiClient`` (its host, auth and TLS)."""
-
-    def fetch(path: str) -> tuple[int, bytes]:
-        resource, _, query = path.partition("?")
-        params = [tuple(p.split("=", 1)) for p in query.split("&") if "=" in p]
-        method, url, headers, _body, _post = api_client.param_serialize(
-            "GET",
-            resource,
-            query_params=params,
-            header_params={"Accept": "application/json"},
-            auth_settings=["BearerToken"],
-        )
-        try:
-            rest = api_client.call_api(
-                method, url, header_params=headers, _request_timeout=(timeout, timeout)
-            )
-        except Exception as exc:  # the client raises its own types for refused connections
-            raise OSError(str(exc)) from exc
-        response = rest.response
-        try:
-            return int(response.status), bytes(response.data)
-        finally:
-            response.release_conn()
-
-    return fetch
-
-
-def forbidden(fetch: Fetch, version: str) -> bool:
-    """Whether listing the served PodGroups is forbidden to us (an extender upgraded without
-    its ClusterRole): watching them then would keep the informers from ever syncing, and
-    with them the verbs from answering."""
-    try:
-        status, _ = fetch(f"/apis/{NATIVE_GROUP}/{version}/podgroups?limit=1")
-    except OSError:
-        return False  # the informer's own retries will tell
-    return status == 403
-
-
-def discover_native_kinds(api_client: Any) -> tuple[KindSpec, ...]:
-    """The native PodGroup resource to watch, if the cluster serves one we may read."""
-    fetch = api_client_fetch(api_client)
-    version = served_version(fetch)
-    if version is None:
-        log.info("%s serves no PodGroups: only Volcano PodGroups are read", NATIVE_GROUP)
-        return ()
-    if forbidden(fetch, version):
-        log.warning(
-            "%s/%s serves PodGroups but listing them is forbidden: they are not read (grant "
-            "get, list and watch on podgroups.%s, as the chart's ClusterRole does)",
-            NATIVE_GROUP,
-            version,
-            NATIVE_GROUP,
-        )
-        return ()
-    log.info("Reading native PodGroups of %s/%s", NATIVE_GROUP, version)
-    return (native_pod_group_kind(version),)
+#: Native PodGroups as discovery finds them: the preferred served version; a role that may
+#: not list them (an extender upgraded without its ClusterRole) leaves them out with a
+#: warning rather than keep the informers from ever syncing, and with them the verbs from
+#: answering.
+NATIVE_PODGROUPS = OptionalKind(
+    tuple(native_pod_group_kind(version) for version in NATIVE_VERSIONS),
+    absent="the Workload API is not enabled; only Volcano PodGroups are read",
+    forbidden_left_out=True,
+)
 
 
 def native_podgroup_to_info(pg: Mapping[str, Any], default_queue: str = "default") -> PodGroupInfo:

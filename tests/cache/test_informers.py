@@ -4,34 +4,16 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import prometheus_client
-import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from scheduler_core.cache.informers import InformerSet
-from scheduler_core.cache.kinds import ALL_KINDS, HYPERNODE, NODE
-from scheduler_core.cache.native import NATIVE_KIND, discover_native_kinds, native_pod_group_kind
-from scheduler_core.cache.reflector import ReflectorOptions
-from tests.fakeapi import FakeApiServer, RecordingSink, wait_until, write_kubeconfig
-
-TOKEN = "informer-token"
-FAST = ReflectorOptions(
-    page_size=5,
-    backoff_initial=0.02,
-    backoff_cap=0.2,
-    backoff_jitter=0.5,
-    min_watch_timeout=60,
-    watch_read_timeout=180,
-    list_read_timeout=5,
-    connect_timeout=2,
-)
-
-MakeInformers = Callable[..., tuple[InformerSet, RecordingSink]]
+from scheduler_core.cache.kinds import ALL_KINDS, HYPERNODES, NODE
+from scheduler_core.cache.native import NATIVE_KIND, NATIVE_PODGROUPS, native_pod_group_kind
+from tests.cache.conftest import FAST, MakeInformers
+from tests.fakeapi import FakeApiServer, wait_until, write_kubeconfig
 
 
 def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
@@ -52,31 +34,6 @@ def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
     )
     server.add("DeviceClass", {"metadata": {"name": "gpu.example.com"}})
     server.add("Namespace", {"metadata": {"name": namespace}})
-
-
-@pytest.fixture
-def kubeconfig(fake_api: FakeApiServer, tmp_path: Path) -> str:
-    fake_api.token = TOKEN
-    return str(write_kubeconfig(tmp_path / "kubeconfig", fake_api.url, token=TOKEN))
-
-
-@pytest.fixture
-def make_informers(kubeconfig: str) -> Iterator[MakeInformers]:
-    made: list[InformerSet] = []
-
-    def make(start: bool = True, **kwargs: Any) -> tuple[InformerSet, RecordingSink]:
-        sink = RecordingSink()
-        kwargs.setdefault("kubeconfig", kubeconfig)
-        kwargs.setdefault("options", FAST)
-        informers = InformerSet(sink, **kwargs)
-        made.append(informers)
-        if start:
-            informers.start()
-        return informers, sink
-
-    yield make
-    for informers in made:
-        informers.stop()
 
 
 def test_every_kind_syncs_through_the_kubeconfig(
@@ -320,7 +277,7 @@ def test_an_optional_kind_the_server_serves_is_watched_and_part_of_readiness(
 ) -> None:
     fake_api.add("Node", {"metadata": {"name": "n"}})
     fake_api.add("HyperNode", {"metadata": {"name": "leaf-a"}, "spec": {"tier": 1}})
-    informers, sink = make_informers(kinds=[NODE], optional_kinds=[HYPERNODE])
+    informers, sink = make_informers(kinds=[NODE], optional_kinds=[HYPERNODES])
     assert informers.wait_for_sync(5)
     assert informers.readiness() == (True, "all 2 informers synced")
     assert sink.keys("HyperNode") == {"leaf-a"}
@@ -333,7 +290,7 @@ def test_an_optional_kind_not_served_is_not_watched_and_holds_nothing(
 ) -> None:
     fake_api.set_crd_installed("topology.volcano.sh", "hypernodes", False)
     informers, _sink = make_informers(
-        kinds=[NODE], optional_kinds=[HYPERNODE], discovery_interval=3600
+        kinds=[NODE], optional_kinds=[HYPERNODES], discovery_interval=3600
     )
     assert informers.wait_for_sync(5)
     assert informers.readiness() == (True, "all 1 informers synced")
@@ -348,7 +305,7 @@ def test_an_optional_kind_installed_later_is_found_by_discovery_and_watched(
 ) -> None:
     fake_api.set_crd_installed("topology.volcano.sh", "hypernodes", False)
     informers, sink = make_informers(
-        kinds=[NODE], optional_kinds=[HYPERNODE], discovery_interval=0.05
+        kinds=[NODE], optional_kinds=[HYPERNODES], discovery_interval=0.05
     )
     assert informers.wait_for_sync(5)
     fake_api.set_crd_installed("topology.volcano.sh", "hypernodes", True)
@@ -362,7 +319,7 @@ def test_an_optional_kind_whose_crd_is_deleted_holds_neither_readiness_nor_recla
     fake_api: FakeApiServer, make_informers: MakeInformers
 ) -> None:
     fake_api.add("Node", {"metadata": {"name": "n"}})
-    informers, _ = make_informers(kinds=[NODE], optional_kinds=[HYPERNODE])
+    informers, _ = make_informers(kinds=[NODE], optional_kinds=[HYPERNODES])
     assert informers.wait_for_sync(5)
     started = time.monotonic()
     [hypernodes] = informers.reflectors["HyperNode"]
@@ -382,7 +339,7 @@ def test_discovery_that_fails_is_asked_again_and_the_kind_then_watched(
     fake_api.add("HyperNode", {"metadata": {"name": "leaf-a"}, "spec": {"tier": 1}})
     fake_api.fail_next(1, 500, path="/apis/topology.volcano.sh/v1alpha1")
     _informers, sink = make_informers(
-        kinds=[NODE], optional_kinds=[HYPERNODE], discovery_interval=0.05
+        kinds=[NODE], optional_kinds=[HYPERNODES], discovery_interval=0.05
     )
     wait_until(lambda: sink.keys("HyperNode") == {"leaf-a"}, message="hypernode listed")
     statuses = [r.status for r in fake_api.requests("/apis/topology.volcano.sh/v1alpha1")]
@@ -392,18 +349,31 @@ def test_discovery_that_fails_is_asked_again_and_the_kind_then_watched(
 def test_a_cluster_without_native_podgroups_is_watched_as_before(
     fake_api: FakeApiServer, make_informers: MakeInformers
 ) -> None:
-    """Discovery asks once; the answer (404 here) adds no informer and no watch on a
-    resource the cluster lacks, and readiness counts the same informers as before."""
+    """Discovery asks of each version (404 here): no informer and no watch on a resource
+    the cluster lacks, and readiness counts the same informers as before."""
     seed_one_of_each(fake_api)
-    informers, _ = make_informers(discover=discover_native_kinds)
+    informers, _ = make_informers(optional_kinds=[NATIVE_PODGROUPS], discovery_interval=3600)
     assert informers.wait_for_sync(5)
     assert informers.readiness() == (True, "all 15 informers synced")
     asked = {r.path for r in fake_api.request_log if "scheduling.k8s.io" in r.path}
-    assert asked == {"/apis/scheduling.k8s.io", "/apis/scheduling.k8s.io/v1/priorityclasses"}
+    assert asked == {
+        "/apis/scheduling.k8s.io/v1beta1",
+        "/apis/scheduling.k8s.io/v1alpha2",
+        "/apis/scheduling.k8s.io/v1/priorityclasses",
+    }
 
 
-def test_a_discovered_kind_gets_its_own_informer(make_informers: MakeInformers) -> None:
+def test_a_discovered_namespaced_kind_gets_an_informer_per_namespace(
+    fake_api: FakeApiServer, make_informers: MakeInformers
+) -> None:
+    fake_api.set_crd_installed("scheduling.k8s.io", "podgroups", True, version="v1alpha2")
+    informers, _ = make_informers(
+        kinds=[NODE], namespaces=["a", "b"], optional_kinds=[NATIVE_PODGROUPS]
+    )
     native = native_pod_group_kind("v1alpha2")
-    informers, _ = make_informers(start=False, discover=lambda client: (native,))
     assert informers.kinds[-1] == native
-    assert [r.spec for r in informers.reflectors[NATIVE_KIND]] == [native]
+    assert [(r.spec, r.namespace) for r in informers.reflectors[NATIVE_KIND]] == [
+        (native, "a"),
+        (native, "b"),
+    ]
+    assert informers.wait_for_sync(5)

@@ -1,9 +1,9 @@
-"""Kubernetes' own PodGroups: conversion of both served versions, discovery, and how the
-cluster state makes them jobs (queue, priority, membership) exactly as Volcano's."""
+"""Kubernetes' own PodGroups: conversion of both served versions and how the
+cluster state makes them jobs (queue, priority, membership) exactly as Volcano's (their
+discovery: tests/cache/test_discovery.py)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -16,10 +16,8 @@ from scheduler_core.api.types import PodGroupPhase
 from scheduler_core.cache.convert import ConversionError, pod_job_id, two_groups
 from scheduler_core.cache.native import (
     NATIVE_KIND,
-    forbidden,
     native_pod_group_kind,
     native_podgroup_to_info,
-    served_version,
 )
 from scheduler_core.cache.objects import collect
 from scheduler_core.cache.state import ClusterState
@@ -78,63 +76,6 @@ def test_a_bad_native_podgroup_is_refused_naming_the_field(spec: Any, message: s
     with pytest.raises(ConversionError, match=message) as caught:
         native_podgroup_to_info(pg)
     assert "PodGroup ns/bad (scheduling.k8s.io)" in str(caught.value)
-
-
-def _fetch(answers: dict[str, Any]) -> Any:
-    def fetch(path: str) -> tuple[int, bytes]:
-        if path not in answers:
-            return 404, b"{}"
-        answer = answers[path]
-        if isinstance(answer, Exception):
-            raise answer
-        return 200, answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-
-    return fetch
-
-
-def _group(*versions: str) -> dict[str, Any]:
-    return {"versions": [{"version": v} for v in versions]}
-
-
-def _resources(*names: str) -> dict[str, Any]:
-    return {"resources": [{"name": n} for n in names]}
-
-
-G = "/apis/scheduling.k8s.io"
-
-
-@pytest.mark.parametrize(
-    ("answers", "expected"),
-    [
-        ({}, None),
-        ({G: _group("v1")}, None),
-        ({G: _group("v1", "v1alpha2"), f"{G}/v1alpha2": _resources("podgroups")}, "v1alpha2"),
-        (
-            {
-                G: _group("v1", "v1alpha2", "v1beta1"),
-                f"{G}/v1alpha2": _resources("podgroups"),
-                f"{G}/v1beta1": _resources("podgroups", "workloads"),
-            },
-            "v1beta1",
-        ),
-        ({G: _group("v1alpha2"), f"{G}/v1alpha2": _resources("workloads")}, None),
-        ({G: b"not json"}, None),
-        ({G: OSError("connection refused")}, None),
-    ],
-    ids=[
-        "no-group",
-        "only-v1",
-        "v1alpha2",
-        "v1beta1-preferred",
-        "served-without-podgroups",
-        "malformed",
-        "unreachable",
-    ],
-)
-def test_discovery_finds_the_preferred_served_version_or_none(
-    answers: dict[str, Any], expected: str | None
-) -> None:
-    assert served_version(_fetch(answers)) == expected
 
 
 def test_the_watched_kind_is_apart_from_volcanos_podgroup() -> None:
@@ -291,15 +232,6 @@ def test_a_workload_is_placed_and_counted_alike_as_volcano_or_native_podgroups(
 def test_the_topology_keys_are_kept_on_the_job() -> None:
     state = _state(queue("q1"), native_podgroup("g", 2, queue="q1", topology=["rack"]))
     assert state.snapshot().jobs["ns/native:g"].topology_keys == ("rack",)
-
-
-@pytest.mark.parametrize(("status", "expected"), [(200, False), (403, True), (404, False)])
-def test_podgroups_we_may_not_list_are_not_watched(status: int, expected: bool) -> None:
-    def fetch(path: str) -> tuple[int, bytes]:
-        assert path == "/apis/scheduling.k8s.io/v1alpha2/podgroups?limit=1"
-        return status, b"{}"
-
-    assert forbidden(fetch, "v1alpha2") is expected
 
 
 def test_the_state_counts_volcano_and_native_podgroups_apart() -> None:

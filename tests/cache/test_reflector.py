@@ -17,22 +17,13 @@ import pytest
 from scheduler_core.cache.informers import build_api_client
 from scheduler_core.cache.kinds import NODE, POD, QUEUE, KindSpec
 from scheduler_core.cache.reflector import Backoff, Phase, Reflector, ReflectorOptions
+from tests.cache.conftest import FAST as INFORMERS_FAST
 from tests.fakeapi import FakeApiServer, RecordingSink, wait_until, write_kubeconfig
 
 PODS = "/api/v1/pods"
 NODES = "/api/v1/nodes"
 
-FAST = ReflectorOptions(
-    page_size=5,
-    backoff_initial=0.02,
-    backoff_cap=0.2,
-    backoff_jitter=0.5,
-    min_watch_timeout=60,
-    watch_read_timeout=180,
-    list_read_timeout=5,
-    connect_timeout=2,
-    progress_log_interval=0,
-)
+FAST = replace(INFORMERS_FAST, progress_log_interval=0)
 
 StartReflector = Callable[..., tuple[Reflector, RecordingSink]]
 

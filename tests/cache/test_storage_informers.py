@@ -13,7 +13,7 @@ from scheduler_core.cache.informers import InformerSet
 from scheduler_core.cache.kinds import STORAGE_KINDS
 from scheduler_core.cache.state import ClusterState
 from tests.builders import csinode, pv, pvc, resource_claim, storage_class
-from tests.cache.test_informers import FAST, TOKEN
+from tests.cache.conftest import FAST, TOKEN
 from tests.fakeapi import FakeApiServer, wait_until, write_kubeconfig
 
 

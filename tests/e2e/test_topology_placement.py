@@ -101,6 +101,36 @@ def test_a_hard_gang_no_switch_holds_stays_pending_whole_and_is_told_why(
     assert kube.bound(ns) == {}, "no member may start when no switch holds the whole gang"
 
 
+# --- the HyperNode CRD installed while the extender runs -----------------------------------
+
+
+def test_hypernodes_whose_crd_is_installed_after_the_extender_started_are_read(
+    control_plane: ControlPlane, kube: Kube, stack: Stack
+) -> None:
+    """An extender started on a cluster without the HyperNode CRD is ready without it, and
+    asks discovery again (once a minute): once the CRD is installed, it watches HyperNodes
+    and its tree holds them, with no restart."""
+    control_plane.delete_crd("hypernodes.topology.volcano.sh")
+    try:
+        extender = control_plane.start_extender(
+            "late-crd-extender", ["--scheduler-names", "late-crd-scheduler"]
+        ).wait_ready()
+        try:
+            control_plane.install_crds()
+            a, _ = switches(kube, "topo-late")
+            kube.hypernode("topo-late-leaf-a", 1, nodes=a, tier_name="leaf")
+            wait_for(
+                lambda: tree(extender.url).get("topo-late-leaf-a") == 4,
+                150,
+                "the HyperNode in the tree of an extender started before its CRD",
+                interval=1,
+            )
+        finally:
+            extender.process.stop()
+    finally:
+        control_plane.install_crds()
+
+
 # --- label levels, no HyperNode CRD --------------------------------------------------------
 
 LABELS_SCHEDULER = "topo-labels-scheduler"

@@ -36,13 +36,15 @@ import orjson
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """One served resource type."""
+    """One served resource type. ``kind`` names it to the control surface; ``object_kind``
+    is the ``kind`` its objects carry when that differs (two resources of one kind)."""
 
     kind: str
     group: str
     version: str
     plural: str
     namespaced: bool
+    object_kind: str = ""
 
     @property
     def api_version(self) -> str:
@@ -66,8 +68,23 @@ RESOURCES: tuple[Resource, ...] = (
     Resource("DeviceClass", "resource.k8s.io", "v1", "deviceclasses", False),
     Resource("Namespace", "", "v1", "namespaces", False),
     Resource("HyperNode", "topology.volcano.sh", "v1alpha1", "hypernodes", False),
+    # Kubernetes' native PodGroups in both versions the engine reads; not served until a
+    # test installs them (as on a cluster without the Workload API).
+    Resource("NativePodGroup", "scheduling.k8s.io", "v1beta1", "podgroups", True, "PodGroup"),
+    Resource(
+        "NativePodGroup/v1alpha2", "scheduling.k8s.io", "v1alpha2", "podgroups", True, "PodGroup"
+    ),
 )
-_BY_NAME: dict[str, Resource] = {r.kind: r for r in RESOURCES} | {r.plural: r for r in RESOURCES}
+#: By kind, and by plural where the first resource of that plural wins ("podgroups" is
+#: Volcano's).
+_BY_NAME: dict[str, Resource] = {r.plural: r for r in reversed(RESOURCES)} | {
+    r.kind: r for r in RESOURCES
+}
+_NOT_SERVED_AT_FIRST: frozenset[tuple[str, str, str]] = frozenset(
+    (r.group, r.plural, r.version)
+    for r in RESOURCES
+    if r.group == "scheduling.k8s.io" and r.plural == "podgroups"
+)
 _BY_PATH: dict[tuple[str, str, str], Resource] = {
     (r.group, r.version, r.plural): r for r in RESOURCES
 }
@@ -189,7 +206,7 @@ class FakeApiServer:
         self._objects: dict[Resource, dict[str, tuple[int, str, bytes]]] = {
             r: {} for r in RESOURCES
         }
-        self._uninstalled: set[tuple[str, str]] = set()
+        self._uninstalled: set[tuple[str, str, str]] = set(_NOT_SERVED_AT_FIRST)
         self._snapshots: OrderedDict[int, _Snapshot] = OrderedDict()
         self._next_snapshot = 1
         self._failures: list[_Failure] = []
@@ -395,13 +412,21 @@ class FakeApiServer:
                 return
             self._failures.append(_Failure(n, status, watch, path, with_continue))
 
-    def set_crd_installed(self, group: str, plural: str, installed: bool) -> None:
-        """Whether the CRD is served; when not, its list and watch paths answer 404."""
+    def set_crd_installed(
+        self, group: str, plural: str, installed: bool, *, version: str | None = None
+    ) -> None:
+        """Whether the CRD (or API resource) is served, in every version or only
+        ``version``; when not, its list and watch paths answer 404 and discovery omits it."""
+        keys = {
+            (r.group, r.plural, r.version)
+            for r in RESOURCES
+            if (r.group, r.plural) == (group, plural) and version in (None, r.version)
+        }
         with self._cond:
             if installed:
-                self._uninstalled.discard((group, plural))
+                self._uninstalled -= keys
             else:
-                self._uninstalled.add((group, plural))
+                self._uninstalled |= keys
 
     @property
     def request_log(self) -> list[RecordedRequest]:
@@ -453,7 +478,7 @@ class FakeApiServer:
 
     def _installed(self, resource: Resource) -> bool:
         with self._cond:
-            return (resource.group, resource.plural) not in self._uninstalled
+            return (resource.group, resource.plural, resource.version) not in self._uninstalled
 
     def _discovery(self, path: str) -> tuple[int, bytes] | None:
         """The discovery document of ``/apis/<group>/<version>``: the installed resources
@@ -471,7 +496,8 @@ class FakeApiServer:
             "kind": "APIResourceList",
             "groupVersion": f"{group}/{version}",
             "resources": [
-                {"name": r.plural, "kind": r.kind, "namespaced": r.namespaced} for r in served
+                {"name": r.plural, "kind": r.object_kind or r.kind, "namespaced": r.namespaced}
+                for r in served
             ],
         }
         return 200, orjson.dumps(document)
@@ -804,7 +830,7 @@ def _resource(kind: str) -> Resource:
 
 def _normalise(resource: Resource, obj: dict[str, Any]) -> None:
     obj.setdefault("apiVersion", resource.api_version)
-    obj.setdefault("kind", resource.kind)
+    obj.setdefault("kind", resource.object_kind or resource.kind)
     meta = obj.setdefault("metadata", {})
     if "name" not in meta:
         raise ValueError(f"{resource.kind} without metadata.name")

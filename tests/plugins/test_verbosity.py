@@ -15,7 +15,7 @@ from scheduler_core.framework.framework import open_session
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.logutil import v
 from tests.builders import node, pod, queue, snapshot
-from tests.plugins.test_usagehistory import cluster, conf_text, history_with
+from tests.plugins.usagehistory.test_plugin import cluster, conf_text, history_with
 
 OBJECTS = [
     queue("a", weight=1),

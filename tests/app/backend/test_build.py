@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from app.backend.build import BuildOptions, Built, ClusterSource, build_backend
+from app.backend.build import (
+    BuildOptions,
+    Built,
+    ClusterSource,
+    StartedWhenWatched,
+    build_backend,
+)
 
 from ..fake_backend import FakeBackend
 
@@ -53,3 +61,45 @@ def test_a_static_cluster_runs_no_thread_and_has_no_leader() -> None:
 def test_no_source_is_refused_with_one_line() -> None:
     with pytest.raises(ValueError, match="no cluster source"):
         build_backend(BuildOptions(source=ClusterSource()))
+
+
+class _Informers:
+    """Tells a waiter of a kind when the test says discovery found it."""
+
+    def __init__(self) -> None:
+        self.waiting: list[Callable[[str], None]] = []
+
+    def when_watched(self, kind: str, callback: Callable[[str], None]) -> None:
+        self.waiting.append(callback)
+
+    def found(self, version: str) -> None:
+        for callback in self.waiting:
+            callback(version)
+
+
+class _Part:
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_a_part_waiting_for_a_kind_starts_once_it_is_watched_and_stops_with_the_rest() -> None:
+    informers = _Informers()
+    waiting = StartedWhenWatched(informers, "NativePodGroup", _Part)
+    assert waiting.part is None
+    informers.found("scheduling.k8s.io/v1beta1")
+    part = waiting.part
+    assert isinstance(part, _Part) and part.version == "scheduling.k8s.io/v1beta1"
+    waiting.stop()
+    assert part.stopped
+
+
+def test_a_part_stopped_before_its_kind_is_watched_never_starts() -> None:
+    informers = _Informers()
+    waiting = StartedWhenWatched(informers, "NativePodGroup", _Part)
+    waiting.stop()
+    informers.found("scheduling.k8s.io/v1beta1")
+    assert waiting.part is None

@@ -1,4 +1,4 @@
-"""usagehistory: fair share over time. A queue that used more than its weight share in the
+"""usagehistory's plugin: fair share over time. A queue that used more than its weight share in the
 recent past gets a smaller share of what is contended now, and one that used less a larger
 one, within bounds.
 
@@ -23,7 +23,7 @@ queue's deserved share.
 
 The plugin off, no usage measured, or no contention: no adjustment at all, and proportion
 answers exactly as without it. A half-life of zero or none is refused with the configuration
-(``conf_problems``), so the plugin can never be on and silently do nothing.
+(``args.py``), so the plugin can never be on and silently do nothing.
 
 Capacity (hierarchical or not) does not ask for adjustments: its deserved shares come from
 the queues' ``deserved`` specs, which an operator sets, not from weights.
@@ -32,11 +32,10 @@ the queues' ``deserved`` specs, which an operator sets, not from weights.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
-from scheduler_core.api.duration import DurationError, parse_duration
 from scheduler_core.api.usage_history import UsageReading
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.arguments import Arguments
@@ -49,104 +48,25 @@ from scheduler_core.framework.registry import (
     register_plugin,
 )
 from scheduler_core.framework.session import Session
+from scheduler_core.plugins.usagehistory.args import UsageHistoryArgs
 
 log = logging.getLogger("scheduler_core.plugins.usagehistory")
 
 PLUGIN_NAME = "usagehistory"
-HALF_LIFE = "usage.halfLife"
-MAX_ADJUSTMENT = "usage.maxAdjustment"
-FLOOR = "usage.floor"
-PERSIST_INTERVAL = "usage.persistInterval"
-
-DEFAULT_MAX_ADJUSTMENT = 2.0
-DEFAULT_FLOOR = 0.5
-DEFAULT_PERSIST_INTERVAL = 300.0
 #: Factors are kept to this many decimals (see ``adjust_weights``).
 FACTOR_DECIMALS = 2
 #: Fair-share plugins that ask for the adjustment: the plugin must open before them.
 ASKED_BY = ("proportion",)
 
 
-@dataclass(frozen=True, slots=True)
-class UsageSettings:
-    """The plugin's arguments, checked: ``half_life`` and ``persist_interval`` in seconds,
-    ``max_adjustment`` >= 1, ``floor`` in [0, 1]."""
-
-    half_life: float
-    max_adjustment: float = DEFAULT_MAX_ADJUSTMENT
-    floor: float = DEFAULT_FLOOR
-    persist_interval: float = DEFAULT_PERSIST_INTERVAL
-
-
-class UsageSettingsError(ValueError):
-    """The plugin's arguments cannot be used; the message says which and why."""
-
-
-def _duration(raw: object, key: str) -> float | None:
-    if raw is None:
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise UsageSettingsError(f"{key} must be a duration such as 168h, not {raw!r}")
-    try:
-        return parse_duration(str(raw))
-    except DurationError as exc:
-        raise UsageSettingsError(f"{key}: {exc}") from exc
-
-
-def _number(raw: object, key: str, default: float) -> float:
-    if raw is None:
-        return default
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
-        raise UsageSettingsError(f"{key} must be a number, not {raw!r}")
-    return float(raw)
-
-
-def usage_settings(arguments: Arguments) -> UsageSettings:
-    """The plugin's settings from its arguments; ``UsageSettingsError`` with the reason
-    when they cannot be used. A missing or zero half-life is an error, not a default: the
-    plugin would be on and do nothing."""
-    raw = arguments.raw()
-    half_life = _duration(raw.get(HALF_LIFE), HALF_LIFE)
-    if half_life is None:
-        raise UsageSettingsError(
-            f"{HALF_LIFE} is missing: say how fast past usage fades, e.g. {HALF_LIFE}: 168h "
-            "(without it the plugin would be on and change nothing)"
-        )
-    if half_life <= 0:
-        raise UsageSettingsError(
-            f"{HALF_LIFE} is 0: past usage would fade at once and the plugin would be on and "
-            "change nothing; set a positive half-life such as 168h, or take the plugin out"
-        )
-    max_adjustment = _number(raw.get(MAX_ADJUSTMENT), MAX_ADJUSTMENT, DEFAULT_MAX_ADJUSTMENT)
-    if max_adjustment < 1:
-        raise UsageSettingsError(
-            f"{MAX_ADJUSTMENT} is {max_adjustment:g}: it bounds the factor a weight is "
-            "multiplied or divided by and must be at least 1 (1: no effect)"
-        )
-    floor = _number(raw.get(FLOOR), FLOOR, DEFAULT_FLOOR)
-    if not 0 <= floor <= 1:
-        raise UsageSettingsError(
-            f"{FLOOR} is {floor:g}: the fraction of its weighted share a queue always keeps "
-            "must be between 0 and 1"
-        )
-    persist = _duration(raw.get(PERSIST_INTERVAL), PERSIST_INTERVAL)
-    if persist is not None and persist <= 0:
-        raise UsageSettingsError(f"{PERSIST_INTERVAL} must be a positive duration such as 5m")
-    return UsageSettings(
-        half_life=half_life,
-        max_adjustment=max_adjustment,
-        floor=floor,
-        persist_interval=persist if persist is not None else DEFAULT_PERSIST_INTERVAL,
-    )
-
-
-def configured_settings(conf: SchedulerConfiguration) -> UsageSettings | None:
-    """The settings of the plugin as ``conf`` turns it on (its first entry in a tier); None
-    when the configuration does not use it. Raises ``UsageSettingsError`` on bad arguments."""
+def configured_settings(conf: SchedulerConfiguration) -> UsageHistoryArgs | None:
+    """The record of the plugin's arguments as ``conf`` turns it on (its first entry in a
+    tier): the one read when the configuration was checked, else read now. None when the
+    configuration does not use it. Raises ``UsageSettingsError`` on bad arguments."""
     for tier in conf.tiers:
         for option in tier.plugins:
             if option.name == PLUGIN_NAME:
-                return usage_settings(Arguments(option.arguments))
+                return Arguments(option.arguments, parsed=option.args).typed(UsageHistoryArgs)
     return None
 
 
@@ -161,7 +81,7 @@ def format_span(seconds: float) -> str:
 def adjust_weights(
     weights: Mapping[str, int],
     usage: Mapping[str, Mapping[str, float]],
-    settings: UsageSettings,
+    settings: UsageHistoryArgs,
 ) -> dict[str, WeightAdjustment]:
     """The formula of the module docstring for the queues of ``weights`` (name -> weight)
     given their decayed ``usage`` (name -> dimension -> amount x seconds): an adjustment for
@@ -211,7 +131,7 @@ class AdjustmentMemo:
     last: (
         tuple[
             UsageReading,
-            UsageSettings,
+            UsageHistoryArgs,
             tuple[tuple[str, int], ...],
             Mapping[str, WeightAdjustment],
         ]
@@ -226,22 +146,21 @@ class UsageHistoryPlugin(Plugin):
     it answers from is the history's at the session's opening."""
 
     name = PLUGIN_NAME
+    args_type: ClassVar[type[UsageHistoryArgs]] = UsageHistoryArgs
+    args: UsageHistoryArgs
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)
-        self.settings = usage_settings(arguments)
         self.reading: UsageReading | None = None
         self._memo = AdjustmentMemo()
 
     @classmethod
     def conf_problems(cls, arguments: Arguments, conf: SchedulerConfiguration) -> list[str]:
-        """Bad arguments, or a place in the tiers after a plugin that asks for the
-        adjustment (it would ask before this plugin opened, and get none)."""
+        """A place in the tiers after a plugin that asks for the adjustment (it would ask
+        before this plugin opened, and get none). Bad arguments are refused by
+        ``UsageHistoryArgs.parse`` as the configuration is checked."""
+        del arguments
         problems: list[str] = []
-        try:
-            usage_settings(arguments)
-        except UsageSettingsError as exc:
-            problems.append(str(exc))
         seen: list[str] = []
         for tier in conf.tiers:
             for option in tier.plugins:
@@ -265,7 +184,7 @@ class UsageHistoryPlugin(Plugin):
                     "cache): shares are the weighted ones"
                 )
             return
-        history.configure(self.settings.half_life)
+        history.configure(self.args.half_life)
         self.reading = history.reading()
         self._memo = ssn.memos.slot(MEMO_SLOT, AdjustmentMemo)
         ssn.add_hook(ADJUST_WEIGHTS, self.name, self._adjust)
@@ -284,13 +203,13 @@ class UsageHistoryPlugin(Plugin):
             and last[0] is reading
             and (last[1], last[2])
             == (
-                self.settings,
+                self.args,
                 asked,
             )
         ):
             return last[3]
-        adjustments = adjust_weights(weights, reading.usage, self.settings)
-        self._memo.last = (reading, self.settings, asked, adjustments)
+        adjustments = adjust_weights(weights, reading.usage, self.args)
+        self._memo.last = (reading, self.args, asked, adjustments)
         return adjustments
 
     def can_follow(self, ssn: Session) -> bool:

@@ -1,4 +1,4 @@
-"""usagehistory: the formula, its effect on proportion's deserved shares, and its settings."""
+"""usagehistory: the formula and its effect on proportion's deserved shares."""
 
 from __future__ import annotations
 
@@ -10,19 +10,12 @@ from hypothesis import strategies as st
 
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.usage_history import UsageHistory
-from scheduler_core.conf import ConfigError, load_configuration
-from scheduler_core.engine import check_configuration, open_session
-from scheduler_core.framework.arguments import Arguments
+from scheduler_core.conf import load_configuration
+from scheduler_core.engine import open_session
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.proportion import ProportionPlugin
-from scheduler_core.plugins.usagehistory import (
-    UsageSettings,
-    UsageSettingsError,
-    adjust_weights,
-    format_span,
-    usage_settings,
-)
+from scheduler_core.plugins.usagehistory import UsageHistoryArgs, adjust_weights, format_span
 from tests.builders import Obj, node, pod, podgroup, queue, snapshot
 
 DAY = 86400.0
@@ -95,7 +88,7 @@ def deserved_cpu(plugin: ProportionPlugin) -> dict[str, float]:
 
 # --- the formula ---------------------------------------------------------------------------
 
-SETTINGS = UsageSettings(half_life=7 * DAY, max_adjustment=2.0, floor=0.5)
+SETTINGS = UsageHistoryArgs(half_life=7 * DAY, max_adjustment=2.0, floor=0.5)
 
 
 @pytest.mark.parametrize(
@@ -138,7 +131,7 @@ def test_formula_moves_weight_by_how_far_usage_share_is_from_weight_share(
 def test_formula_adjusts_nothing_without_usage_or_room(
     weights: dict[str, int], usage: dict[str, dict[str, float]], max_adjustment: float
 ) -> None:
-    tight = UsageSettings(half_life=DAY, max_adjustment=max_adjustment)
+    tight = UsageHistoryArgs(half_life=DAY, max_adjustment=max_adjustment)
     assert adjust_weights(weights, usage, tight) == {}
 
 
@@ -352,45 +345,6 @@ def test_guarantee_and_floor_always_hold(
         assert attr.guarantee.less_equal(attr.deserved, ZERO)
         weighted = plain.queue_opts[name].deserved.clone().multi(floor)
         assert weighted.less_equal(attr.deserved, ZERO)
-
-
-# --- settings ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("arguments", "reason"),
-    [
-        ({}, "usage.halfLife is missing"),
-        ({"usage.halfLife": 0}, "usage.halfLife is 0"),
-        ({"usage.halfLife": '"0s"'}, "usage.halfLife is 0"),
-        ({"usage.halfLife": "soon"}, "usage.halfLife"),
-        ({**ON, "usage.maxAdjustment": 0.5}, "must be at least 1"),
-        ({**ON, "usage.floor": 2}, "between 0 and 1"),
-        ({**ON, "usage.persistInterval": '"0s"'}, "usage.persistInterval"),
-    ],
-)
-def test_configuration_that_would_make_the_plugin_a_no_op_or_wrong_is_refused(
-    arguments: dict[str, object], reason: str
-) -> None:
-    conf = load_configuration(conf_text(arguments))
-    with pytest.raises(ConfigError, match=reason) as refused:
-        check_configuration(conf, "volcano.conf")
-    assert "tiers[0].plugins[0] (usagehistory)" in str(refused.value)
-
-
-def test_plugin_after_proportion_is_refused() -> None:
-    text = 'actions: ""\ntiers:\n- plugins:\n  - name: proportion\n  - name: usagehistory\n'
-    text += "    arguments:\n      usage.halfLife: 1h\n"
-    with pytest.raises(ConfigError, match="must be listed before proportion"):
-        check_configuration(load_configuration(text))
-
-
-def test_settings_read_durations_and_defaults() -> None:
-    got = usage_settings(Arguments({"usage.halfLife": "168h", "usage.persistInterval": "1m"}))
-    assert got == UsageSettings(7 * DAY, 2.0, 0.5, 60.0)
-    assert check_configuration(load_configuration(conf_text())).warnings == []
-    with pytest.raises(UsageSettingsError):
-        usage_settings(Arguments({"usage.halfLife": True}))
 
 
 @settings(max_examples=60, deadline=None)
