@@ -65,6 +65,10 @@ class ClusterSource:
     #: Seconds a live watch may deliver no event and no bookmark before it counts as stalled
     #: (relisted; the cache stale, and nothing decided on it, until then).
     watch_stall_timeout: float = 90.0
+    #: Seconds between asking the API server again for the optional kinds it does not serve
+    #: yet (Volcano's HyperNodes, Kubernetes' own PodGroups), so one installed or enabled
+    #: later is watched without a restart.
+    discovery_interval: float = 60.0
 
     @property
     def live(self) -> bool:
@@ -206,7 +210,9 @@ def _build_live(options: BuildOptions, conf: SchedulerConfiguration) -> Built[En
     source = options.source
     state = ClusterState()
     history = measure_usage(state, conf)  # before the first event
-    informers = _informers(state, source.kubeconfig, source.watch_stall_timeout)
+    informers = _informers(
+        state, source.kubeconfig, source.watch_stall_timeout, source.discovery_interval
+    )
     parts: list[Stoppable] = []
     try:
         informers.start()
@@ -511,7 +517,12 @@ def watch_configuration(
     ).start()
 
 
-def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float = 90.0) -> Any:
+def _informers(
+    state: ClusterState,
+    kubeconfig: str | None,
+    stall_timeout: float = 90.0,
+    discovery_interval: float = 60.0,
+) -> Any:
     """The informers over the kubeconfig's cluster, or the pod's own when `kubeconfig` is None.
 
     A file that cannot be read, or a client configuration that cannot be built, is a ValueError
@@ -538,6 +549,7 @@ def _informers(state: ClusterState, kubeconfig: str | None, stall_timeout: float
             in_cluster=True if kubeconfig is None else None,
             options=ReflectorOptions(watch_read_timeout=stall_timeout),
             optional_kinds=(*OPTIONAL_KINDS, NATIVE_PODGROUPS),
+            discovery_interval=discovery_interval,
         )
     except Exception as exc:
         raise ValueError(f"cannot use the {where}: {exc}") from exc

@@ -127,6 +127,7 @@ def build_options_from_args(args: argparse.Namespace) -> BuildOptions:
             cluster_file=args.cluster,
             demo=bool(args.demo),
             watch_stall_timeout=float(args.watch_stall_timeout),
+            discovery_interval=float(args.discovery_interval),
         ),
         backend=BackendOptions(
             scheduler_names=tuple(args.scheduler_names),
@@ -267,6 +268,15 @@ def _add_engine_group(p: argparse.ArgumentParser) -> None:
         "it is relisted, /readyz says so and nothing is decided until the cache is current "
         "again (default 90; the API server sends a bookmark before it ends each watch, and "
         "each watch is asked to end within two thirds of this)",
+    )
+    eng.add_argument(
+        "--discovery-interval",
+        type=positive_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="how often the API server is asked again for the optional kinds it does not "
+        "serve yet (Volcano's HyperNodes, Kubernetes' own PodGroups), so one installed or "
+        "enabled later is watched without a restart (default 60)",
     )
     eng.add_argument(
         "--scheduler-names",

@@ -108,12 +108,13 @@ def test_hypernodes_whose_crd_is_installed_after_the_extender_started_are_read(
     control_plane: ControlPlane, kube: Kube, stack: Stack
 ) -> None:
     """An extender started on a cluster without the HyperNode CRD is ready without it, and
-    asks discovery again (once a minute): once the CRD is installed, it watches HyperNodes
-    and its tree holds them, with no restart."""
+    asks discovery again (every `--discovery-interval`, here 2 s): once the CRD is installed,
+    it watches HyperNodes and its tree holds them, with no restart."""
     control_plane.delete_crd("hypernodes.topology.volcano.sh")
     try:
         extender = control_plane.start_extender(
-            "late-crd-extender", ["--scheduler-names", "late-crd-scheduler"]
+            "late-crd-extender",
+            ["--scheduler-names", "late-crd-scheduler", "--discovery-interval", "2"],
         ).wait_ready()
         try:
             control_plane.install_crds()
@@ -121,7 +122,7 @@ def test_hypernodes_whose_crd_is_installed_after_the_extender_started_are_read(
             kube.hypernode("topo-late-leaf-a", 1, nodes=a, tier_name="leaf")
             wait_for(
                 lambda: tree(extender.url).get("topo-late-leaf-a") == 4,
-                150,
+                60,
                 "the HyperNode in the tree of an extender started before its CRD",
                 interval=1,
             )
