@@ -224,3 +224,12 @@ def subprocess_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     return env
+
+
+def measured_or_failed(name: str, what: str, bench: Callable[[], Measurement]) -> Measurement:
+    """``bench()``, or its row carrying the error: a broken engine is a result too, not the
+    end of the run."""
+    try:
+        return bench()
+    except Exception as exc:
+        return Measurement(name, what, error=f"{type(exc).__name__}: {exc}")

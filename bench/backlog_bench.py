@@ -18,9 +18,10 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from bench import Budget, Measurement, rss_mib, sample
+from bench import Budget, Measurement, measured_or_failed, rss_mib, sample
 from bench.cycle_bench import node_object as cycle_node
 from scheduler_core.cache.state import KINDS, ClusterState
 from scheduler_core.conf import default_configuration
@@ -218,11 +219,8 @@ def bench_backlog(name: str, budget: Budget) -> Measurement:
 
 
 def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
-    out: list[Measurement] = []
-    for name in SCALES:
-        if name in selected:
-            try:
-                out.append(bench_backlog(name, budgets[name]))
-            except Exception as exc:  # a broken engine is a result too, not the end of the run
-                out.append(Measurement(name, BENCHES[name], error=f"{type(exc).__name__}: {exc}"))
-    return out
+    return [
+        measured_or_failed(name, BENCHES[name], partial(bench_backlog, name, budgets[name]))
+        for name in SCALES
+        if name in selected
+    ]

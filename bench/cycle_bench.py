@@ -21,12 +21,13 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry
 
 from app.backend.engine import BackendOptions, EngineBackend
-from bench import Budget, Measurement, rss_mib
+from bench import Budget, Measurement, measured_or_failed, rss_mib
 from scheduler_core.cache.state import KINDS, ClusterState
 from scheduler_core.conf import default_configuration
 from scheduler_core.controller.runtime import Controller
@@ -253,11 +254,8 @@ def bench_cycle(name: str, budget: Budget) -> Measurement:
 
 
 def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
-    out: list[Measurement] = []
-    for name in SCALES:
-        if name in selected:
-            try:
-                out.append(bench_cycle(name, budgets[name]))
-            except Exception as exc:  # a broken engine is a result too, not the end of the run
-                out.append(Measurement(name, BENCHES[name], error=f"{type(exc).__name__}: {exc}"))
-    return out
+    return [
+        measured_or_failed(name, BENCHES[name], partial(bench_cycle, name, budgets[name]))
+        for name in SCALES
+        if name in selected
+    ]
