@@ -219,6 +219,20 @@ class Session:
     def tiers(self) -> list[Tier]:
         return self.conf.tiers
 
+    def release(self) -> None:
+        """Let go of the plugins, their hooks and handlers, once the session is closed and
+        will not be asked again. They refer back to the session (a bound method, a closure
+        over it), which ties the session and the snapshot it holds into a reference cycle:
+        left so, at ten thousand waiting jobs, the first collection after a reclaim cycle
+        walks every job and node the cycle copied, to find them garbage. Released, they are
+        freed as soon as their last holder lets go."""
+        self.plugins.clear()
+        self.event_handlers.clear()
+        self._hooks.clear()
+        self._tiers.clear()
+        self._flat.clear()
+        self.shared = SessionMemos()
+
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)
 
