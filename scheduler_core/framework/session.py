@@ -231,11 +231,11 @@ class Session:
         job's phase moves (an action admits a job without any event).
 
         For the job-level questions the plugins answer from the job's tasks and their own
-        records (whether it starves, is valid, is pipelined, its order key): those change only
-        by a statement's operations (each fires a placement event, ``placements``), by a
-        commit (an eviction recorded, a task bound) or by the phase. Preempt and reclaim ask
-        each of ten thousand waiting jobs every one of these, each action again. A read-only
-        session (its jobs the live cache's, changed by events) asks every time."""
+        records (whether it starves, is valid, is pipelined): those change only by a
+        statement's operations (each fires a placement event, ``placements``), by a commit
+        (an eviction recorded, a task bound) or by the phase. Preempt and reclaim ask each of
+        ten thousand waiting jobs these, each action again. A read-only session (its jobs the
+        live cache's, changed by events) asks every time."""
         if self.read_only:
             return ask(job)
         at = (self.placements, len(self.evictions), len(self.bound))
@@ -516,7 +516,6 @@ class Session:
         key = self.job_order_key()
         if key is None:
             return PriorityQueue(self.job_order_fn, jobs)
-
         return PriorityQueue(key=key, items=jobs)
 
     def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:

@@ -6,7 +6,8 @@ third of a million walks through the plugins' chains a cycle, nearly all of them
 session nothing had changed in since the last one. The plugins' answers read the job's tasks
 and the session's placements; those change only by a statement's operations (each one
 fires a placement event, ``Session.placements``) or by its commit (an eviction recorded, a
-task bound). So an answer is kept until the session's count of those moves.
+task bound). So an answer is kept until the session's count of those moves, across the
+session's actions (``Session.kept``), and so are its validity and pipelined answers.
 """
 
 from __future__ import annotations
