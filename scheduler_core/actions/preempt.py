@@ -293,7 +293,9 @@ class PreemptAction(Action):
                         verdicts = (signature, plugins_read)
                 _, err = self.preempt(ssn, stmt, preemptor, accept, helper, signature, verdicts)
                 _log_failure(preemptor, err)
-            if ssn.job_pipelined(preemptor_job) and self._within_rules(ssn, stmt):
+            if stmt.settles_alike():
+                continue
+            if self._checks.pipelined(preemptor_job) and self._within_rules(ssn, stmt):
                 self._commit(ssn, stmt)
             else:
                 stmt.discard()

@@ -193,7 +193,9 @@ class ReclaimAction(Action):
                 if job.uid not in self._hopeless:
                     self._reclaim_for_job(ssn, stmt, queue, job, preemptor_tasks, helper)
                 victim_queues = _victim_queues(ssn, stmt)
-                if ssn.job_pipelined(job) and not guard.over_total(len(victim_queues)):
+                if stmt.settles_alike():
+                    pass  # nothing to commit or to undo: the vote would choose nothing
+                elif checks.pipelined(job) and not guard.over_total(len(victim_queues)):
                     stmt.commit()
                     guard.record(victim_queues)
                 else:

@@ -192,8 +192,10 @@ def decide(
     The cyclic collector is paused meanwhile (``GC_PAUSE``): a cycle over ten thousand
     waiting jobs allocates hundreds of thousands of objects that live as long as it does,
     and with the collector on they set off several full collections over all of them, a
-    third of the cycle, to find next to no garbage. What garbage the session leaves is
-    collected once it is done."""
+    third of the cycle, to find next to no garbage. The session is released as it closes
+    (``Session.release``), so nothing of it waits for a collection: a caller that holds the
+    pause from its copy of the cluster until it drops the copy (the loop) leaves the
+    collector nothing of the cycle to walk."""
     with GC_PAUSE.paused():
         return _decide(snapshot, conf, clone=clone, memos=memos, now=now)
 
@@ -242,6 +244,7 @@ def _decide(
             )
     finally:
         close_session(ssn, update_phases=False)
+        ssn.release()
     return result
 
 

@@ -46,6 +46,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
+from scheduler_core.cache.list_pager import GC_PAUSE
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.logutil import v
@@ -326,7 +327,11 @@ class ReclaimLoop:
             return None
         started = time.perf_counter()
         now = datetime.fromtimestamp(self.leader.server_now(), UTC)
-        decision = decide(self.cluster.snapshot(), self.conf, memos=self.memos, now=now)
+        # The collector stays paused from the copy to the decision (see ``decide``): every
+        # job and node copied is garbage once the decision is taken, and freed then by
+        # reference counting, before a collection could walk them.
+        with GC_PAUSE.paused():
+            decision = decide(self.cluster.snapshot(), self.conf, memos=self.memos, now=now)
         quiet = not decision.evictions and not decision.time_sensitive
         self._quiet_at = version if quiet else None
         for action, ms in decision.latency_ms.items():

@@ -24,6 +24,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.topology import EMPTY_TOPOLOGY, Topology
+from scheduler_core.api.types import PodGroupPhase
 from scheduler_core.conf import SchedulerConfiguration, Tier
 from scheduler_core.framework.cannot_help_verdict import CannotHelp
 from scheduler_core.framework.fit import PERMITTED, Vote
@@ -72,6 +73,7 @@ from scheduler_core.framework.status import Status
 log = logging.getLogger("scheduler_core.session")
 
 F = TypeVar("F")
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -150,6 +152,10 @@ class Session:
     #: gone with the session.
     shared: SessionMemos = field(default_factory=SessionMemos)
 
+    #: What ``kept`` answered of each job, and the session state it answered in.
+    _kept: dict[str, dict[str, tuple[JobInfo, PodGroupPhase, Any]]] = field(default_factory=dict)
+    _kept_at: tuple[int, int, int] = (-1, -1, -1)
+
     _uids = itertools.count(1)
 
     def __post_init__(self) -> None:
@@ -218,6 +224,49 @@ class Session:
     @property
     def tiers(self) -> list[Tier]:
         return self.conf.tiers
+
+    def kept(self, what: str, job: JobInfo, ask: Callable[[JobInfo], T]) -> T:
+        """``ask(job)``, asked once while the session's jobs stand as they are: the answer is
+        kept, under ``what``, until the session places, evicts or commits anything, or the
+        job's phase moves (an action admits a job without any event).
+
+        For the job-level questions the plugins answer from the job's tasks and their own
+        records (whether it starves, is valid, is pipelined): those change only by a
+        statement's operations (each fires a placement event, ``placements``), by a commit
+        (an eviction recorded, a task bound) or by the phase. Preempt and reclaim ask each of
+        ten thousand waiting jobs these, each action again. A read-only session (its jobs the
+        live cache's, changed by events) asks every time."""
+        if self.read_only:
+            return ask(job)
+        at = (self.placements, len(self.evictions), len(self.bound))
+        if at != self._kept_at:
+            self._kept = {}
+            self._kept_at = at
+        answers = self._kept.get(what)
+        if answers is None:
+            answers = self._kept[what] = {}
+        entry = answers.get(job.uid)
+        if entry is not None and entry[0] is job and entry[1] is job.phase:
+            answer: T = entry[2]
+            return answer
+        answer = ask(job)
+        answers[job.uid] = (job, job.phase, answer)
+        return answer
+
+    def release(self) -> None:
+        """Let go of the plugins, their hooks and handlers, once the session is closed and
+        will not be asked again. They refer back to the session (a bound method, a closure
+        over it), which ties the session and the snapshot it holds into a reference cycle:
+        left so, at ten thousand waiting jobs, the first collection after a reclaim cycle
+        walks every job and node the cycle copied, to find them garbage. Released, they are
+        freed as soon as their last holder lets go."""
+        self.plugins.clear()
+        self.event_handlers.clear()
+        self._hooks.clear()
+        self._tiers.clear()
+        self._flat.clear()
+        self.shared = SessionMemos()
+        self._kept = {}
 
     def add_event_handler(self, handler: EventHandler) -> None:
         self.event_handlers.append(handler)

@@ -82,6 +82,13 @@ class Statement:
 
     # --- transaction --------------------------------------------------------------------
 
+    def settles_alike(self) -> bool:
+        """Whether committing this statement and discarding it come to the same: it holds
+        no operation, and the line each writes at V(3) is not logged. The caller may then
+        leave out the vote that would choose between them (the plugins' pipelined check, a
+        walk through their chain for each of thousands of waiting jobs that got nothing)."""
+        return not self.operations and not log.isEnabledFor(v(3))
+
     def commit(self) -> None:
         log.log(v(3), "Committing operations ...")
         for operation in self.operations:

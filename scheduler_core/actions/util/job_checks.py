@@ -6,7 +6,8 @@ third of a million walks through the plugins' chains a cycle, nearly all of them
 session nothing had changed in since the last one. The plugins' answers read the job's tasks
 and the session's placements; those change only by a statement's operations (each one
 fires a placement event, ``Session.placements``) or by its commit (an eviction recorded, a
-task bound). So an answer is kept until the session's count of those moves.
+task bound). So an answer is kept until the session's count of those moves, across the
+session's actions (``Session.kept``), and so are its validity and pipelined answers.
 """
 
 from __future__ import annotations
@@ -19,33 +20,26 @@ from scheduler_core.logutil import v
 
 
 class JobChecks:
-    """``Session.job_starving`` for one action's pass, each job's answer kept until the
-    session places, evicts or commits anything."""
+    """``Session.job_starving`` and ``job_pipelined`` for the evicting actions, each job's
+    answer kept (``Session.kept``) until the session places, evicts or commits anything:
+    across the actions of one session, not only within one pass."""
 
     def __init__(self, ssn: Session) -> None:
         self.session = ssn
-        self._at: tuple[int, int, int] = (-1, -1, -1)
-        self._starving: dict[str, bool] = {}
-
-    def _fresh(self) -> None:
-        ssn = self.session
-        at = (ssn.placements, len(ssn.evictions), len(ssn.bound))
-        if at != self._at:
-            self._starving = {}
-            self._at = at
 
     def starving(self, job: JobInfo) -> bool:
-        self._fresh()
-        found = self._starving.get(job.uid)
-        if found is None:
-            found = self._starving[job.uid] = self.session.job_starving(job)
-        return found
+        ssn = self.session
+        return ssn.kept("starving", job, ssn.job_starving)
+
+    def pipelined(self, job: JobInfo) -> bool:
+        ssn = self.session
+        return ssn.kept("pipelined", job, ssn.job_pipelined)
 
 
 def skipped_invalid(ssn: Session, job: JobInfo, action: str, log: logging.Logger) -> bool:
     """Whether the plugins find ``job`` invalid (its gang cannot be whole): the action
     skips it, and says why at V(4)."""
-    result = ssn.job_valid(job)
+    result = ssn.kept("valid", job, ssn.job_valid)
     if result is None or result.is_success:
         return False
     log.log(
