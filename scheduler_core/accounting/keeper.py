@@ -49,6 +49,7 @@ from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender")
+_V4, _V5 = v(4), v(5)
 
 #: Assumptions of pods the cache has not shown, held at once in one queue. Such a pod is
 #: judged on kube-scheduler's word alone (its watch may be ahead of ours), so anyone who can
@@ -242,14 +243,15 @@ class QueueAccounting:
                 return True
         self._version, self._built_at = version, now
         self.follows += 1
-        log.log(
-            v(5),
-            "Accounting session %d followed to decision version %d (%d queues, %d nodes)",
-            ssn.uid,
-            version,
-            len(queues),
-            len(changes.nodes),
-        )
+        if log.isEnabledFor(_V5):  # followed before most verb calls: no call below -v 5
+            log.log(
+                _V5,
+                "Accounting session %d followed to decision version %d (%d queues, %d nodes)",
+                ssn.uid,
+                version,
+                len(queues),
+                len(changes.nodes),
+            )
         return True
 
     def _recount(self, ssn: Session, queues: set[str], nodes: set[str]) -> bool:
@@ -301,9 +303,13 @@ class QueueAccounting:
             if task is not None:
                 assumption.seen_in_cluster = True
                 if task.status != TaskStatus.PENDING:
-                    log.log(
-                        v(4), "Assumed pod <%s> is now %s: assumption confirmed", key, task.status
-                    )
+                    if log.isEnabledFor(_V4):  # every bound pod's: no call below -v 4
+                        log.log(
+                            _V4,
+                            "Assumed pod <%s> is now %s: assumption confirmed",
+                            key,
+                            task.status,
+                        )
                     ended.append(self.assumed.pop(key))
                     continue
             elif assumption.seen_in_cluster:
@@ -476,9 +482,14 @@ class QueueAccounting:
             # (Else the cache shows it bound already, so counts it: a new session would not
             # charge it either, and the next reconciliation ends it.)
             self._fire(ssn, assumption, allocate=True)
-        log.log(
-            v(4), "Assumed pod <%s> into queue <%s> for %.0fs", task.key, job.queue, self.assume_ttl
-        )
+        if log.isEnabledFor(_V4):  # every passed pod's: no call below -v 4
+            log.log(
+                _V4,
+                "Assumed pod <%s> into queue <%s> for %.0fs",
+                task.key,
+                job.queue,
+                self.assume_ttl,
+            )
         return True
 
     def _unseen_cap_reached(self, queue: str) -> str:

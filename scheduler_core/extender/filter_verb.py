@@ -27,6 +27,7 @@ from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender.filter")
+_V4 = v(4)
 
 
 def unknown_node() -> Status:
@@ -173,6 +174,8 @@ def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
     """
     job = ctx.job
     assert job is not None
+    if job.min_available <= 1:
+        return None  # no gang (most pods): nothing below can hold it back
     placed = job.ready_task_num() + job.waiting_task_num()
     if job.min_available - placed <= 1:
         return None  # at most this pod is missing, whatever else is promised: no gang to hold
@@ -271,13 +274,14 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
             failed = {n: unknown for n in node_names if not known(n)}
     if passed:
         acct.assume(ctx.task, job)
-    log.log(
-        v(4),
-        "Filter passed pod <%s> in queue <%s> on %d nodes",
-        ctx.task.key,
-        ctx.queue_name,
-        len(passed),
-    )
+    if log.isEnabledFor(_V4):  # every pod passes here: no call made below verbosity 4
+        log.log(
+            _V4,
+            "Filter passed pod <%s> in queue <%s> on %d nodes",
+            ctx.task.key,
+            ctx.queue_name,
+            len(passed),
+        )
     return FilterResult(passed=passed, failed=failed)
 
 

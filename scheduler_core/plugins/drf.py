@@ -22,6 +22,7 @@ from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.plugins.drf")
+_V4 = v(4)
 
 #: Shares closer than this are equal: preemption between equal shares is allowed.
 SHARE_DELTA = 1e-6
@@ -215,14 +216,15 @@ class DrfPlugin(Plugin):
             return
         attr.allocated.add(task.resreq)
         self._update_share(attr)
-        log.log(
-            v(4),
-            "DRF AllocateFunc: task <%s/%s>, resreq <%r>,  share <%s>",
-            task.namespace,
-            task.name,
-            task.resreq,
-            attr.share,
-        )
+        if log.isEnabledFor(_V4):  # every filtered pod's assumption: no call below -v 4
+            log.log(
+                _V4,
+                "DRF AllocateFunc: task <%s/%s>, resreq <%r>,  share <%s>",
+                task.namespace,
+                task.name,
+                task.resreq,
+                attr.share,
+            )
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         attr = self._attr(task.job)
