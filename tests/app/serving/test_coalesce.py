@@ -294,6 +294,23 @@ async def _receive(client: socket.socket, size: int) -> bytes:
     return bytes(seen)
 
 
+def _flushed_over_tcp(parts: list[bytes]) -> bytes:
+    """What the client receives when ``parts`` are written and flushed in one step."""
+
+    async def scenario() -> bytes:
+        transport, _, client = await _tcp_pair()
+        with client:
+            out = CoalescingTransport(transport, asyncio.get_running_loop())
+            for part in parts:
+                out.write(part)
+            out.flush()
+            received = await _receive(client, sum(map(len, parts)))
+            transport.close()
+            return received
+
+    return uvloop.run(scenario())
+
+
 class _Writev:
     """``os.writev`` as ``flush`` calls it, recorded; ``behave`` decides what the kernel
     does (by default the real call)."""
@@ -349,19 +366,7 @@ def test_what_the_kernel_did_not_take_goes_to_the_transport_in_order(
     monkeypatch: pytest.MonkeyPatch, taken: int
 ) -> None:
     writev = _with_writev(monkeypatch, lambda fd, data: os.write(fd, data[:taken]))
-
-    async def scenario() -> bytes:
-        transport, _, client = await _tcp_pair()
-        with client:
-            out = CoalescingTransport(transport, asyncio.get_running_loop())
-            for part in (b"head-", b"body-", b"tail"):
-                out.write(part)
-            out.flush()
-            received = await _receive(client, len(b"head-body-tail"))
-            transport.close()
-            return received
-
-    assert uvloop.run(scenario()) == b"head-body-tail"
+    assert _flushed_over_tcp([b"head-", b"body-", b"tail"]) == b"head-body-tail"
     assert len(writev.calls) == 1
 
 
@@ -377,19 +382,7 @@ def test_a_refused_writev_hands_everything_to_the_transport(
         raise refusal
 
     writev = _with_writev(monkeypatch, refuse)
-
-    async def scenario() -> bytes:
-        transport, _, client = await _tcp_pair()
-        with client:
-            out = CoalescingTransport(transport, asyncio.get_running_loop())
-            out.write(b"head-")
-            out.write(b"body")
-            out.flush()
-            received = await _receive(client, len(b"head-body"))
-            transport.close()
-            return received
-
-    assert uvloop.run(scenario()) == b"head-body"
+    assert _flushed_over_tcp([b"head-", b"body"]) == b"head-body"
     assert len(writev.calls) == 1
 
 
