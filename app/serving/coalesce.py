@@ -93,9 +93,17 @@ class CoalescingTransport(asyncio.Transport):
         for data in list_of_data:
             self.write(data)
 
+    def send(self, data: bytes) -> None:
+        """``write`` and ``flush`` at once, for an answer known to be whole: it leaves now,
+        after anything held, with no round of the loop scheduled and cancelled for it."""
+        self._pending.append(data)
+        self.flush()
+
     def flush(self) -> None:
         """Hands what is held to the real transport now: one ``writev`` for all of it."""
-        self._unschedule()
+        if self._scheduled is not None:
+            self._scheduled.cancel()
+            self._scheduled = None
         pending = self._pending
         if not pending:
             return

@@ -272,7 +272,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         for name, value in self.server_state.default_headers:
             head += (name, b": ", value, b"\r\n")
         head += (b"content-length: %d\r\n" % len(answer), _JSON_HEAD, answer)
-        self.transport.write(b"".join(head))
+        if self._out is not None:
+            self._out.send(b"".join(head))  # whole: it leaves now, in one write
+        else:
+            self.transport.write(b"".join(head))
         if self.access_log:
             self.access_logger.info(
                 '%s - "%s %s HTTP/%s" %d',

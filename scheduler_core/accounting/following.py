@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from scheduler_core.api.usage import JobUsage
-from scheduler_core.framework.registry import FollowStep, UsageChange
+from scheduler_core.framework.registry import FollowStep, UsageChange, follows_nothing
 from scheduler_core.framework.session import Session
 
 
@@ -47,5 +47,6 @@ def follow(
     if None in steps:
         return False
     for step in steps:
-        step()  # type: ignore[misc]
+        if step is not follows_nothing:
+            step()  # type: ignore[misc]
     return True

@@ -488,3 +488,17 @@ def test_a_tls_connection_is_never_written_past_its_transport(
     assert fd == -1 and has_socket  # the TLS transport does show its socket: not written to
     assert writev.calls == []
     assert received == b"head-body"
+
+
+def test_a_whole_answer_sent_leaves_at_once_behind_what_is_held() -> None:
+    async def scenario() -> tuple[list[tuple[str, bytes]], list[tuple[str, bytes]]]:
+        real = RecordingTransport()
+        out = CoalescingTransport(real, asyncio.get_running_loop())
+        out.write(b"held-")
+        out.send(b"answer")
+        at_once = list(real.calls)
+        await asyncio.sleep(0)  # nothing was left scheduled
+        return at_once, real.calls
+
+    at_once, after = asyncio.run(scenario())
+    assert at_once == after == [("writelines", b"held-answer")]
