@@ -237,15 +237,16 @@ def room_for(wanted: Resource, nodes: Iterable[NodeInfo]) -> Resource:
 
 def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
     ctx = PodContext(acct, pod, as_stored=True)  # kube-scheduler's pod, as stored
+    key = ctx.task.key
     # A pod filtered again (its bind failed, or the scheduler retried) must not be counted
     # against itself: release its own assumption before judging it.
-    acct.release(ctx.task.key)
+    acct.release(key)
     rejection = check_pod(ctx, node_names)
     if rejection is not None:
-        log.log(v(3), "Filter rejected pod <%s>: %s", ctx.task.key, rejection.message)
-        acct.parked.park(ctx.task.key, pod, rejection.reason_code, acct.clock())
+        log.log(v(3), "Filter rejected pod <%s>: %s", key, rejection.message)
+        acct.parked.park(key, pod, rejection.reason_code, acct.clock())
         return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
-    acct.parked.unpark(ctx.task.key)
+    acct.parked.unpark(key)
     job = ctx.job
     assert job is not None
     placed = None
@@ -278,7 +279,7 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
         log.log(
             _V4,
             "Filter passed pod <%s> in queue <%s> on %d nodes",
-            ctx.task.key,
+            key,
             ctx.queue_name,
             len(passed),
         )
