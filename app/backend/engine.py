@@ -100,6 +100,7 @@ class EngineBackend:
             self.options.scheduler_names, self.options.manage_annotated, self.options.namespaces
         )
         self._frozen = False
+        self._serving = f"serving from {source}"
 
     # --- port -----------------------------------------------------------------------------
 
@@ -108,10 +109,13 @@ class EngineBackend:
             ready, reason = self.informers.readiness()
             if not ready:
                 return False, str(reason)
-        if not self.state.has_synced():
-            return False, "cluster state has not been loaded"
-        self._freeze_once()
-        return True, f"serving from {self.source}"
+        if not self._frozen:
+            # Once loaded the state stays loaded (a kind, once synced, stays so): asked on
+            # every verb call, the kinds are counted only until then.
+            if not self.state.has_synced():
+                return False, "cluster state has not been loaded"
+            self._freeze_once()
+        return True, self._serving
 
     def use_configuration(self, conf: SchedulerConfiguration) -> None:
         """Decide by ``conf`` from the next verb on. Swapped under the state's lock, so no verb

@@ -12,19 +12,64 @@ completes (``flush``, called by the protocol), when the connection is closed, or
 anything that does not complete in this step (a ``100 Continue``, a streamed body), at the
 end of the loop's current round of callbacks. Nothing waits longer than that round, and the
 bytes and their order are exactly those uvicorn wrote.
+
+The write itself: uvloop's ``write`` makes its ``write`` system call while holding the GIL.
+On loopback that call wakes kube-scheduler, which takes the core while our thread still
+holds the GIL, so the informers' threads cannot run until we are scheduled again. For a
+plain TCP connection whose transport holds nothing unsent, ``flush`` therefore hands the
+answer to the kernel itself with ``os.writev`` on the connection's socket, which releases
+the GIL around the call, exactly as uvloop would have written it (uvloop, too, writes
+directly when its buffer is empty). What the kernel does not take (a partial write, or
+none at all when the socket's buffer is full) goes to the transport, which buffers it and
+applies its flow control as for any write, so order and backpressure stay the transport's.
+Anything else takes the transport's own path: TLS (the bytes must be encrypted), a
+transport that still buffers earlier bytes (they must leave first), after ``write_eof``,
+or a write the kernel refuses with an error (the transport meets the same error and
+closes the connection as it always has).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
+
+import uvloop.loop
+
+#: uvloop's plain TCP transport (its stub does not name it).
+TCP_TRANSPORT: type = uvloop.loop.TCPTransport  # type: ignore[attr-defined]
+
+
+def plain_socket_fd(transport: asyncio.BaseTransport) -> int:
+    """The socket descriptor ``flush`` may write to past ``transport``: that of uvloop's
+    plain TCP transport (not TLS, whose protocol transport is another type), else -1."""
+    if type(transport) is not TCP_TRANSPORT or transport.get_extra_info("sslcontext") is not None:
+        return -1
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return -1
+    try:
+        fd: int = sock.fileno()
+    except (OSError, ValueError):
+        return -1
+    return fd
+
+
+def unsent(pending: list[bytes | bytearray | memoryview], sent: int) -> list[memoryview]:
+    """What of ``pending`` is left once its first ``sent`` bytes were written, in order."""
+    for index, data in enumerate(pending):
+        view = memoryview(data).cast("B")
+        if sent < len(view):
+            return [view[sent:], *(memoryview(rest).cast("B") for rest in pending[index + 1 :])]
+        sent -= len(view)
+    return []
 
 
 class CoalescingTransport(asyncio.Transport):
     """Forwards everything to ``transport``; ``write`` and ``writelines`` are held back until
     ``flush``, ``close``, ``write_eof`` or the loop's next round, whichever comes first."""
 
-    __slots__ = ("_loop", "_pending", "_scheduled", "_transport")
+    __slots__ = ("_fd", "_loop", "_pending", "_scheduled", "_transport")
 
     def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__()
@@ -32,6 +77,8 @@ class CoalescingTransport(asyncio.Transport):
         self._loop = loop
         self._pending: list[bytes | bytearray | memoryview] = []
         self._scheduled: asyncio.Handle | None = None
+        #: The socket ``flush`` writes to itself while the transport holds nothing; -1: never.
+        self._fd = plain_socket_fd(transport)
 
     # --- writing ------------------------------------------------------------------------
 
@@ -46,19 +93,39 @@ class CoalescingTransport(asyncio.Transport):
         for data in list_of_data:
             self.write(data)
 
+    def send(self, data: bytes) -> None:
+        """``write`` and ``flush`` at once, for an answer known to be whole: it leaves now,
+        after anything held, with no round of the loop scheduled and cancelled for it."""
+        self._pending.append(data)
+        self.flush()
+
     def flush(self) -> None:
         """Hands what is held to the real transport now: one ``writev`` for all of it."""
-        self._unschedule()
+        if self._scheduled is not None:
+            self._scheduled.cancel()
+            self._scheduled = None
         pending = self._pending
         if not pending:
             return
         self._pending = []
-        if self._transport.is_closing():
+        transport = self._transport
+        if transport.is_closing():
             return  # what asyncio's transports do with a write after close: drop it
+        if self._fd >= 0 and not transport.get_write_buffer_size():
+            try:
+                sent = os.writev(self._fd, pending)
+            except BlockingIOError:
+                pass  # the socket's buffer is full: all of it goes to the transport
+            except OSError:
+                pass  # the transport meets the same error and closes as it always does
+            else:
+                pending = unsent(pending, sent)  # type: ignore[assignment]
+                if not pending:
+                    return
         if len(pending) == 1:
-            self._transport.write(pending[0])
+            transport.write(pending[0])
         else:
-            self._transport.writelines(pending)
+            transport.writelines(pending)
 
     def _flush_soon(self) -> None:
         self._scheduled = None
@@ -75,6 +142,7 @@ class CoalescingTransport(asyncio.Transport):
 
     def write_eof(self) -> None:
         self.flush()
+        self._fd = -1  # the transport refuses writes from now on; so must ``flush``
         self._transport.write_eof()
 
     def can_write_eof(self) -> bool:

@@ -49,6 +49,7 @@ from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender")
+_V4, _V5 = v(4), v(5)
 
 #: Assumptions of pods the cache has not shown, held at once in one queue. Such a pod is
 #: judged on kube-scheduler's word alone (its watch may be ahead of ours), so anyone who can
@@ -242,14 +243,15 @@ class QueueAccounting:
                 return True
         self._version, self._built_at = version, now
         self.follows += 1
-        log.log(
-            v(5),
-            "Accounting session %d followed to decision version %d (%d queues, %d nodes)",
-            ssn.uid,
-            version,
-            len(queues),
-            len(changes.nodes),
-        )
+        if log.isEnabledFor(_V5):  # followed before most verb calls: no call below -v 5
+            log.log(
+                _V5,
+                "Accounting session %d followed to decision version %d (%d queues, %d nodes)",
+                ssn.uid,
+                version,
+                len(queues),
+                len(changes.nodes),
+            )
         return True
 
     def _recount(self, ssn: Session, queues: set[str], nodes: set[str]) -> bool:
@@ -301,9 +303,13 @@ class QueueAccounting:
             if task is not None:
                 assumption.seen_in_cluster = True
                 if task.status != TaskStatus.PENDING:
-                    log.log(
-                        v(4), "Assumed pod <%s> is now %s: assumption confirmed", key, task.status
-                    )
+                    if log.isEnabledFor(_V4):  # every bound pod's: no call below -v 4
+                        log.log(
+                            _V4,
+                            "Assumed pod <%s> is now %s: assumption confirmed",
+                            key,
+                            task.status,
+                        )
                     ended.append(self.assumed.pop(key))
                     continue
             elif assumption.seen_in_cluster:
@@ -444,41 +450,49 @@ class QueueAccounting:
         whether it was assumed. A pod the cache has not shown is assumed only if it could be
         a real pod and its queue holds fewer than ``max_unseen_per_queue`` such assumptions."""
         ssn = self.session()
-        previous = self.assumed.pop(task.key, None)
+        key = task.key
+        previous = self.assumed.pop(key, None)
         if previous is not None:
             self._settle([previous])
-        if self.state.task(task.key) is None:
+        cached = self.state.task(key)  # (nothing below changes the cache)
+        if cached is None:
             refusal = implausible_pod(task) or self._unseen_cap_reached(job.queue)
             if refusal:
                 self.unseen_refused += 1
-                log.log(v(2), "Pod <%s> not assumed: unseen by the cache and %s", task.key, refusal)
+                log.log(v(2), "Pod <%s> not assumed: unseen by the cache and %s", key, refusal)
                 return False
         now = self.clock()
         assumption = Assumption(task=task, queue=job.queue, expires=now + self.assume_ttl)
         if job.source == NATIVE_SOURCE and job.min_available > 1:
             assumption.group = job.uid
-            assumption.cached = self.state.task(task.key)
+            assumption.cached = cached
             self._group_deadlines[job.uid] = now + self.group_window
-        self.assumed[task.key] = assumption
+        self.assumed[key] = assumption
         if job.network_topology is not None:
             self.domains.extend(task.job, assumption.expires)
-        if task.job not in ssn.jobs or task.uid not in ssn.jobs[task.job].tasks:
+        counted = ssn.jobs.get(task.job)
+        if counted is None or task.uid not in counted.tasks:
             # Not in the cache yet: the next session is opened with its job added.
             assumption.job = job.clone()
             self._session = None
             close_session(ssn, update_phases=False)
             return True
-        if self.state.task(task.key) is None:
+        if cached is None:
             # Judged again in a session that counts it only through the job added for it
             # (assumed before, still unseen): later sessions must add that job again too.
             assumption.job = job.clone()
-        if _uncounted(ssn.jobs[task.job], assumption):
+        if _uncounted(counted, assumption):
             # (Else the cache shows it bound already, so counts it: a new session would not
             # charge it either, and the next reconciliation ends it.)
             self._fire(ssn, assumption, allocate=True)
-        log.log(
-            v(4), "Assumed pod <%s> into queue <%s> for %.0fs", task.key, job.queue, self.assume_ttl
-        )
+        if log.isEnabledFor(_V4):  # every passed pod's: no call below -v 4
+            log.log(
+                _V4,
+                "Assumed pod <%s> into queue <%s> for %.0fs",
+                key,
+                job.queue,
+                self.assume_ttl,
+            )
         return True
 
     def _unseen_cap_reached(self, queue: str) -> str:

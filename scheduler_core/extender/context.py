@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from scheduler_core.accounting.keeper import QueueAccounting
@@ -10,7 +11,14 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.cache.convert import pod_job_id, pod_queue_annotation, pod_to_task, two_groups
+from scheduler_core.cache.convert import (
+    GROUP_NAME_ANNOTATION,
+    pod_job_id,
+    pod_queue_annotation,
+    pod_to_task,
+    synthesized_group_name,
+    two_groups,
+)
 from scheduler_core.cache.jobs import synthesized_job
 from scheduler_core.engine import open_session
 from scheduler_core.framework.session import Session
@@ -36,8 +44,7 @@ class PodContext:
         self.acct = acct
         self.task: TaskInfo = request_task(acct, pod, as_stored=as_stored)
         #: Why the pod cannot be judged for naming two pod groups ("" when it names one).
-        self.two_groups = two_groups(pod)
-        job_id, self.synthesized = pod_job_id(pod)
+        self.two_groups, job_id, self.synthesized = pod_groups(pod)
         self.job_id = job_id
         ssn = acct.session()
         job = ssn.jobs.get(job_id)
@@ -72,6 +79,31 @@ class PodContext:
     @property
     def queue(self) -> QueueInfo | None:
         return self.ssn.queues.get(self.queue_name)
+
+
+def pod_groups(pod: Mapping[str, Any]) -> tuple[str, str, bool]:
+    """``two_groups(pod)`` and ``pod_job_id(pod)`` together: (why the pod names two pod
+    groups or "", its job id, whether that job is a synthesized group of one).
+
+    Asked for every pod a verb judges, so the common pod (decoded JSON naming no native
+    PodGroup) is read once here, field by field as those two read it; any other shape (a
+    native PodGroup named, a field of an unexpected type) takes those two functions."""
+    if type(pod) is dict:
+        meta, spec = pod.get("metadata"), pod.get("spec")
+        annotations = meta.get("annotations") if type(meta) is dict else None
+        if (
+            type(meta) is dict
+            and (spec is None or (type(spec) is dict and spec.get("schedulingGroup") is None))
+            and (annotations is None or type(annotations) is dict)
+        ):
+            namespace = str(meta.get("namespace") or "default")
+            group = annotations.get(GROUP_NAME_ANNOTATION) if annotations else None
+            if isinstance(group, str) and group:
+                return "", f"{namespace}/{group}", False
+            uid = str(meta.get("uid") or f"{namespace}-{meta.get('name')}")
+            return "", f"{namespace}/{synthesized_group_name(uid)}", True
+    job_id, synthesized = pod_job_id(pod)
+    return two_groups(pod), job_id, synthesized
 
 
 def request_task(acct: QueueAccounting, pod: dict[str, Any], *, as_stored: bool) -> TaskInfo:

@@ -27,6 +27,7 @@ from scheduler_core.framework.topology_fit import DomainChoice
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender.filter")
+_V4 = v(4)
 
 
 def unknown_node() -> Status:
@@ -173,6 +174,8 @@ def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
     """
     job = ctx.job
     assert job is not None
+    if job.min_available <= 1:
+        return None  # no gang (most pods): nothing below can hold it back
     placed = job.ready_task_num() + job.waiting_task_num()
     if job.min_available - placed <= 1:
         return None  # at most this pod is missing, whatever else is promised: no gang to hold
@@ -234,15 +237,16 @@ def room_for(wanted: Resource, nodes: Iterable[NodeInfo]) -> Resource:
 
 def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
     ctx = PodContext(acct, pod, as_stored=True)  # kube-scheduler's pod, as stored
+    key = ctx.task.key
     # A pod filtered again (its bind failed, or the scheduler retried) must not be counted
     # against itself: release its own assumption before judging it.
-    acct.release(ctx.task.key)
+    acct.release(key)
     rejection = check_pod(ctx, node_names)
     if rejection is not None:
-        log.log(v(3), "Filter rejected pod <%s>: %s", ctx.task.key, rejection.message)
-        acct.parked.park(ctx.task.key, pod, rejection.reason_code, acct.clock())
+        log.log(v(3), "Filter rejected pod <%s>: %s", key, rejection.message)
+        acct.parked.park(key, pod, rejection.reason_code, acct.clock())
         return FilterResult(passed=[], failed=dict.fromkeys(node_names, rejection))
-    acct.parked.unpark(ctx.task.key)
+    acct.parked.unpark(key)
     job = ctx.job
     assert job is not None
     placed = None
@@ -271,13 +275,14 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
             failed = {n: unknown for n in node_names if not known(n)}
     if passed:
         acct.assume(ctx.task, job)
-    log.log(
-        v(4),
-        "Filter passed pod <%s> in queue <%s> on %d nodes",
-        ctx.task.key,
-        ctx.queue_name,
-        len(passed),
-    )
+    if log.isEnabledFor(_V4):  # every pod passes here: no call made below verbosity 4
+        log.log(
+            _V4,
+            "Filter passed pod <%s> in queue <%s> on %d nodes",
+            key,
+            ctx.queue_name,
+            len(passed),
+        )
     return FilterResult(passed=passed, failed=failed)
 
 

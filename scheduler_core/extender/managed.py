@@ -24,12 +24,16 @@ class ManagedPods:
     namespaces: tuple[str, ...] = ()
 
     def __call__(self, pod: dict[str, Any]) -> bool:
-        meta = pod.get("metadata") if isinstance(pod.get("metadata"), dict) else {}
+        meta = pod.get("metadata")
+        if not isinstance(meta, dict):
+            meta = {}
         if self.namespaces:
             namespace = (meta or {}).get("namespace") or "default"
             if namespace not in self.namespaces:
                 return False
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+        spec = pod.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
         scheduler = (spec or {}).get("schedulerName") or "default-scheduler"
         if scheduler in self.scheduler_names:
             return True

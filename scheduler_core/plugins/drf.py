@@ -12,7 +12,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
 from scheduler_core.api.job import JobInfo
-from scheduler_core.api.resource import Resource, share
+from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMIT
@@ -22,6 +22,7 @@ from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.plugins.drf")
+_V4 = v(4)
 
 #: Shares closer than this are equal: preemption between equal shares is allowed.
 SHARE_DELTA = 1e-6
@@ -44,7 +45,15 @@ def calculate_share(
     dominant = ""
     result = 0.0
     for name in names if names is not None else total.resource_names():
-        value = share(allocated.get(name), total.get(name))
+        # ``share(allocated.get(name), total.get(name))`` written out: it runs on every
+        # allocate event and for every job the job order compares.
+        if name == "cpu":
+            used, whole = allocated.milli_cpu, total.milli_cpu
+        elif name == "memory":
+            used, whole = allocated.memory, total.memory
+        else:
+            used, whole = allocated.get(name), total.get(name)
+        value = (0.0 if used == 0 else 1.0) if whole == 0 else used / whole
         if value > result:
             result = value
             dominant = name
@@ -210,19 +219,26 @@ class DrfPlugin(Plugin):
     # --- event handlers -------------------------------------------------------------------
 
     def _on_allocate(self, task: TaskInfo) -> None:
-        attr = self._attr(task.job)
+        attr = self.job_attrs.get(task.job)
         if attr is None:
-            return
+            # A job this session has not shared yet (each filtered pod's, after a follow):
+            # its share is worked out once, below, not also before the task is added.
+            job = self._jobs.get(task.job)
+            if job is None:
+                return
+            attr = self.job_attrs[task.job] = DrfAttr()
+            attr.allocated.add(job.allocated)
         attr.allocated.add(task.resreq)
         self._update_share(attr)
-        log.log(
-            v(4),
-            "DRF AllocateFunc: task <%s/%s>, resreq <%r>,  share <%s>",
-            task.namespace,
-            task.name,
-            task.resreq,
-            attr.share,
-        )
+        if log.isEnabledFor(_V4):  # every filtered pod's assumption: no call below -v 4
+            log.log(
+                _V4,
+                "DRF AllocateFunc: task <%s/%s>, resreq <%r>,  share <%s>",
+                task.namespace,
+                task.name,
+                task.resreq,
+                attr.share,
+            )
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         attr = self._attr(task.job)

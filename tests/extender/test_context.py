@@ -15,9 +15,14 @@ from hypothesis import strategies as st
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.cache.convert import pod_to_task
+from scheduler_core.cache.convert import (
+    GROUP_NAME_ANNOTATION,
+    pod_job_id,
+    pod_to_task,
+    two_groups,
+)
 from scheduler_core.engine import open_session
-from scheduler_core.extender.context import PodContext
+from scheduler_core.extender.context import PodContext, pod_groups
 from scheduler_core.report import queue_attrs
 from tests.builders import (
     accounting,
@@ -239,3 +244,47 @@ def test_a_verb_task_always_equals_converting_the_pod_now(
     asked = stored(pod("p", **shape), ask_version)  # a fresh copy, at either version
     ctx = PodContext(acct, asked, as_stored=True)
     assert task_fields(ctx.task) == as_judged(asked, acct.state.priority_values())
+
+
+_odd = st.one_of(st.none(), st.integers(), st.text(max_size=3), st.lists(st.integers(), max_size=1))
+_names = st.one_of(st.text(max_size=6), _odd)
+_annotations = st.one_of(
+    _odd,
+    st.dictionaries(
+        st.sampled_from([GROUP_NAME_ANNOTATION, "scheduling.volcano.sh/queue-name", "other"]),
+        _names,
+        max_size=2,
+    ),
+)
+_meta = st.one_of(
+    _odd,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "name": _names,
+            "namespace": _names,
+            "uid": _names,
+            "annotations": _annotations,
+        },
+    ),
+)
+_spec = st.one_of(
+    _odd,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "schedulingGroup": st.one_of(
+                _odd, st.fixed_dictionaries({}, optional={"podGroupName": _names})
+            ),
+            "schedulerName": st.just("queue-scheduler"),
+        },
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pod=st.fixed_dictionaries({}, optional={"metadata": _meta, "spec": _spec}))
+def test_a_pods_groups_read_in_one_pass_equal_reading_each_field_apart(
+    pod: dict[str, Any],
+) -> None:
+    assert pod_groups(pod) == (two_groups(pod), *pod_job_id(pod))

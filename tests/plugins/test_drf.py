@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from scheduler_core.api.resource import Resource
+from scheduler_core.api.resource import Resource, share
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.conf import load_configuration
 from scheduler_core.engine import open_session
@@ -241,3 +243,33 @@ def test_a_read_only_session_derives_the_same_shares_and_victims_on_first_use(
         for ssn in (eager, lazy)
     ]
     assert victims[0] == victims[1]
+
+
+_amount = st.one_of(st.just(0.0), st.floats(min_value=0, max_value=1e12, allow_nan=False))
+_scalars = st.dictionaries(st.sampled_from(["pods", "nvidia.com/gpu", "x/y"]), _amount, max_size=3)
+
+
+def _resource(cpu: float, memory: float, scalars: dict[str, float]) -> Resource:
+    r = Resource(cpu, memory)
+    for name, amount in scalars.items():
+        r.set_scalar(name, amount)
+    return r
+
+
+@given(
+    allocated=st.builds(_resource, _amount, _amount, _scalars),
+    total=st.builds(_resource, _amount, _amount, _scalars),
+    names=st.one_of(
+        st.none(),
+        st.lists(st.sampled_from(["cpu", "memory", "pods", "nvidia.com/gpu", "absent"])),
+    ),
+)
+def test_calculate_share_equals_the_share_of_each_dimension_by_name(
+    allocated: Resource, total: Resource, names: list[str] | None
+) -> None:
+    dominant, result = "", 0.0
+    for name in names if names is not None else total.resource_names():
+        value = share(allocated.get(name), total.get(name))
+        if value > result:
+            dominant, result = name, value
+    assert calculate_share(allocated, total, names) == (dominant, result)
