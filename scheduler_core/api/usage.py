@@ -69,11 +69,13 @@ def deduct_sch_gated_resources(job: JobInfo, res: Resource) -> Resource:
     Returns ``res`` itself when no task is gated (the common case), else a copy reduced by
     the gated tasks' requests, never below zero; scalars absent from ``res`` stay absent.
     """
-    gated = Resource.empty()
+    gated: Resource | None = None
     for task in job.tasks.values():
         if task.gated:
+            if gated is None:
+                gated = Resource.empty()
             gated.add(task.resreq)
-    if gated.is_empty():
+    if gated is None or gated.is_empty():
         return res
     result = res.clone()
     result.milli_cpu = max(result.milli_cpu - gated.milli_cpu, 0.0)

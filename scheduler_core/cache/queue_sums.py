@@ -13,6 +13,11 @@ from scheduler_core.api.usage_history import UsageHistory
 
 
 class QueueSums:
+    #: False: every change takes the job's whole usage from its queue's sums, adds the new
+    #: one and tells the history of each queue it touched, the full path that the shortcuts
+    #: (``_moved``, ``_told``) are tested against.
+    incremental = True
+
     def __init__(self) -> None:
         #: Job id -> the queue it counted in and what it counted.
         self.job_usage: dict[str, tuple[str, JobUsage]] = {}
@@ -55,7 +60,8 @@ class QueueSums:
         is the job as it is now, None once it is gone."""
         previous = self.job_usage.pop(job_id, None)
         if (
-            previous is not None
+            self.incremental
+            and previous is not None
             and job is not None
             and previous[0] == job.queue
             and self.queue_jobs[job.queue] > 1
@@ -86,17 +92,16 @@ class QueueSums:
             queue = job.queue
             usage = job_usage(job)
             self.job_usage[job_id] = (queue, usage)
-            total = self.queue_usage.get(queue)
-            if total is None:
-                total = self.queue_usage[queue] = JobUsage.empty()
+            if queue not in self.queue_usage:
+                self.queue_usage[queue] = JobUsage.empty()
                 moved.add(queue)
             elif _differs(_NOTHING, usage.allocated):
                 moved.add(queue)
             else:
                 kept.add(queue)
-            usage.add_to(total)
+            usage.add_to(self.queue_usage[queue])
             self.queue_jobs[queue] += 1
-        for queue in moved | (kept - self._told):
+        for queue in moved | (kept - self._told if self.incremental else kept):
             self._tell_history(queue, self.queue_usage.get(queue))
 
     def _tell_history(self, queue: str, total: JobUsage | None) -> None:
