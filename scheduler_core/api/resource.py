@@ -271,6 +271,18 @@ class Resource:
 
     def sub_without_assert(self, rr: Resource) -> Resource:
         """Subtract even into negatives; Volcano only logs the shortfall."""
+        if rr.milli_cpu <= self.milli_cpu and rr.memory <= self.memory:
+            # Plainly no shortfall, the common case, told without ``less_equal``'s calls:
+            # every amount at most what is here (a scalar missing here is zero).
+            theirs = rr.scalars
+            if not theirs:
+                return self._sub(rr)
+            mine = self.scalars or _NO_SCALARS
+            for name, quant in theirs.items():
+                if quant > mine.get(name, 0.0):
+                    break
+            else:
+                return self._sub(rr)
         if not rr.less_equal(self, ZERO):
             _, names = rr.less_equal_with_resources_name(self, ZERO)
             _log.error(

@@ -7,6 +7,8 @@ fractional values explicitly.
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -273,3 +275,19 @@ def test_exceeded_part_is_the_increased_side_of_diff(a: Resource, b: Resource) -
         expected.max_task_num,
     )
     assert list(got.scalars or {}) == list(expected.scalars or {})
+
+
+@LAWS
+@given(resources(), resources())
+def test_sub_without_assert_logs_exactly_the_shortfalls_less_equal_finds(
+    a: Resource, b: Resource
+) -> None:
+    expected = a.clone()._sub(b)
+    with mock.patch("scheduler_core.api.resource._log") as logged:
+        result = a.clone().sub_without_assert(b)
+    assert logged.error.called == (not b.less_equal(a, ZERO))
+    assert (result.milli_cpu, result.memory, result.scalars) == (
+        expected.milli_cpu,
+        expected.memory,
+        expected.scalars,
+    )
