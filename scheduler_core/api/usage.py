@@ -31,9 +31,11 @@ class UsageHolder(Protocol):
 
 def allocated_task_num(job: JobInfo) -> int:
     """``CalculateAllocatedTaskNum``: tasks holding resources on a node."""
-    return sum(
-        len(bucket) for status, bucket in job.status_index.items() if allocated_status(status)
-    )
+    count = 0
+    for status, bucket in job.status_index.items():
+        if allocated_status(status):
+            count += len(bucket)
+    return count
 
 
 def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:

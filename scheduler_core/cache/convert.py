@@ -171,26 +171,32 @@ def pod_request(pod: Mapping[str, Any], where: str) -> Resource:
             requests = _map(_map(container, "resources"), "requests")
             result.add(resource_list(requests, f"{where}: spec.containers[{i}].resources.requests"))
         init_containers = _list(spec, "initContainers")
-        sidecars = Resource.empty()
-        init_max = Resource.empty()
-        for i, container in enumerate(init_containers):
-            requests = _map(_map(container, "resources"), "requests")
-            req = resource_list(requests, f"{where}: spec.initContainers[{i}].resources.requests")
-            if container.get("restartPolicy") == "Always":
-                result.add(req)
-                sidecars.add(req)
-                effective = sidecars.clone()
-            else:
-                effective = req.clone().add(sidecars)
-            init_max = _per_dimension_max(init_max, effective)
         if init_containers:
-            # (Without init containers the maximum is the containers' sum itself.)
-            result = _per_dimension_max(result, init_max)
+            # (Without them the request is the containers' sum itself.)
+            result = _with_init_containers(result, init_containers, where)
     overhead = spec.get("overhead")
     if overhead:
         result.add(resource_list(overhead, f"{where}: spec.overhead"))
     result.add_scalar("pods", 1)
     return result
+
+
+def _with_init_containers(result: Resource, init_containers: list[Any], where: str) -> Resource:
+    """The containers' sum ``result`` with the init containers': restartable (sidecar) ones
+    run beside the containers, each other one alone after the sidecars before it."""
+    sidecars = Resource.empty()
+    init_max = Resource.empty()
+    for i, container in enumerate(init_containers):
+        requests = _map(_map(container, "resources"), "requests")
+        req = resource_list(requests, f"{where}: spec.initContainers[{i}].resources.requests")
+        if container.get("restartPolicy") == "Always":
+            result.add(req)
+            sidecars.add(req)
+            effective = sidecars.clone()
+        else:
+            effective = req.clone().add(sidecars)
+        init_max = _per_dimension_max(init_max, effective)
+    return _per_dimension_max(result, init_max)
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:

@@ -201,8 +201,10 @@ class ClusterStore:
     ) -> None:
         """Inert when the pod kept everything a sum reads; sums-only when its jobs are the
         same objects before and after (none appeared or went); else left structural."""
-        if any(self.jobs.get(uid) is not job for uid, job in before.items()):
-            return
+        jobs = self.jobs
+        for uid, job in before.items():
+            if jobs.get(uid) is not job:
+                return
         self.classified = True
         if old is not None and new is not None and same_sums(old, new):
             return
