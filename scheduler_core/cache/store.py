@@ -201,9 +201,9 @@ class ClusterStore:
     ) -> None:
         """Inert when the pod kept everything a sum reads; sums-only when its jobs are the
         same objects before and after (none appeared or went); else left structural."""
-        jobs = self.jobs
+        now = self.jobs
         for uid, job in before.items():
-            if jobs.get(uid) is not job:
+            if now.get(uid) is not job:
                 return
         self.classified = True
         if old is not None and new is not None and same_sums(old, new):
