@@ -378,4 +378,8 @@ def _converted(
         last = tasks.get(f"{namespace or 'default'}/{name}")
         if last is not None and placement_convertible(last, pod):
             return replaced_placement(last, pod)
-    return pod_to_task(pod, priorities())
+    # The classes are looked up only for a pod whose spec carries no priority (the API
+    # server's admission writes it into every pod it stores).
+    spec = pod.get("spec")
+    has_priority = isinstance(spec, dict) and type(spec.get("priority")) is int
+    return pod_to_task(pod, {} if has_priority else priorities())
