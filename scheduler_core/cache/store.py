@@ -157,7 +157,7 @@ class ClusterStore:
         self._place(task)
         self._classify_pod(old, task, before)
         native = not synthesized and native_job(job_id)
-        if native or (old is not None and native_job(old.job)):
+        if native or (old is not None and old.job != job_id and native_job(old.job)):
             if old is not None and old.job != job_id:
                 self._note_member_queue(old.job, key, "")
             if native:
