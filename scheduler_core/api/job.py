@@ -232,7 +232,9 @@ class JobInfo:
 
     def get_elastic_resources(self) -> Resource:
         """What the job holds beyond its minResources: the part that can be given back."""
-        return exceeded_part(self.allocated, self.get_min_resources())
+        # (``diff`` reads its right side only: no copy of the minimum is made for it.)
+        minimum = self.min_resources
+        return exceeded_part(self.allocated, minimum if minimum is not None else Resource.empty())
 
     def replace_task(self, task: TaskInfo) -> None:
         """Put ``task`` in the place of the task with its uid and status (a private copy of

@@ -271,6 +271,18 @@ class Resource:
 
     def sub_without_assert(self, rr: Resource) -> Resource:
         """Subtract even into negatives; Volcano only logs the shortfall."""
+        if rr.milli_cpu <= self.milli_cpu and rr.memory <= self.memory:
+            # Plainly no shortfall, the common case, told without ``less_equal``'s calls:
+            # every amount at most what is here (a scalar missing here is zero).
+            theirs = rr.scalars
+            if not theirs:
+                return self._sub(rr)
+            mine = self.scalars or _NO_SCALARS
+            for name, quant in theirs.items():
+                if quant > mine.get(name, 0.0):
+                    break
+            else:
+                return self._sub(rr)
         if not rr.less_equal(self, ZERO):
             _, names = rr.less_equal_with_resources_name(self, ZERO)
             _log.error(
@@ -703,7 +715,27 @@ def exceeded_part(left: Resource | None, right: Resource | None) -> Resource:
         return left if left is not None else Resource()
     if left is None:
         return Resource()
-    return left.diff(right, ZERO)[0]
+    # ``left.diff(right, ZERO)[0]``, without making the decreased side it drops: this is
+    # read for every job whose usage is derived (its elastic part), on every pod event.
+    out = Resource()
+    if left.milli_cpu > right.milli_cpu:
+        out.milli_cpu = left.milli_cpu - right.milli_cpu
+    if left.memory > right.memory:
+        out.memory = left.memory - right.memory
+    increased: dict[str, float] = {}
+    out.scalars = increased
+    mine = left.scalars or _NO_SCALARS
+    theirs = right.scalars or _NO_SCALARS
+    for name, held in mine.items():
+        bound = theirs.get(name, 0.0)
+        if held == _INFINITY_MARK:
+            increased[name] = held
+        elif bound != _INFINITY_MARK and held > bound:
+            increased[name] = held - bound
+    for name, bound in theirs.items():
+        if name not in mine and bound != _INFINITY_MARK and bound < 0.0:
+            increased[name] = 0.0 - bound
+    return out
 
 
 def res_max(l: Resource | None, r: Resource | None) -> Resource | None:

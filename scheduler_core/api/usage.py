@@ -31,9 +31,11 @@ class UsageHolder(Protocol):
 
 def allocated_task_num(job: JobInfo) -> int:
     """``CalculateAllocatedTaskNum``: tasks holding resources on a node."""
-    return sum(
-        len(bucket) for status, bucket in job.status_index.items() if allocated_status(status)
-    )
+    count = 0
+    for status, bucket in job.status_index.items():
+        if allocated_status(status):
+            count += len(bucket)
+    return count
 
 
 def inqueue_resource(job: JobInfo, allocated: Resource) -> Resource:
@@ -69,11 +71,13 @@ def deduct_sch_gated_resources(job: JobInfo, res: Resource) -> Resource:
     Returns ``res`` itself when no task is gated (the common case), else a copy reduced by
     the gated tasks' requests, never below zero; scalars absent from ``res`` stay absent.
     """
-    gated = Resource.empty()
+    gated: Resource | None = None
     for task in job.tasks.values():
         if task.gated:
+            if gated is None:
+                gated = Resource.empty()
             gated.add(task.resreq)
-    if gated.is_empty():
+    if gated is None or gated.is_empty():
         return res
     result = res.clone()
     result.milli_cpu = max(result.milli_cpu - gated.milli_cpu, 0.0)

@@ -41,6 +41,9 @@ MIN_REFRESH = 0.05
 MAX_REFRESH = 30.0
 
 
+_LN2 = math.log(2.0)
+
+
 def decay(elapsed: float, half_life: float) -> float:
     """What is left of one unit of usage after ``elapsed`` seconds."""
     return math.pow(2.0, -elapsed / half_life)
@@ -49,7 +52,7 @@ def decay(elapsed: float, half_life: float) -> float:
 def accrual(elapsed: float, half_life: float) -> float:
     """The decayed integral of holding one unit for ``elapsed`` seconds, as of its end:
     the integral over s in [0, elapsed] of 2^(-(elapsed - s)/h)."""
-    return half_life / math.log(2.0) * -math.expm1(-elapsed * math.log(2.0) / half_life)
+    return half_life / _LN2 * -math.expm1(-elapsed * _LN2 / half_life)
 
 
 def amounts(resource: Resource) -> dict[str, float]:

@@ -170,24 +170,33 @@ def pod_request(pod: Mapping[str, Any], where: str) -> Resource:
         for i, container in enumerate(_list(spec, "containers")):
             requests = _map(_map(container, "resources"), "requests")
             result.add(resource_list(requests, f"{where}: spec.containers[{i}].resources.requests"))
-        sidecars = Resource.empty()
-        init_max = Resource.empty()
-        for i, container in enumerate(_list(spec, "initContainers")):
-            requests = _map(_map(container, "resources"), "requests")
-            req = resource_list(requests, f"{where}: spec.initContainers[{i}].resources.requests")
-            if container.get("restartPolicy") == "Always":
-                result.add(req)
-                sidecars.add(req)
-                effective = sidecars.clone()
-            else:
-                effective = req.clone().add(sidecars)
-            init_max = _per_dimension_max(init_max, effective)
-        result = _per_dimension_max(result, init_max)
+        init_containers = _list(spec, "initContainers")
+        if init_containers:
+            # (Without them the request is the containers' sum itself.)
+            result = _with_init_containers(result, init_containers, where)
     overhead = spec.get("overhead")
     if overhead:
         result.add(resource_list(overhead, f"{where}: spec.overhead"))
     result.add_scalar("pods", 1)
     return result
+
+
+def _with_init_containers(result: Resource, init_containers: list[Any], where: str) -> Resource:
+    """The containers' sum ``result`` with the init containers': restartable (sidecar) ones
+    run beside the containers, each other one alone after the sidecars before it."""
+    sidecars = Resource.empty()
+    init_max = Resource.empty()
+    for i, container in enumerate(init_containers):
+        requests = _map(_map(container, "resources"), "requests")
+        req = resource_list(requests, f"{where}: spec.initContainers[{i}].resources.requests")
+        if container.get("restartPolicy") == "Always":
+            result.add(req)
+            sidecars.add(req)
+            effective = sidecars.clone()
+        else:
+            effective = req.clone().add(sidecars)
+        init_max = _per_dimension_max(init_max, effective)
+    return _per_dimension_max(result, init_max)
 
 
 def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
@@ -221,6 +230,8 @@ def _requirements(raw: Any) -> tuple[NodeSelectorRequirement, ...]:
 
 
 def _required_affinity(spec: Mapping[str, Any]) -> tuple[tuple[NodeSelectorRequirement, ...], ...]:
+    if not spec.get("affinity"):
+        return ()
     required = _map(
         _map(_map(spec, "affinity"), "nodeAffinity"),
         "requiredDuringSchedulingIgnoredDuringExecution",
@@ -236,6 +247,8 @@ def _preferred_affinity(
     spec: Mapping[str, Any],
 ) -> tuple[tuple[int, tuple[NodeSelectorRequirement, ...]], ...]:
     """(weight, expressions) of each preferred node-affinity term, for node scoring."""
+    if not spec.get("affinity"):
+        return ()
     preferred = _map(_map(spec, "affinity"), "nodeAffinity").get(
         "preferredDuringSchedulingIgnoredDuringExecution"
     )
@@ -282,6 +295,8 @@ def pod_resource_claims(
 ) -> tuple[PodResourceClaim, ...]:
     """``spec.resourceClaims`` with the ResourceClaim each names: directly, or (from a
     template) as ``status.resourceClaimStatuses`` reports once it is created."""
+    if not spec.get("resourceClaims"):
+        return ()
     created = {
         str(s.get("name")): str(s.get("resourceClaimName") or "")
         for s in _list(status, "resourceClaimStatuses")
@@ -386,10 +401,15 @@ def two_groups(pod: Mapping[str, Any]) -> str:
 def pod_job_id(pod: Mapping[str, Any]) -> tuple[str, bool]:
     """(job id, synthesized?) of a pod: its native PodGroup (which kube-scheduler gangs it by,
     so it wins when a pod names both), its Volcano PodGroup, or a group of one."""
-    meta = _map(pod, "metadata")
+    return _job_id(_map(pod, "metadata"), _map(pod, "spec"))
+
+
+def _job_id(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[str, bool]:
+    """``pod_job_id`` of the pod with this metadata and spec."""
     namespace = str(meta.get("namespace") or "default")
-    native = pod_scheduling_group(pod)
-    if native:
+    group = spec.get("schedulingGroup")
+    native = _map(spec, "schedulingGroup").get("podGroupName") if group else None
+    if isinstance(native, str) and native:
         return native_job_id(namespace, native), False
     group = _map(meta, "annotations").get(GROUP_NAME_ANNOTATION)
     if isinstance(group, str) and group:
@@ -445,7 +465,7 @@ def pod_to_task(
 
     node_name = str(spec.get("nodeName") or "")
     deleting = bool(meta.get("deletionTimestamp"))
-    job_id, _ = pod_job_id(pod)
+    job_id, _ = _job_id(meta, spec)
     disruption_target, unschedulable = _condition_flags(status)
     try:
         ports = convert_constraints.host_ports(spec)

@@ -70,6 +70,11 @@ def native_phase(job: JobInfo) -> PodGroupPhase:
     )
 
 
+#: The statuses in which a lone pod's group of one runs, as one mask (an int test: the
+#: flag arithmetic of ``TaskStatus`` makes enum members on every event).
+_RUNNING_BITS = int(TaskStatus.RUNNING | TaskStatus.BOUND | TaskStatus.RELEASING)
+
+
 def synthesized_queue(queue: str) -> str:
     """The queue of a plain pod's group of one: the pod's queue annotation, else the default."""
     return queue or DEFAULT_QUEUE
@@ -96,7 +101,7 @@ def respec_synthesized(job: JobInfo, task: TaskInfo) -> None:
     min_resources = task.resreq.clone()
     if min_resources.scalars is not None:
         min_resources.scalars.pop("pods", None)
-    running = task.status & (TaskStatus.RUNNING | TaskStatus.BOUND | TaskStatus.RELEASING)
+    running = int.__and__(task.status, _RUNNING_BITS)
     job.priority = task.pod_priority
     job.min_available = 1
     job.min_resources = min_resources

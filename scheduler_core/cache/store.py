@@ -115,7 +115,8 @@ class ClusterStore:
         in nothing but ``spec.nodeName`` and ``status`` (see ``read_digest``), so its task
         is made from the last one where that can be done exactly."""
         task = _converted(pod, self.tasks, self.priority_values, placement_only=placement_only)
-        old = self.tasks.get(task.key)
+        key = task.key  # one string for every map's key
+        old = self.tasks.get(key)
         siblings = self.charging.note_pod(task, pod, old)
         before = self._jobs_of(old, task)
         job_id, synthesized = pod_job_id(pod)
@@ -131,7 +132,6 @@ class ClusterStore:
             or kept.queue != synthesized_queue(queue)
         ):
             kept = None
-        key = task.key  # one string for both maps' keys
         self._remove_pod(key, keep_job=kept is not None)
         self.tasks[key] = task
         version = stored_version(pod)
@@ -156,10 +156,11 @@ class ClusterStore:
             self.orphans.setdefault(job_id, {})[task.uid] = task
         self._place(task)
         self._classify_pod(old, task, before)
-        if native_job(job_id) or (old is not None and native_job(old.job)):
+        native = not synthesized and native_job(job_id)
+        if native or (old is not None and old.job != job_id and native_job(old.job)):
             if old is not None and old.job != job_id:
                 self._note_member_queue(old.job, key, "")
-            if native_job(job_id):
+            if native:
                 self._note_member_queue(job_id, key, named_queue(pod))
         if siblings:
             self.rederive(siblings)
@@ -188,16 +189,22 @@ class ClusterStore:
         finally:
             self._rederiving = False
 
-    def _jobs_of(self, *tasks: TaskInfo | None) -> dict[str, JobInfo | None]:
-        return {t.job: self.jobs.get(t.job) for t in tasks if t is not None}
+    def _jobs_of(self, old: TaskInfo | None, new: TaskInfo | None) -> dict[str, JobInfo | None]:
+        jobs = self.jobs
+        before = {old.job: jobs.get(old.job)} if old is not None else {}
+        if new is not None and (old is None or new.job != old.job):
+            before[new.job] = jobs.get(new.job)
+        return before
 
     def _classify_pod(
         self, old: TaskInfo | None, new: TaskInfo | None, before: dict[str, JobInfo | None]
     ) -> None:
         """Inert when the pod kept everything a sum reads; sums-only when its jobs are the
         same objects before and after (none appeared or went); else left structural."""
-        if any(self.jobs.get(uid) is not job for uid, job in before.items()):
-            return
+        now = self.jobs
+        for uid, job in before.items():
+            if now.get(uid) is not job:
+                return
         self.classified = True
         if old is not None and new is not None and same_sums(old, new):
             return
@@ -371,4 +378,8 @@ def _converted(
         last = tasks.get(f"{namespace or 'default'}/{name}")
         if last is not None and placement_convertible(last, pod):
             return replaced_placement(last, pod)
-    return pod_to_task(pod, priorities())
+    # The classes are looked up only for a pod whose spec carries no priority (the API
+    # server's admission writes it into every pod it stores).
+    spec = pod.get("spec")
+    has_priority = isinstance(spec, dict) and type(spec.get("priority")) is int
+    return pod_to_task(pod, {} if has_priority else priorities())

@@ -7,6 +7,8 @@ fractional values explicitly.
 
 from __future__ import annotations
 
+from unittest import mock
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -247,3 +249,45 @@ def test_intersection_is_symmetric_as_a_set(a: Resource, b: Resource) -> None:
 @given(resources(), resources())
 def test_semantic_equal_is_symmetric(a: Resource, b: Resource) -> None:
     assert a.semantic_equal(b) is b.semantic_equal(a)
+
+
+#: Amounts with the infinity mark (-1) and other negatives, which ``diff`` treats apart.
+marked_amounts = st.one_of(amounts, small_amounts, st.sampled_from([-1.0, -2.0, -0.5]))
+
+
+@st.composite
+def marked_resources(draw: st.DrawFn) -> Resource:
+    scalars = draw(
+        st.one_of(st.none(), st.dictionaries(st.sampled_from(SCALAR_NAMES), marked_amounts))
+    )
+    return Resource(draw(marked_amounts), draw(marked_amounts), scalars)
+
+
+@LAWS
+@given(marked_resources(), marked_resources())
+def test_exceeded_part_is_the_increased_side_of_diff(a: Resource, b: Resource) -> None:
+    expected = a.diff(b, ZERO)[0]
+    got = exceeded_part(a, b)
+    assert (got.milli_cpu, got.memory, got.scalars, got.max_task_num) == (
+        expected.milli_cpu,
+        expected.memory,
+        expected.scalars,
+        expected.max_task_num,
+    )
+    assert list(got.scalars or {}) == list(expected.scalars or {})
+
+
+@LAWS
+@given(resources(), resources())
+def test_sub_without_assert_logs_exactly_the_shortfalls_less_equal_finds(
+    a: Resource, b: Resource
+) -> None:
+    expected = a.clone()._sub(b)
+    with mock.patch("scheduler_core.api.resource._log") as logged:
+        result = a.clone().sub_without_assert(b)
+    assert logged.error.called == (not b.less_equal(a, ZERO))
+    assert (result.milli_cpu, result.memory, result.scalars) == (
+        expected.milli_cpu,
+        expected.memory,
+        expected.scalars,
+    )
