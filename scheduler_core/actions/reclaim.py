@@ -232,35 +232,48 @@ class ReclaimAction(Action):
         checks = self._checks
         if checks is None or checks.session is not ssn:
             checks = self._checks = JobChecks(ssn)
+        # Asked once a job: its V(3) lines are neither formatted nor called when unread.
+        verbose = log.isEnabledFor(v(3))
         while True:
             if not checks.starving(job):
                 return
             tasks = preemptor_tasks.get(job.uid)
             if tasks is None or tasks.empty():
-                log.log(v(3), "No preemptor task in job <%s/%s>.", job.namespace, job.name)
+                if verbose:
+                    log.log(v(3), "No preemptor task in job <%s/%s>.", job.namespace, job.name)
                 return
-            log.log(
-                v(3),
-                "Considering reclaim for %d tasks of job <%s/%s>.",
-                len(tasks),
-                job.namespace,
-                job.name,
-            )
+            if verbose:
+                log.log(
+                    v(3),
+                    "Considering reclaim for %d tasks of job <%s/%s>.",
+                    len(tasks),
+                    job.namespace,
+                    job.name,
+                )
             task = tasks.pop()
             if task.preemption_policy == PREEMPTION_POLICY_NEVER:
-                log.log(v(3), "Task %s/%s cannot preempt (policy Never)", task.namespace, task.name)
+                if verbose:
+                    log.log(
+                        v(3), "Task %s/%s cannot preempt (policy Never)", task.namespace, task.name
+                    )
                 continue
             if not ssn.preemptive(queue, [task]):
-                log.log(
-                    v(3), "Queue <%s> cannot reclaim for task <%s>, skip", queue.name, task.name
-                )
+                if verbose:
+                    log.log(
+                        v(3), "Queue <%s> cannot reclaim for task <%s>, skip", queue.name, task.name
+                    )
                 note_if_unhelpable(ssn, job, task, alike=self._alike_in(ssn))
                 continue
             err = ssn.pre_predicate(task)
             if err is not None:
-                log.log(
-                    v(3), "PrePredicate failed for task %s/%s: %s", task.namespace, task.name, err
-                )
+                if verbose:
+                    log.log(
+                        v(3),
+                        "PrePredicate failed for task %s/%s: %s",
+                        task.namespace,
+                        task.name,
+                        err,
+                    )
                 continue
             self.reclaim_for_task(ssn, stmt, task, job, helper)
 
