@@ -28,6 +28,10 @@ class _Entry(Generic[T]):
         self.seq = seq
 
     def __lt__(self, other: _Entry[T]) -> bool:
+        if self.item is other.item:
+            # One element pushed again while it waits (reclaim pushes a queue back once per
+            # job it takes): ``less`` is a strict order, so neither comes first but by seq.
+            return self.seq < other.seq
         if self.less(self.item, other.item):
             return True
         if self.less(other.item, self.item):
@@ -55,6 +59,9 @@ class PriorityQueue(Generic[T]):
             raise ValueError("a priority queue is ordered by exactly one of less and key")
         self._seq = itertools.count()
         self._key = key
+        #: keyed only: ``_keyed`` is sorted greatest first (popped from its end) rather than
+        #: a heap, from the first pop until the next push
+        self._sorted = False
         if key is not None:
             self._keyed: list[tuple[Any, int, T]] = [(key(i), next(self._seq), i) for i in items]
             heapq.heapify(self._keyed)
@@ -68,13 +75,24 @@ class PriorityQueue(Generic[T]):
 
     def push(self, item: T) -> None:
         if self._key is not None:
+            if self._sorted:
+                # Least first, a sorted list is a heap as it stands.
+                self._keyed.reverse()
+                self._sorted = False
             heapq.heappush(self._keyed, (self._key(item), next(self._seq), item))
         else:
             heapq.heappush(self._heap, _Entry(item, self._less, next(self._seq)))
 
     def pop(self) -> T:
+        """The least element. Keyed, the entries are sorted once at the first pop after a
+        push and popped off the end: (key, seq) orders them totally (no two share a seq),
+        so that is the heap's own order, found in one sort instead of a sift per pop (an
+        action pushes its thousands of jobs, then pops them all)."""
         if self._key is not None:
-            return heapq.heappop(self._keyed)[2]
+            if not self._sorted:
+                self._keyed.sort(reverse=True)
+                self._sorted = True
+            return self._keyed.pop()[2]
         return heapq.heappop(self._heap).item
 
     def empty(self) -> bool:
