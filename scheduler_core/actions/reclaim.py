@@ -25,7 +25,7 @@ domains for a hard gang would be in vain: its members may only run inside one do
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from scheduler_core.actions.util.idle_room import IdleRoom
 from scheduler_core.actions.util.job_checks import JobChecks, skipped_invalid
@@ -97,6 +97,12 @@ class ReclaimAction(Action):
         self._alike: AlikeRefusals | None = None
         #: whether each job starves, kept while the session stands (``JobChecks``)
         self._checks: JobChecks | None = None
+        #: ``_preemptive``'s answers by queue and pod likeness, and the session state (the
+        #: session, its placements, evictions, bound tasks) they were given in
+        self._preemptive_known: dict[tuple[str, Hashable], bool] = {}
+        self._preemptive_at: tuple[int, int, int, int] = (-1, -1, -1, -1)
+        #: the session asked for, and whether the engine's V(3) lines were unread then
+        self._quiet: tuple[Session, bool] | None = None
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -257,7 +263,7 @@ class ReclaimAction(Action):
                         v(3), "Task %s/%s cannot preempt (policy Never)", task.namespace, task.name
                     )
                 continue
-            if not ssn.preemptive(queue, [task]):
+            if not self._preemptive(ssn, queue, task):
                 if verbose:
                     log.log(
                         v(3), "Queue <%s> cannot reclaim for task <%s>, skip", queue.name, task.name
@@ -551,6 +557,26 @@ class ReclaimAction(Action):
         # No node could be freed for it: say so when no eviction at all could have.
         note_if_unhelpable(ssn, job, task, likely=nodes, alike=self._alike_in(ssn))
         return False
+
+    def _preemptive(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
+        """``ssn.preemptive(queue, [task])``, kept for the next pod alike of the same queue
+        until the session places, evicts or commits anything: the plugins judge it from
+        the queue's records and the pod's requests (ten thousand waiting pods of a few
+        specs asked it once each). Asked every time while the engine's V(3) lines are read,
+        as the plugins say why they refuse at that level, and for a pod judged alone."""
+        if self._quiet is None or self._quiet[0] is not ssn:
+            self._quiet = (ssn, not logging.getLogger("scheduler_core").isEnabledFor(v(3)))
+        key = self._alike_in(ssn).likeness_of(task) if self._quiet[1] else None
+        if key is None:
+            return ssn.preemptive(queue, [task])
+        at = (ssn.uid, ssn.placements, len(ssn.evictions), len(ssn.bound))
+        if at != self._preemptive_at:
+            self._preemptive_known = {}
+            self._preemptive_at = at
+        found = self._preemptive_known.get((queue.uid, key))
+        if found is None:
+            found = self._preemptive_known[queue.uid, key] = ssn.preemptive(queue, [task])
+        return found
 
     def _alike_in(self, ssn: Session) -> AlikeRefusals:
         """The refusals of pods alike kept for ``ssn`` (a new record for a new session)."""
