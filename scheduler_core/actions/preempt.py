@@ -230,7 +230,7 @@ class PreemptAction(Action):
                 )
                 continue
             if job.queue not in preemptors_map:
-                preemptors_map[job.queue] = ssn.job_queue()
+                preemptors_map[job.queue] = ssn.job_queue(kept=True)
             preemptors_map[job.queue].push(job)
             under_request_by_queue.setdefault(job.queue, []).append(job)
             if self.rules.equal_priority_only and self._room.job_fits(job):

@@ -159,7 +159,7 @@ class ReclaimAction(Action):
                 queues.push(queue)
             if checks.starving(job):
                 if job.queue not in preemptors_map:
-                    preemptors_map[job.queue] = ssn.job_queue()
+                    preemptors_map[job.queue] = ssn.job_queue(kept=True)
                 preemptors_map[job.queue].push(job)
                 if self.rules.minimal_victims and self._fits_as_is(ssn, job):
                     # Each of its tasks would stop at the idle-room check and change

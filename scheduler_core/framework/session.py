@@ -528,13 +528,24 @@ class Session:
 
         return key
 
-    def job_queue(self, jobs: Iterable[JobInfo] = ()) -> PriorityQueue[JobInfo]:
+    def job_queue(
+        self, jobs: Iterable[JobInfo] = (), *, kept: bool = False
+    ) -> PriorityQueue[JobInfo]:
         """A priority queue of jobs in the session's job order: by the plugins' sort key
-        when every plugin in the chain gives one, else by ``job_order_fn``."""
+        when every plugin in the chain gives one, else by ``job_order_fn``. ``kept``: each
+        job's key is kept as the job answers are (``kept``), for the evicting actions, which
+        push the same waiting jobs one after the other with nothing changed in between."""
         key = self.job_order_key()
         if key is None:
             return PriorityQueue(self.job_order_fn, jobs)
-        return PriorityQueue(key=key, items=jobs)
+        if not kept:
+            return PriorityQueue(key=key, items=jobs)
+        plain = key
+
+        def kept_key(job: JobInfo) -> tuple[Any, ...]:
+            return self.kept("order", job, plain)
+
+        return PriorityQueue(key=kept_key, items=jobs)
 
     def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:
         j = self._first_nonzero(QUEUE_ORDER, l, r)
