@@ -3,8 +3,9 @@
 Phase 2 skips a job that holds no Bound or Running task, phase 1 keeps a preemptor's room
 walk for the next alike preemptor until something is placed or evicted, a preemptor
 whose victims free enough on no node is not scored, a preemptor above every pod priority of
-its queue walks no room, and one whose nodes with room hold valid victims nowhere only moves
-the walk's rotation on. Each only avoids work whose outcome is known, so the evictions of a
+its queue walks no room, one whose nodes with room hold valid victims nowhere only moves
+the walk's rotation on, and reclaim takes preempt's list of idle room when nothing changed
+in between. Each only avoids work whose outcome is known, so the evictions of a
 cycle are the same with them and without them, and so are the words its pods are told
 whether the per-job log lines are read or not.
 """
@@ -18,6 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scheduler_core.actions import preempt
+from scheduler_core.actions.util import idle_room
+from scheduler_core.actions.util.idle_room import IdleRoom
 from scheduler_core.actions.util.predicate_helper import HardVerdicts, PredicateHelper
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.controller.decision import decide, live_configuration
@@ -109,13 +112,14 @@ def _walked(self: HardVerdicts, helper: PredicateHelper, task: TaskInfo) -> None
 
 @settings(max_examples=120, deadline=None)
 @given(st.one_of(one_queue_cluster(), backlog()), st.sampled_from(["live", "volcano"]))
-def test_skipped_room_walks_and_rotations_change_no_eviction_and_no_word(
+def test_skipped_room_walks_rotations_and_idle_room_copies_change_no_eviction_and_no_word(
     objs: list[b.Obj], conf: str
 ) -> None:
     fast = told_outcome(objs, conf)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(preempt.PreemptAction, "_may_hold_victims_for", lambda *args: True)
         patch.setattr(HardVerdicts, "advance", _walked)
+        patch.setattr(IdleRoom, "_taken", lambda self: idle_room._by_idle_cpu(self._ssn))
         full = told_outcome(objs, conf)
     assert fast == full
 
