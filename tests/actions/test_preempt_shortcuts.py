@@ -4,10 +4,11 @@ Phase 2 skips a job that holds no Bound or Running task, phase 1 keeps a preempt
 walk for the next alike preemptor until something is placed or evicted, a preemptor
 whose victims free enough on no node is not scored, a preemptor above every pod priority of
 its queue walks no room, one whose nodes with room hold valid victims nowhere only moves
-the walk's rotation on, and reclaim takes preempt's list of idle room when nothing changed
-in between. Each only avoids work whose outcome is known, so the evictions of a
-cycle are the same with them and without them, and so are the words its pods are told
-whether the per-job log lines are read or not.
+the walk's rotation on, reclaim takes preempt's list of idle room when nothing changed in
+between, and whether a queue may reclaim for a pod is asked once per pods alike. Each only
+avoids work whose outcome is known, so the evictions of a cycle are the same with them and
+without them, and so are the words its pods are told whether the per-job log lines are read
+or not.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.actions import preempt
+from scheduler_core.actions import preempt, reclaim
 from scheduler_core.actions.util import idle_room
 from scheduler_core.actions.util.idle_room import IdleRoom
 from scheduler_core.actions.util.predicate_helper import HardVerdicts, PredicateHelper
@@ -112,32 +113,28 @@ def _walked(self: HardVerdicts, helper: PredicateHelper, task: TaskInfo) -> None
 
 @settings(max_examples=120, deadline=None)
 @given(st.one_of(one_queue_cluster(), backlog()), st.sampled_from(["live", "volcano"]))
-def test_skipped_room_walks_rotations_and_idle_room_copies_change_no_eviction_and_no_word(
+def test_the_shortcuts_for_alike_jobs_change_no_eviction_and_no_word_read_or_not(
     objs: list[b.Obj], conf: str
 ) -> None:
+    """With the per-job lines unread and every shortcut, as the full path with them read."""
     fast = told_outcome(objs, conf)
+    engine = logging.getLogger("scheduler_core")
+    before = engine.level
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(preempt.PreemptAction, "_may_hold_victims_for", lambda *args: True)
         patch.setattr(HardVerdicts, "advance", _walked)
         patch.setattr(IdleRoom, "_taken", lambda self: idle_room._by_idle_cpu(self._ssn))
-        full = told_outcome(objs, conf)
+        patch.setattr(
+            reclaim.ReclaimAction,
+            "_preemptive",
+            lambda self, ssn, queue, task: ssn.preemptive(queue, [task]),
+        )
+        engine.setLevel(v(5))
+        try:
+            full = told_outcome(objs, conf)
+        finally:
+            engine.setLevel(before)
     assert fast == full
-
-
-@settings(max_examples=60, deadline=None)
-@given(st.one_of(one_queue_cluster(), backlog()), st.sampled_from(["live", "volcano"]))
-def test_the_per_job_lines_read_or_not_change_no_eviction_and_no_word(
-    objs: list[b.Obj], conf: str
-) -> None:
-    quiet = told_outcome(objs, conf)
-    engine = logging.getLogger("scheduler_core")
-    before = engine.level
-    engine.setLevel(v(5))
-    try:
-        traced = told_outcome(objs, conf)
-    finally:
-        engine.setLevel(before)
-    assert quiet == traced
 
 
 def test_the_per_job_lines_are_logged_when_read(caplog: pytest.LogCaptureFixture) -> None:

@@ -2,9 +2,8 @@
 
 Whether a job starves is asked once per session state (``JobChecks``), the nodes' refusals
 of a waiting pod are judged once per pods alike (``AlikeRefusals``), a queue compared with
-itself is not walked through the plugins, a preemptor none of whose nodes holds valid
-victims stops before its nodes are listed, and whether a queue may reclaim for a pod is
-asked once per pods alike while the session stands. Each only avoids work whose outcome is known:
+itself is not walked through the plugins, and a preemptor none of whose nodes holds valid
+victims stops before its nodes are listed. Each only avoids work whose outcome is known:
 over random clusters of several queues (some over their share, some with pods no node can
 take), a cycle's evictions, placements and the words every waiting pod is told are the same
 with them and without them.
@@ -86,21 +85,5 @@ def test_the_backlog_shortcuts_change_no_eviction_and_no_word_a_pod_is_told(
         patch.setattr(JobChecks, "starving", lambda self, job: self.session.job_starving(job))
         patch.setattr(AlikeRefusals, "refusals", lambda self, task, judge: judge())
         patch.setattr(reclaim, "_distinct_first", lambda less: less)
-        full = outcome(objs, conf)
-    assert fast == full
-
-
-@settings(max_examples=120, deadline=None)
-@given(backlog(), st.sampled_from(sorted(CONFS)))
-def test_whether_a_queue_may_reclaim_kept_for_pods_alike_changes_no_eviction_and_no_word(
-    objs: list[b.Obj], conf: str
-) -> None:
-    fast = outcome(objs, conf)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(
-            reclaim.ReclaimAction,
-            "_preemptive",
-            lambda self, ssn, queue, task: ssn.preemptive(queue, [task]),
-        )
         full = outcome(objs, conf)
     assert fast == full
