@@ -42,6 +42,9 @@ class Enqueue(Action):
         queues: PriorityQueue[QueueInfo] = PriorityQueue(ssn.queue_order_fn)
         seen: set[str] = set()
         jobs_by_queue: dict[str, PriorityQueue[JobInfo]] = {}
+        # Asked once: the per-job lines are neither formatted nor called when unread.
+        traced = log.isEnabledFor(v(5))
+        noted = log.isEnabledFor(v(3))
         for job in ssn.schedulable_jobs():
             queue = ssn.queues.get(job.queue)
             if queue is None:
@@ -52,7 +55,8 @@ class Enqueue(Action):
                 seen.add(queue.name)
                 queues.push(queue)
             if job.is_pending():
-                log.log(v(5), "Added Job <%s> into Queue <%s>", job.uid, job.queue)
+                if traced:
+                    log.log(v(5), "Added Job <%s> into Queue <%s>", job.uid, job.queue)
                 jobs = jobs_by_queue.get(job.queue)
                 if jobs is None:
                     jobs = jobs_by_queue[job.queue] = ssn.job_queue()
@@ -70,8 +74,9 @@ class Enqueue(Action):
             ):
                 ssn.job_enqueued(job)
                 job.phase = PodGroupPhase.INQUEUE
-                log.log(v(3), "Job <%s> enqueued into Queue <%s>", job.uid, queue.name)
-            else:
+                if noted:
+                    log.log(v(3), "Job <%s> enqueued into Queue <%s>", job.uid, queue.name)
+            elif noted:
                 log.log(
                     v(3),
                     "Job <%s> stays Pending: Queue <%s> cannot hold its minResources",

@@ -148,6 +148,8 @@ class PreemptAction(Action):
         self._guard: ReclaimGuard | None = None
         #: queue -> node name -> the Bound/Running tasks of the queue there, as the pass began
         self._by_queue: dict[str, dict[str, list[TaskInfo]]] | None = None
+        #: queue -> the highest pod priority of its tasks in ``_by_queue`` (None: no task)
+        self._top_priority: dict[str, int | None] = {}
         #: set when a pass begins: which waiting tasks fit idle room as it began
         self._room: IdleRoom
         #: starving jobs whose every pending task fits idle room: nothing to do for them
@@ -196,6 +198,7 @@ class PreemptAction(Action):
 
         self._guard = ReclaimGuard(ssn, self.rules)
         self._by_queue = None
+        self._top_priority = {}
         self._room = IdleRoom(ssn)
         self._hopeless = set()
         self._rooms = {}
@@ -227,7 +230,7 @@ class PreemptAction(Action):
                 )
                 continue
             if job.queue not in preemptors_map:
-                preemptors_map[job.queue] = ssn.job_queue()
+                preemptors_map[job.queue] = ssn.job_queue(kept=True)
             preemptors_map[job.queue].push(job)
             under_request_by_queue.setdefault(job.queue, []).append(job)
             if self.rules.equal_priority_only and self._room.job_fits(job):
@@ -255,6 +258,8 @@ class PreemptAction(Action):
         helper: PredicateHelper,
     ) -> None:
         """Phase 1: one statement per job, kept only if the whole gang got pipelined."""
+        # Asked once: the per-job lines below are neither formatted nor called when unread.
+        verbose = log.isEnabledFor(v(3))
         while True:
             preemptors = preemptors_map.get(queue.uid)
             if preemptors is None or preemptors.empty():
@@ -272,12 +277,13 @@ class PreemptAction(Action):
                     break
                 tasks = preemptor_tasks[preemptor_job.uid]
                 if tasks.empty():
-                    log.log(
-                        v(3),
-                        "No preemptor task in job <%s/%s>.",
-                        preemptor_job.namespace,
-                        preemptor_job.name,
-                    )
+                    if verbose:
+                        log.log(
+                            v(3),
+                            "No preemptor task in job <%s/%s>.",
+                            preemptor_job.namespace,
+                            preemptor_job.name,
+                        )
                     break
                 preemptor = tasks.pop()
                 accept = inter_job_filter(ssn, preemptor, preemptor_job)
@@ -292,7 +298,8 @@ class PreemptAction(Action):
                     if plugins_read is not None:
                         verdicts = (signature, plugins_read)
                 _, err = self.preempt(ssn, stmt, preemptor, accept, helper, signature, verdicts)
-                _log_failure(preemptor, err)
+                if verbose and err is not None:
+                    _log_failure(preemptor, err)
             if stmt.settles_alike():
                 continue
             if self._checks.pipelined(preemptor_job) and self._within_rules(ssn, stmt):
@@ -388,6 +395,17 @@ class PreemptAction(Action):
                 found.append(node)
         return sorted(found, key=lambda n: n.name)
 
+    def _may_hold_victims_for(self, ssn: Session, preemptor: TaskInfo) -> bool:
+        """Whether any Bound or Running task of the preemptor's queue is of its pod priority
+        or above: under the live rules no other may be its victim, so without one the walk
+        over the queue's tasks (``_nodes_with_room``) would accept none and find no node."""
+        job = ssn.jobs.get(preemptor.job)
+        if job is None:
+            return True  # ``_nodes_with_room`` answers for a preemptor without its job
+        self._placed_in(ssn, job.queue)
+        top = self._top_priority[job.queue]
+        return top is not None and preemptor.pod_priority <= top
+
     def _placed_in(self, ssn: Session, queue: str) -> dict[str, list[TaskInfo]]:
         """The queue's Bound and Running tasks by node, found from its jobs on first use in
         the action (a queue's few hundred tasks, not the cluster's every pod). Found later
@@ -405,6 +423,9 @@ class PreemptAction(Action):
                 for task in job.tasks.values():
                     if task.node_name in nodes and preemptable_status(task.status):
                         per_node.setdefault(task.node_name, []).append(task)
+            self._top_priority[queue] = max(
+                (t.pod_priority for tasks in per_node.values() for t in tasks), default=None
+            )
         return per_node
 
     def _within_rules(self, ssn: Session, stmt: Statement) -> bool:
@@ -472,7 +493,11 @@ class PreemptAction(Action):
             if self._room.fits(preemptor):
                 return False, "fits idle capacity: kube-scheduler will place it"
             accept = _not_lower_priority(accept, preemptor)
-            all_nodes = self._nodes_with_room(ssn, preemptor, accept, signature)
+            all_nodes = (
+                self._nodes_with_room(ssn, preemptor, accept, signature)
+                if self._may_hold_victims_for(ssn, preemptor)
+                else []
+            )
             if not all_nodes:
                 return False, "no node holds enough victims of its priority or above"
         else:
@@ -483,7 +508,6 @@ class PreemptAction(Action):
                 hard = self._hard[signature] = HardVerdicts(
                     all_nodes, ssn.predicate_for_preempt, ssn.snapshot.storage
                 )
-            picked = hard.walk_indices(helper, preemptor)
             if (
                 verdicts is not None
                 and self.rules.equal_priority_only
@@ -498,8 +522,15 @@ class PreemptAction(Action):
                         for i, node in enumerate(hard.nodes)
                         if _has_valid_victims(ssn, preemptor, accept, node)
                     }
+                if not valid:
+                    # No node passes, whichever the walk takes: it only moves on.
+                    hard.advance(helper, preemptor)
+                    return False, None
+                picked = hard.walk_indices(helper, preemptor)
                 if valid.isdisjoint(picked):
                     return False, None
+            else:
+                picked = hard.walk_indices(helper, preemptor)
             nodes = [hard.nodes[i] for i in picked]
         else:
             nodes, _ = helper.predicate_nodes(preemptor, all_nodes, ssn.predicate_for_preempt)

@@ -25,7 +25,7 @@ domains for a hard gang would be in vain: its members may only run inside one do
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 from scheduler_core.actions.util.idle_room import IdleRoom
 from scheduler_core.actions.util.job_checks import JobChecks, skipped_invalid
@@ -97,6 +97,12 @@ class ReclaimAction(Action):
         self._alike: AlikeRefusals | None = None
         #: whether each job starves, kept while the session stands (``JobChecks``)
         self._checks: JobChecks | None = None
+        #: ``_preemptive``'s answers by queue and pod likeness, and the session state (the
+        #: session, its placements, evictions, bound tasks) they were given in
+        self._preemptive_known: dict[tuple[str, Hashable], bool] = {}
+        self._preemptive_at: tuple[int, int, int, int] = (-1, -1, -1, -1)
+        #: the session asked for, and whether the engine's V(3) lines were unread then
+        self._quiet: tuple[Session, bool] | None = None
 
     def initialize(self, arguments: Arguments) -> None:
         self.enable_predicate_error_cache = arguments.get_bool(
@@ -153,7 +159,7 @@ class ReclaimAction(Action):
                 queues.push(queue)
             if checks.starving(job):
                 if job.queue not in preemptors_map:
-                    preemptors_map[job.queue] = ssn.job_queue()
+                    preemptors_map[job.queue] = ssn.job_queue(kept=True)
                 preemptors_map[job.queue].push(job)
                 if self.rules.minimal_victims and self._fits_as_is(ssn, job):
                     # Each of its tasks would stop at the idle-room check and change
@@ -232,35 +238,48 @@ class ReclaimAction(Action):
         checks = self._checks
         if checks is None or checks.session is not ssn:
             checks = self._checks = JobChecks(ssn)
+        # Asked once a job: its V(3) lines are neither formatted nor called when unread.
+        verbose = log.isEnabledFor(v(3))
         while True:
             if not checks.starving(job):
                 return
             tasks = preemptor_tasks.get(job.uid)
             if tasks is None or tasks.empty():
-                log.log(v(3), "No preemptor task in job <%s/%s>.", job.namespace, job.name)
+                if verbose:
+                    log.log(v(3), "No preemptor task in job <%s/%s>.", job.namespace, job.name)
                 return
-            log.log(
-                v(3),
-                "Considering reclaim for %d tasks of job <%s/%s>.",
-                len(tasks),
-                job.namespace,
-                job.name,
-            )
+            if verbose:
+                log.log(
+                    v(3),
+                    "Considering reclaim for %d tasks of job <%s/%s>.",
+                    len(tasks),
+                    job.namespace,
+                    job.name,
+                )
             task = tasks.pop()
             if task.preemption_policy == PREEMPTION_POLICY_NEVER:
-                log.log(v(3), "Task %s/%s cannot preempt (policy Never)", task.namespace, task.name)
+                if verbose:
+                    log.log(
+                        v(3), "Task %s/%s cannot preempt (policy Never)", task.namespace, task.name
+                    )
                 continue
-            if not ssn.preemptive(queue, [task]):
-                log.log(
-                    v(3), "Queue <%s> cannot reclaim for task <%s>, skip", queue.name, task.name
-                )
+            if not self._preemptive(ssn, queue, task):
+                if verbose:
+                    log.log(
+                        v(3), "Queue <%s> cannot reclaim for task <%s>, skip", queue.name, task.name
+                    )
                 note_if_unhelpable(ssn, job, task, alike=self._alike_in(ssn))
                 continue
             err = ssn.pre_predicate(task)
             if err is not None:
-                log.log(
-                    v(3), "PrePredicate failed for task %s/%s: %s", task.namespace, task.name, err
-                )
+                if verbose:
+                    log.log(
+                        v(3),
+                        "PrePredicate failed for task %s/%s: %s",
+                        task.namespace,
+                        task.name,
+                        err,
+                    )
                 continue
             self.reclaim_for_task(ssn, stmt, task, job, helper)
 
@@ -538,6 +557,26 @@ class ReclaimAction(Action):
         # No node could be freed for it: say so when no eviction at all could have.
         note_if_unhelpable(ssn, job, task, likely=nodes, alike=self._alike_in(ssn))
         return False
+
+    def _preemptive(self, ssn: Session, queue: QueueInfo, task: TaskInfo) -> bool:
+        """``ssn.preemptive(queue, [task])``, kept for the next pod alike of the same queue
+        until the session places, evicts or commits anything: the plugins judge it from
+        the queue's records and the pod's requests (ten thousand waiting pods of a few
+        specs asked it once each). Asked every time while the engine's V(3) lines are read,
+        as the plugins say why they refuse at that level, and for a pod judged alone."""
+        if self._quiet is None or self._quiet[0] is not ssn:
+            self._quiet = (ssn, not logging.getLogger("scheduler_core").isEnabledFor(v(3)))
+        key = self._alike_in(ssn).likeness_of(task) if self._quiet[1] else None
+        if key is None:
+            return ssn.preemptive(queue, [task])
+        at = (ssn.uid, ssn.placements, len(ssn.evictions), len(ssn.bound))
+        if at != self._preemptive_at:
+            self._preemptive_known = {}
+            self._preemptive_at = at
+        found = self._preemptive_known.get((queue.uid, key))
+        if found is None:
+            found = self._preemptive_known[queue.uid, key] = ssn.preemptive(queue, [task])
+        return found
 
     def _alike_in(self, ssn: Session) -> AlikeRefusals:
         """The refusals of pods alike kept for ``ssn`` (a new record for a new session)."""

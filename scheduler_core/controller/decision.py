@@ -26,6 +26,7 @@ from scheduler_core.actions.util.reclaim_rules import (
     PREEMPT_MAX_EVICTIONS_PER_QUEUE,
     PREEMPT_MIN_RUNTIME,
     ReclaimRules,
+    min_runtime_set,
     overused_dimensions,
     reclaimed_dimensions,
 )
@@ -256,12 +257,7 @@ def _min_runtime_anywhere(ssn: Session, conf: SchedulerConfiguration) -> bool:
             )(Arguments(conf.action_arguments(action)))
             if rules.min_runtime > 0:
                 return True
-    if any(q.min_runtime for q in ssn.queues.values()):
-        return True
-    return any(
-        job.min_runtime or any(t.min_runtime for t in job.tasks.values())
-        for job in ssn.jobs.values()
-    )
+    return min_runtime_set(ssn)
 
 
 def _planned(

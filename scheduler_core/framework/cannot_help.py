@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, TypedDict, Unpack
 
 from scheduler_core.api.devices import Unjudged
@@ -69,7 +69,9 @@ class Evidence:
     alike: AlikeRefusals | None = None
     _refusals: list[Status] | None = None
     _walked: bool = False
-    _kinds: Counter[Kind] = field(default_factory=Counter)
+    #: how many refusals of each kind, counted with them (no empty counter made for every
+    #: pod that a node would take emptied: most of a backlog's)
+    _kinds: Counter[Kind] | None = None
 
     def refusals(self) -> list[Status] | None:
         """Every node's reason for refusing the pod even with all its pods gone, or None
@@ -93,7 +95,9 @@ class Evidence:
         if not refusals:
             return None
         order = [row.kind for row in KINDS]
-        return max(self._kinds, key=lambda k: (self._kinds[k], -order.index(k)))
+        kinds = self._kinds
+        assert kinds is not None  # counted with the refusals
+        return max(kinds, key=lambda k: (kinds[k], -order.index(k)))
 
     def reasons(self) -> str:
         """``2 node(s) didn't match ...; 1 Insufficient cpu``: every refusal, counted."""

@@ -73,6 +73,10 @@ class AlikeRefusals:
         self._known: dict[Hashable, Refusals] = {}
         self._at: tuple[int, ...] = ()
 
+    def likeness_of(self, task: TaskInfo) -> Hashable | None:
+        """``likeness(task)``, kept with the task object across the owner's sessions."""
+        return self._likeness(task)
+
     def _likeness(self, task: TaskInfo) -> Hashable | None:
         kept = self._keys.get(task.uid)
         if kept is not None and kept[0] is task:

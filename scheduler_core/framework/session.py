@@ -72,6 +72,9 @@ from scheduler_core.framework.status import Status
 
 log = logging.getLogger("scheduler_core.session")
 
+#: ``Session.preemptor_key``'s functions when a plugin that votes on victims gives no key.
+_NO_KEY: list[Any] = []
+
 F = TypeVar("F")
 T = TypeVar("T")
 
@@ -144,6 +147,8 @@ class Session:
     _tiers: dict[Hook[Any], list[list[Any]]] = field(default_factory=dict)
     #: the same, the tiers run together: for the hooks every plugin answers in turn
     _flat: dict[Hook[Any], list[Any]] = field(default_factory=dict)
+    #: ``preemptor_key``'s functions, worked out on first use after the hooks last changed
+    _preemptor_keys: list[Callable[[TaskInfo], Hashable]] | None = None
     #: plugins whose simulate functions take part in simulated preemption
     simulating: frozenset[str] = frozenset()
     #: What plugins remember across the sessions of one owner (``framework/memo.py``).
@@ -265,6 +270,7 @@ class Session:
         self._hooks.clear()
         self._tiers.clear()
         self._flat.clear()
+        self._preemptor_keys = None
         self.shared = SessionMemos()
         self._kept = {}
 
@@ -290,6 +296,8 @@ class Session:
         self._hooks.setdefault(hook, {})[plugin] = fn
         self._tiers.pop(hook, None)
         self._flat.pop(hook, None)
+        if hook is PREEMPTABLE or hook is PREEMPTOR_KEY:
+            self._preemptor_keys = None
 
     def hook_fns(self, hook: Hook[F]) -> Mapping[str, F]:
         """Plugin name -> the function it registered for ``hook`` (tiers not applied)."""
@@ -361,19 +369,29 @@ class Session:
         job: the keys of the plugins whose preemptable hook is on, in tier order. Two
         preemptors with equal keys get the same victims among the same such preemptees in
         the same session state. None when such a plugin gives no key."""
+        fns = self._preemptor_keys
+        if fns is None:
+            fns = self._preemptor_keys = self._preemptor_key_fns()
+        if fns is _NO_KEY:
+            return None
+        return tuple(fn(preemptor) for fn in fns)
+
+    def _preemptor_key_fns(self) -> list[Callable[[TaskInfo], Hashable]]:
+        """``preemptor_key``'s functions in tier order, worked out once (it is asked once
+        per preemptor); ``_NO_KEY`` when a plugin whose preemptable hook is on gives none."""
         victims = self._hooks.get(PREEMPTABLE, {})
         keys = self._hooks.get(PREEMPTOR_KEY, {})
         flag = PREEMPTABLE.flag
-        parts: list[Hashable] = []
+        fns: list[Callable[[TaskInfo], Hashable]] = []
         for tier in self.conf.tiers:
             for option in tier.plugins:
                 if option.name not in victims or not (flag is None or option.enabled(flag)):
                     continue
                 fn = keys.get(option.name)
                 if fn is None:
-                    return None
-                parts.append(fn(preemptor))
-        return tuple(parts)
+                    return _NO_KEY
+                fns.append(fn)
+        return fns
 
     def reclaimable(self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]) -> list[TaskInfo]:
         return self._victims(RECLAIMABLE, reclaimer, reclaimees)
@@ -510,13 +528,24 @@ class Session:
 
         return key
 
-    def job_queue(self, jobs: Iterable[JobInfo] = ()) -> PriorityQueue[JobInfo]:
+    def job_queue(
+        self, jobs: Iterable[JobInfo] = (), *, kept: bool = False
+    ) -> PriorityQueue[JobInfo]:
         """A priority queue of jobs in the session's job order: by the plugins' sort key
-        when every plugin in the chain gives one, else by ``job_order_fn``."""
+        when every plugin in the chain gives one, else by ``job_order_fn``. ``kept``: each
+        job's key is kept as the job answers are (``kept``), for the evicting actions, which
+        push the same waiting jobs one after the other with nothing changed in between."""
         key = self.job_order_key()
         if key is None:
             return PriorityQueue(self.job_order_fn, jobs)
-        return PriorityQueue(key=key, items=jobs)
+        if not kept:
+            return PriorityQueue(key=key, items=jobs)
+        plain = key
+
+        def kept_key(job: JobInfo) -> tuple[Any, ...]:
+            return self.kept("order", job, plain)
+
+        return PriorityQueue(key=kept_key, items=jobs)
 
     def queue_order_fn(self, l: QueueInfo, r: QueueInfo) -> bool:
         j = self._first_nonzero(QUEUE_ORDER, l, r)

@@ -1,20 +1,34 @@
 """Preempt's shortcuts for a standing backlog decide exactly what the full walk decides.
 
 Phase 2 skips a job that holds no Bound or Running task, phase 1 keeps a preemptor's room
-walk for the next alike preemptor until something is placed or evicted, and a preemptor
-whose victims free enough on no node is not scored. Each only avoids work whose outcome is
-known, so the evictions of a cycle are the same with them and without them.
+walk for the next alike preemptor until something is placed or evicted, a preemptor
+whose victims free enough on no node is not scored, a preemptor above every pod priority of
+its queue walks no room, one whose nodes with room hold valid victims nowhere only moves
+the walk's rotation on, reclaim takes preempt's list of idle room when nothing changed in
+between, and whether a queue may reclaim for a pod is asked once per pods alike. Each only
+avoids work whose outcome is known, so the evictions of a cycle are the same with them and
+without them, and so are the words its pods are told whether the per-job log lines are read
+or not.
 """
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler_core.actions import preempt
+from scheduler_core.actions import preempt, reclaim
+from scheduler_core.actions.util import idle_room
+from scheduler_core.actions.util.idle_room import IdleRoom
+from scheduler_core.actions.util.predicate_helper import HardVerdicts, PredicateHelper
+from scheduler_core.api.task import TaskInfo
 from scheduler_core.controller.decision import decide, live_configuration
+from scheduler_core.logutil import v
 from tests import builders as b
+from tests.actions.test_reclaim_shortcuts import backlog
+from tests.actions.test_reclaim_shortcuts import outcome as told_outcome
 
 VOLCANO = b.configuration(b.HELM_CONF, "enqueue, allocate, preempt, reclaim")
 #: The live loop's rules (preempt only at equal pod priority, only what does not fit idle
@@ -91,3 +105,48 @@ def test_the_shortcuts_change_no_eviction(objs: list[b.Obj], conf: str) -> None:
         patch.setattr(preempt, "_has_valid_victims", lambda *args: True)
         full = outcome(objs, conf)
     assert fast == full
+
+
+def _walked(self: HardVerdicts, helper: PredicateHelper, task: TaskInfo) -> None:
+    self.walk_indices(helper, task)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.one_of(one_queue_cluster(), backlog()), st.sampled_from(["live", "volcano"]))
+def test_the_shortcuts_for_alike_jobs_change_no_eviction_and_no_word_read_or_not(
+    objs: list[b.Obj], conf: str
+) -> None:
+    """With the per-job lines unread and every shortcut, as the full path with them read."""
+    fast = told_outcome(objs, conf)
+    engine = logging.getLogger("scheduler_core")
+    before = engine.level
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(preempt.PreemptAction, "_may_hold_victims_for", lambda *args: True)
+        patch.setattr(HardVerdicts, "advance", _walked)
+        patch.setattr(IdleRoom, "_taken", lambda self: idle_room._by_idle_cpu(self._ssn))
+        patch.setattr(
+            reclaim.ReclaimAction,
+            "_preemptive",
+            lambda self, ssn, queue, task: ssn.preemptive(queue, [task]),
+        )
+        engine.setLevel(v(5))
+        try:
+            full = told_outcome(objs, conf)
+        finally:
+            engine.setLevel(before)
+    assert fast == full
+
+
+def test_the_per_job_lines_are_logged_when_read(caplog: pytest.LogCaptureFixture) -> None:
+    objs = [
+        b.node("n1", cpu="2"),
+        b.queue("q1"),
+        b.pod("r", queue="q1", cpu="2", node_name="n1", started="2024-01-01T00:00:00Z"),
+        b.podgroup("w", 1, queue="q1", phase="Inqueue"),
+        b.pod("p", group="w", unschedulable=True),
+    ]
+    with caplog.at_level(v(5), logger="scheduler_core"):
+        decide(b.snapshot(objs), CONFS["live"])
+    lines = caplog.messages
+    assert any(m.startswith("No preemptor task in job <ns/") for m in lines)
+    assert any(m.startswith("Considering reclaim for 1 tasks of job <ns/") for m in lines)

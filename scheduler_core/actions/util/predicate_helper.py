@@ -153,3 +153,25 @@ class HardVerdicts:
         processed = total if len(taken) < wanted else (taken[-1] - start) % total + 1
         helper._last_index = (start + processed) % total
         return taken
+
+    def advance(self, helper: PredicateHelper, task: TaskInfo) -> None:
+        """Move the helper on as ``walk_indices`` would, without taking its nodes: for a
+        caller that knows beforehand that none of them would do (the rotation still decides
+        where the next walk starts)."""
+        total = len(self.nodes)
+        if total == 0:
+            return
+        wanted = calculate_num_feasible_nodes_to_find(total, helper.percentage_of_nodes_to_find)
+        feasible = self.feasible_indices(task)
+        start = helper._last_index % total
+        split = bisect_left(feasible, start)
+        after = len(feasible) - split
+        if after >= wanted:
+            last = feasible[split + wanted - 1]
+        else:
+            wrapped = min(split, wanted - after)
+            if after + wrapped < wanted:
+                helper._last_index = start  # every node processed: back where it began
+                return
+            last = feasible[wrapped - 1] if wrapped else feasible[-1]
+        helper._last_index = (start + (last - start) % total + 1) % total

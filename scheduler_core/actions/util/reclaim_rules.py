@@ -236,7 +236,7 @@ class ReclaimGuard:
         self.committed_per_queue: dict[str, int] = {}
         #: Whether any minimum runtime is set anywhere: checking one costs a date parse per
         #: victim, which a cluster that sets none should not pay.
-        self.check_runtime = rules.min_runtime > 0 or _any_min_runtime(ssn)
+        self.check_runtime = rules.min_runtime > 0 or min_runtime_set(ssn)
         self._donors: dict[tuple[str, ...], set[str]] = {}
         # The limits are the session's: what an earlier action committed counts.
         self.record([self.queue_of(e.task) for e in ssn.evictions])
@@ -439,6 +439,23 @@ class ReclaimGuard:
         if len(self.narrow(preemptor, result, tentative)) != len(result):
             return None
         return result
+
+
+#: The slot of a session's own memos that keeps ``min_runtime_set``'s answer.
+_MIN_RUNTIME_SLOT = "reclaim_rules.min-runtime-set"
+
+
+def min_runtime_set(ssn: Session) -> bool:
+    """Whether a queue, job or pod of the session sets a minimum runtime. Asked by each
+    evicting action's guard and by the decision, each a walk over every job and pod; a
+    session whose jobs no event changes (not read-only) keeps the answer: its statements
+    only change a task's status and node, never what it sets."""
+    if ssn.read_only:
+        return _any_min_runtime(ssn)
+    kept: list[bool] = ssn.shared.slot(_MIN_RUNTIME_SLOT, list)
+    if not kept:
+        kept.append(_any_min_runtime(ssn))
+    return kept[0]
 
 
 def _any_min_runtime(ssn: Session) -> bool:

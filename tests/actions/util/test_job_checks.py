@@ -1,8 +1,9 @@
 """Job answers kept across a session's actions, and empty statements settled without a vote,
 decide exactly what asking every time decides.
 
-Whether a job starves, is valid or is pipelined is asked once while the session's jobs
-stand (``Session.kept``), for every action of the session; a statement that holds nothing
+Whether a job starves, is valid or is pipelined, and the evicting actions' job order key,
+are asked once while the session's jobs stand (``Session.kept``), for every action of the
+session; a statement that holds nothing
 is neither voted on nor committed (``Statement.settles_alike``). Over random backlogs, and
 over a cache that changes between the loop's cycles (pods arriving, leaving, finishing,
 bound), every cycle's evictions, placements and the words every waiting pod is told are the
