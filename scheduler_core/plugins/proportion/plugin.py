@@ -130,8 +130,9 @@ class ProportionPlugin(ProportionRules):
         to these queues (assumed pods). None when a queue has no record or no sum (a queue
         gained or lost its jobs: open a new session)."""
         fresh: dict[str, QueueAttr] = {}
+        opts, usage = self.queue_opts, change.usage
         for name in change.queues:
-            attr, total = self.queue_opts.get(name), change.usage.get(name)
+            attr, total = opts.get(name), usage.get(name)
             if attr is None or total is None:
                 return None
             record = _attr_from_spec(attr, total)
@@ -140,11 +141,14 @@ class ProportionPlugin(ProportionRules):
         return partial(self._take_fresh, fresh)
 
     def _take_fresh(self, fresh: dict[str, QueueAttr]) -> None:
-        moved = any(
-            not record.request.semantic_equal(self.queue_opts[name].request)
-            for name, record in fresh.items()
-        )
-        self.queue_opts.update(fresh)  # an existing key keeps its place: the loop's order
+        opts = self.queue_opts
+        # A loop, not ``any`` over a generator: this runs after every bind.
+        moved = False
+        for name, record in fresh.items():
+            if not record.request.semantic_equal(opts[name].request):
+                moved = True
+                break
+        opts.update(fresh)  # an existing key keeps its place: the loop's order
         if moved:
             for attr in self.queue_opts.values():
                 attr.deserved = Resource.empty()
@@ -231,9 +235,7 @@ def _contended(attrs: Iterable[QueueAttr], total: Resource) -> bool:
 
 def _added_to_zero(amount: Resource) -> Resource:
     """``Resource.empty().add(amount)``: a copy without the pod count (``add`` leaves it),
-    and without an empty scalar map (``add`` creates none)."""
-    copy = amount.clone()
-    copy.max_task_num = 0
-    if not copy.scalars:
-        copy.scalars = None
-    return copy
+    and without an empty scalar map (``add`` creates none). Built in one call: the follow
+    step copies four sums a queue after every bind (the amounts are floats already)."""
+    scalars = amount.scalars
+    return Resource(amount.milli_cpu, amount.memory, dict(scalars) if scalars else None)
