@@ -386,6 +386,8 @@ class QueueAccounting:
 
     def _expire(self, now: float) -> None:
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
+        if not expired and not self._group_deadlines:
+            return  # (what each verb call finds: nothing below would end an assumption)
         ended: list[Assumption] = self._failed_groups(now)
         for key in expired:
             ended.append(self.assumed.pop(key))

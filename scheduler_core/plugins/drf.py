@@ -231,8 +231,7 @@ class DrfPlugin(Plugin):
             job = self._jobs.get(task.job)
             if job is None:
                 return
-            attr = self.job_attrs[task.job] = DrfAttr()
-            attr.allocated.add(job.allocated)
+            attr = self.job_attrs[task.job] = DrfAttr(job.allocated.added_to_zero())
         attr.allocated.add(task.resreq)
         self._update_share(attr)
         if log.isEnabledFor(_V4):  # every filtered pod's assumption: no call below -v 4

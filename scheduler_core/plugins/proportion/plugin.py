@@ -214,10 +214,10 @@ def _attr_from_spec(spec: QueueAttr, usage: JobUsage) -> QueueAttr:
     return QueueAttr(
         name=spec.name,
         weight=spec.weight,
-        allocated=_added_to_zero(usage.allocated),
-        request=_added_to_zero(usage.request),
-        inqueue=_added_to_zero(usage.inqueue),
-        elastic=_added_to_zero(usage.elastic),
+        allocated=usage.allocated.added_to_zero(),
+        request=usage.request.added_to_zero(),
+        inqueue=usage.inqueue.added_to_zero(),
+        elastic=usage.elastic.added_to_zero(),
         capability=spec.capability,
         real_capability=spec.real_capability,
         guarantee=spec.guarantee,
@@ -231,11 +231,3 @@ def _contended(attrs: Iterable[QueueAttr], total: Resource) -> bool:
     for attr in attrs:
         asked.add(attr.request)
     return not asked.less_equal(total, ZERO)
-
-
-def _added_to_zero(amount: Resource) -> Resource:
-    """``Resource.empty().add(amount)``: a copy without the pod count (``add`` leaves it),
-    and without an empty scalar map (``add`` creates none). Built in one call: the follow
-    step copies four sums a queue after every bind (the amounts are floats already)."""
-    scalars = amount.scalars
-    return Resource(amount.milli_cpu, amount.memory, dict(scalars) if scalars else None)

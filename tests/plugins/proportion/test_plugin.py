@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-from hypothesis import given, settings
 
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import Resource
@@ -22,8 +21,6 @@ from scheduler_core.framework.statement import Statement
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare.attrs import QueueAttr, QueueAttrs
 from scheduler_core.plugins.proportion import ProportionPlugin
-from scheduler_core.plugins.proportion.plugin import _added_to_zero
-from tests.api.test_resource_laws import resources
 from tests.builders import (
     Obj,
     node,
@@ -551,19 +548,3 @@ def test_a_session_with_the_same_queue_inputs_reuses_the_last_deserved_loop() ->
     grown = session([*base, *pending("more", "a", "3")], CONF, memos=memos)
     assert plugin(grown).derivation is not plugin(first).derivation
     assert attr(grown, "a").deserved.milli_cpu > attr(first, "a").deserved.milli_cpu
-
-
-@settings(max_examples=300, deadline=None, database=None)
-@given(resources())
-def test_a_followed_queue_record_copies_each_sum_as_adding_it_to_zero_would(
-    amount: Resource,
-) -> None:
-    copy, reference = _added_to_zero(amount), Resource.empty().add(amount)
-    assert (copy.milli_cpu, copy.memory, copy.scalars, copy.max_task_num) == (
-        reference.milli_cpu,
-        reference.memory,
-        reference.scalars,
-        reference.max_task_num,
-    )
-    if copy.scalars is not None:
-        assert copy.scalars is not amount.scalars  # the session's events change the copy
