@@ -135,9 +135,7 @@ class ProportionPlugin(ProportionRules):
             attr, total = opts.get(name), usage.get(name)
             if attr is None or total is None:
                 return None
-            record = _attr_from_spec(attr, total)
-            record.deserved = attr.deserved
-            fresh[name] = record
+            fresh[name] = _attr_from_spec(attr, total, attr.deserved)
         return partial(self._take_fresh, fresh)
 
     def _take_fresh(self, fresh: dict[str, QueueAttr]) -> None:
@@ -203,9 +201,12 @@ class ProportionPlugin(ProportionRules):
         return flat_attr(queue, self.total_resource, self.total_guarantee)
 
 
-def _attr_from_spec(spec: QueueAttr, usage: JobUsage) -> QueueAttr:
+def _attr_from_spec(
+    spec: QueueAttr, usage: JobUsage, deserved: Resource | None = None
+) -> QueueAttr:
     """A session's own record for a queue: its spec-derived attributes and its jobs' sums,
-    the same as ``usage.add_to`` on a fresh record, without building the zeros first.
+    the same as ``usage.add_to`` on a fresh record, without building the zeros first; with
+    ``deserved`` (a followed queue keeps its record's) or none yet.
 
     Capability, real capability and guarantee are shared with the memo, not copied: in flat
     mode nothing changes them in place after they are derived (the deserved loop and the
@@ -221,6 +222,7 @@ def _attr_from_spec(spec: QueueAttr, usage: JobUsage) -> QueueAttr:
         capability=spec.capability,
         real_capability=spec.real_capability,
         guarantee=spec.guarantee,
+        deserved=deserved if deserved is not None else Resource.empty(),
     )
 
 
