@@ -133,6 +133,9 @@ class QueueAccounting:
         #: What the plugins remember from one of this accounting's sessions to the next.
         self.memos = SessionMemos()
         self._session: Session | None = None
+        #: The session every plugin said it can follow (asked once a session, see
+        #: ``_can_follow``); None until asked, and again once that session is replaced.
+        self._follows_session: Session | None = None
         self._version = -1
         self._built_at = 0.0
         #: The usage history's epoch when the session opened (``_usage_moved``).
@@ -194,6 +197,7 @@ class QueueAccounting:
         if self._session is not None:
             close_session(self._session, update_phases=False)
             self._session = None
+        self._follows_session = None
         with self.state.locked():
             version = self.state.decision_version
             snapshot = self.state.shared_snapshot()
@@ -227,7 +231,7 @@ class QueueAccounting:
         assert ssn is not None
         with self.state.locked():
             changes = self.state.changes.since(self._version)
-            if changes is None or not self._followable or not can_follow(ssn):
+            if changes is None or not self._followable or not self._can_follow(ssn):
                 return False
             version = self.state.decision_version
             ended = self._reconcile(now)
@@ -259,9 +263,20 @@ class QueueAccounting:
         now would have them, and charge those queues' assumptions again. False, changing
         nothing, when the session cannot be brought up to date in place. Call with the
         cluster state's lock held."""
-        if not self._followable or not can_follow(ssn):
+        if not self._followable or not self._can_follow(ssn):
             return False
         return self._recount_in_place(ssn, queues, nodes)
+
+    def _can_follow(self, ssn: Session) -> bool:
+        """``can_follow(ssn)``, asked of the plugins once a session: a plugin's answer
+        holds for the session's life (``Plugin.can_follow``), and it is needed before
+        most verb calls."""
+        if ssn is self._follows_session:
+            return True
+        if not can_follow(ssn):
+            return False
+        self._follows_session = ssn
+        return True
 
     def _recount_in_place(self, ssn: Session, queues: set[str], nodes: set[str]) -> bool:
         """``_recount`` of a session already known to be followable: following a bind
@@ -371,6 +386,8 @@ class QueueAccounting:
 
     def _expire(self, now: float) -> None:
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
+        if not expired and not self._group_deadlines:
+            return  # (what each verb call finds: nothing below would end an assumption)
         ended: list[Assumption] = self._failed_groups(now)
         for key in expired:
             ended.append(self.assumed.pop(key))
@@ -474,7 +491,7 @@ class QueueAccounting:
         if counted is None or task.uid not in counted.tasks:
             # Not in the cache yet: the next session is opened with its job added.
             assumption.job = job.clone()
-            self._session = None
+            self._session = self._follows_session = None
             close_session(ssn, update_phases=False)
             return True
         if cached is None:

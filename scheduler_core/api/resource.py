@@ -247,6 +247,13 @@ class Resource:
         clone.max_task_num = self.max_task_num
         return clone
 
+    def added_to_zero(self) -> Resource:
+        """``Resource.empty().add(self)`` in one call: a copy of the amounts, without the
+        pod count (``add`` leaves it) and without an empty scalar map (``add`` creates none).
+        The accounting session copies sums this way after every bind and assumption."""
+        scalars = self.scalars
+        return Resource(self.milli_cpu, self.memory, dict(scalars) if scalars else None)
+
     # --- arithmetic -----------------------------------------------------------------
 
     def add(self, rr: Resource) -> Resource:
@@ -507,7 +514,8 @@ class Resource:
                     and mine.get(name, 0.0) > theirs.get(name, 0.0)
                 ):
                     bad.append(name)
-            failed.extend(_sorted_names(bad))
+            if bad:  # (asked on every filter call's queue votes: no call when none)
+                failed.extend(_sorted_names(bad))
         return not failed, failed
 
     def less_equal_partly_with_dimension(

@@ -9,6 +9,7 @@ certificates, exec plugins) is the client's business, not ours.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -34,6 +35,9 @@ from .sink_feed import EventSink
 from .watch_protocol import EVENT_TYPES, RESTART_REASONS
 
 log = logging.getLogger(__name__)
+
+#: Seconds ``stale`` keeps its one-comparison answer short of the earliest deadline.
+_FRESH_MARGIN = 1e-3
 
 METRIC_PREFIX = "queue_extender_informer"
 USER_AGENT = "kube-queue-extender/informers"
@@ -183,6 +187,11 @@ class InformerSet:
         #: synced stays synced): readiness is asked on every filter call.
         self._flat: tuple[Reflector, ...] = tuple(r for g in self.reflectors.values() for r in g)
         self._all_synced = False
+        #: Moved after a reflector is found stalled, or reflectors are added (see ``stale``).
+        self._stall_epoch = 0
+        #: (until, epoch): no reflector can be stale before monotonic time ``until`` while
+        #: ``_stall_epoch`` is ``epoch`` (see ``stale``); one tuple, so written at once.
+        self._fresh: tuple[float, int] = (-math.inf, -1)
         self.registry = registry if registry is not None else CollectorRegistry()
         self.registry.register(InformerCollector(self))
 
@@ -198,7 +207,14 @@ class InformerSet:
             shared = _NamespacedSink(self._sink, len(scopes))
             sinks = [shared.scope(i) for i in range(len(scopes))]
         return [
-            Reflector(spec, self.api_client, scope_sink, namespace=ns, options=self.options)
+            Reflector(
+                spec,
+                self.api_client,
+                scope_sink,
+                namespace=ns,
+                options=self.options,
+                on_stall=self._stalled,
+            )
             for ns, scope_sink in zip(scopes, sinks, strict=True)
         ]
 
@@ -265,6 +281,7 @@ class InformerSet:
         self._discovered.add(spec.kind)
         self._flat = (*self._flat, *reflectors)
         self._all_synced = False
+        self._stalled()  # (after the tuple: whoever sees the epoch move reads the new one)
         log.info("%s is served: watching it", spec.crd_name)
         if not self._stopped:
             for reflector in reflectors:
@@ -325,15 +342,38 @@ class InformerSet:
                 return False
         return True
 
+    def _stalled(self) -> None:
+        """A reflector was found stalled: the next ``stale`` asks every reflector."""
+        self._stall_epoch += 1
+
     def stale(self) -> list[str]:
         """The informers whose cache may be behind the API server (a watch stalled, or
-        nothing heard within the stall bound), each as ``name (why)``; empty when fresh."""
+        nothing heard within the stall bound), each as ``name (why)``; empty when fresh.
+
+        Asked on every verb call, so answered with one comparison while that is exact: once
+        every reflector has synced, has heard something and is not stalled, none can be
+        stale by its silence before the earliest of (last heard + stall bound), since what
+        it last heard only moves later; and none can have stalled since as long as no
+        reflector said so (each tells ``_stalled`` after setting its flag) and none was
+        added. Kept a millisecond short of that deadline, so rounding never decides."""
         now = time.monotonic()
+        until, epoch = self._fresh
+        if now < until and epoch == self._stall_epoch:
+            return []
+        epoch = self._stall_epoch  # (before the reflectors are read)
         found = []
+        earliest: float | None = math.inf
         for reflector in self._flat:
             why = reflector.stale(now)
+            heard = reflector.stats.last_event_at
+            if why or heard is None or not reflector.has_synced():
+                earliest = None
+            elif earliest is not None:
+                earliest = min(earliest, heard + reflector.options.watch_read_timeout)
             if why and not self._withdrawn(reflector):
                 found.append(f"{reflector.name} ({why})")
+        if earliest is not None:
+            self._fresh = (earliest - _FRESH_MARGIN, epoch)
         return found
 
     def _withdrawn(self, reflector: Reflector) -> bool:

@@ -34,6 +34,7 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,8 +193,12 @@ class Reflector:
         namespace: str | None = None,
         options: ReflectorOptions | None = None,
         rng: random.Random | None = None,
+        on_stall: Callable[[], None] | None = None,
     ) -> None:
+        """``on_stall`` is called each time the watch is found stalled, once the reflector
+        says so (``stale`` then answers why)."""
         self.spec = spec
+        self._on_stall = on_stall
         self.namespace = namespace if spec.namespaced and namespace else None
         self.name = spec.plural if self.namespace is None else f"{spec.plural} in {namespace}"
         self.options = options or ReflectorOptions()
@@ -220,8 +225,19 @@ class Reflector:
             read_timeout=self.options.list_read_timeout,
             progress_log_interval=self.options.progress_log_interval,
         )
-        #: A watch stalled and the relist that follows has not been applied yet.
-        self._stalled = False
+        self._stall_flag = False
+
+    @property
+    def _stalled(self) -> bool:
+        """A watch stalled and the relist that follows has not been applied yet."""
+        return self._stall_flag
+
+    @_stalled.setter
+    def _stalled(self, stalled: bool) -> None:
+        self._stall_flag = stalled
+        # Told after the flag is set: whoever hears of it reads the flag set.
+        if stalled and self._on_stall is not None:
+            self._on_stall()
 
     # ---------------------------------------------------------------- public surface
 
@@ -258,7 +274,7 @@ class Reflector:
         the stall bound. Before the first sync the answer is "" (``has_synced`` says that)."""
         if not self.has_synced():
             return ""
-        if self._stalled:
+        if self._stall_flag:
             return "its watch stalled; relisting"
         heard = self.stats.last_event_at
         now = time.monotonic() if now is None else now
@@ -270,7 +286,7 @@ class Reflector:
         """Whether the cache has caught up with the API server after monotonic time ``at``:
         something arrived since, and no stall is pending."""
         heard = self.stats.last_event_at
-        return not self._stalled and heard is not None and heard > at
+        return not self._stall_flag and heard is not None and heard > at
 
     @property
     def last_sync_resource_version(self) -> str:

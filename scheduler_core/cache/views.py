@@ -18,7 +18,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.topology import Topology
 from scheduler_core.api.usage import JobUsage
 from scheduler_core.cache.changes import ChangeLog
-from scheduler_core.cache.convert import object_name
+from scheduler_core.cache.convert import ConversionError, object_name
 from scheduler_core.cache.digest import stored_version
 from scheduler_core.cache.jobs import implicit_queue
 from scheduler_core.cache.store import ClusterStore
@@ -63,15 +63,34 @@ class ClusterViews:
         server stored them (kube-scheduler's calls): a hand-edited pod may keep the
         version it was copied at. The task is the cache's: copy it before changing it.
         Hold the lock while asking."""
+        meta = pod.get("metadata")
+        if type(meta) is dict:
+            # Decoded JSON (every verb call's pod): the accessors' shape checks in one
+            # place, with what they give for it.
+            version, name = meta.get("resourceVersion"), meta.get("name")
+            if type(version) is str and type(name) is str:
+                if not version:
+                    return None
+                if not name:
+                    raise ConversionError("Pod: metadata.name is required")
+                namespace = meta.get("namespace")
+                key = f"{namespace if type(namespace) is str and namespace else 'default'}/{name}"
+                return self._converted_task(key, version, meta.get("uid"))
+        return self._cached_task_by_accessors(pod)
+
+    def _cached_task_by_accessors(self, pod: Mapping[str, Any]) -> TaskInfo | None:
+        """``cached_task`` of a pod of any shape, through the converter's accessors."""
         version = stored_version(pod)
         if not version:
             return None
         namespace, name = object_name(pod, "Pod")
         key = f"{namespace or 'default'}/{name}"
+        return self._converted_task(key, version, pod["metadata"].get("uid"))
+
+    def _converted_task(self, key: str, version: str, uid: object) -> TaskInfo | None:
         if self._store.converted.get(key) != version:
             return None
         task = self._store.tasks.get(key)
-        uid = pod["metadata"].get("uid")
         return task if task is not None and task.uid == str(uid or key) else None
 
     def any_unschedulable(self) -> bool:

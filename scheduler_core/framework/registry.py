@@ -72,7 +72,9 @@ class Plugin(ABC):
     def can_follow(self, ssn: Session) -> bool:
         """Whether ``follow`` can bring this plugin's state in ``ssn`` up to date in place.
         False by default: a plugin that keeps per-session state and says nothing of it is
-        never followed, its session is opened again instead (always right, only slower)."""
+        never followed, its session is opened again instead (always right, only slower).
+        Asked once a session (the accounting keeps the answer): it must hold for the
+        session's life."""
         return False
 
     def follow(self, ssn: Session, change: UsageChange) -> FollowStep | None:

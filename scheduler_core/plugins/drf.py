@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
@@ -23,6 +24,8 @@ from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.plugins.drf")
 _V4 = v(4)
+#: The scalars of an allocation that holds none (read only).
+_NO_SCALARS: Mapping[str, float] = MappingProxyType({})
 
 #: Shares closer than this are equal: preemption between equal shares is allowed.
 SHARE_DELTA = 1e-6
@@ -44,6 +47,8 @@ def calculate_share(
     names, unless the caller passes them precomputed)."""
     dominant = ""
     result = 0.0
+    held = allocated.scalars or _NO_SCALARS
+    whole_scalars = total.scalars or _NO_SCALARS
     for name in names if names is not None else total.resource_names():
         # ``share(allocated.get(name), total.get(name))`` written out: it runs on every
         # allocate event and for every job the job order compares.
@@ -52,7 +57,7 @@ def calculate_share(
         elif name == "memory":
             used, whole = allocated.memory, total.memory
         else:
-            used, whole = allocated.get(name), total.get(name)
+            used, whole = held.get(name, 0.0), whole_scalars.get(name, 0.0)
         value = (0.0 if used == 0 else 1.0) if whole == 0 else used / whole
         if value > result:
             result = value
@@ -226,8 +231,7 @@ class DrfPlugin(Plugin):
             job = self._jobs.get(task.job)
             if job is None:
                 return
-            attr = self.job_attrs[task.job] = DrfAttr()
-            attr.allocated.add(job.allocated)
+            attr = self.job_attrs[task.job] = DrfAttr(job.allocated.added_to_zero())
         attr.allocated.add(task.resreq)
         self._update_share(attr)
         if log.isEnabledFor(_V4):  # every filtered pod's assumption: no call below -v 4

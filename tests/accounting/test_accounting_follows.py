@@ -7,9 +7,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from scheduler_core.accounting import following, keeper
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.resource import Resource
 from scheduler_core.cache.convert import pod_to_task
@@ -339,3 +341,27 @@ def test_a_released_assumption_leaves_its_queue_as_a_new_session_would_count_it(
     assert isinstance(proportion, ProportionPlugin)
     # counted again from the cache, not uncharged: no pod count left at zero
     assert "pods" not in (proportion.queue_opts["q2"].allocated.scalars or {})
+
+
+def test_the_plugins_are_asked_once_a_session_whether_it_can_follow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[int] = []
+    real = following.can_follow
+
+    def counted(ssn: Session) -> bool:
+        asked.append(ssn.uid)
+        return real(ssn)
+
+    monkeypatch.setattr(keeper, "can_follow", counted)  # as the keeper imported it
+    acct, _ = _start()
+    first = acct.session()
+    for name in ("p1", "p2", "p3"):
+        acct.state.upsert("Pod", pod(name, group="g2", cpu="1", node_name="n2"))
+        assert acct.session() is first
+    assert asked == [first.uid] and acct.follows == 3
+    acct.state.upsert("Queue", queue("q3", 1))  # a structural change: a new session
+    second = acct.session()
+    acct.state.upsert("Pod", pod("p4", group="g2", cpu="1", node_name="n2"))
+    assert acct.session() is second
+    assert asked == [first.uid, second.uid]

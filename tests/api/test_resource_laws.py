@@ -291,3 +291,17 @@ def test_sub_without_assert_logs_exactly_the_shortfalls_less_equal_finds(
         expected.memory,
         expected.scalars,
     )
+
+
+@LAWS
+@given(resources())
+def test_added_to_zero_is_adding_to_an_empty_resource(amount: Resource) -> None:
+    copy, reference = amount.added_to_zero(), Resource.empty().add(amount)
+    assert (copy.milli_cpu, copy.memory, copy.scalars, copy.max_task_num) == (
+        reference.milli_cpu,
+        reference.memory,
+        reference.scalars,
+        reference.max_task_num,
+    )
+    if copy.scalars is not None:
+        assert copy.scalars is not amount.scalars  # a copy the caller may change

@@ -6,14 +6,20 @@ import re
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import prometheus_client
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 
-from scheduler_core.cache.kinds import ALL_KINDS, HYPERNODES, NODE
+from scheduler_core.cache import informers as informers_module
+from scheduler_core.cache.informers import InformerSet
+from scheduler_core.cache.kinds import ALL_KINDS, HYPERNODES, NODE, POD, QUEUE
 from scheduler_core.cache.native import NATIVE_KIND, NATIVE_PODGROUPS, native_pod_group_kind
 from tests.cache.conftest import FAST, MakeInformers
-from tests.fakeapi import FakeApiServer, wait_until, write_kubeconfig
+from tests.fakeapi import FakeApiServer, RecordingSink, wait_until, write_kubeconfig
 
 
 def seed_one_of_each(server: FakeApiServer, namespace: str = "default") -> None:
@@ -377,3 +383,55 @@ def test_a_discovered_namespaced_kind_gets_an_informer_per_namespace(
         (native, "b"),
     ]
     assert informers.wait_for_sync(5)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+_STEPS = st.one_of(
+    st.tuples(st.just("sync"), st.integers(0, 2)),
+    st.tuples(st.just("hear"), st.integers(0, 2)),
+    st.tuples(st.just("stall"), st.integers(0, 2)),
+    st.tuples(st.just("relist"), st.integers(0, 2)),
+    st.tuples(st.just("wait"), st.sampled_from([0.0, 0.0005, 0.001, 1.0, 29.0, 30.0, 31.0])),
+)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(st.sampled_from([3, 3, 2, 0]), st.lists(_STEPS, max_size=30))
+def test_stale_answers_as_asking_every_reflector_after_any_events(
+    synced_at_start: int, steps: list[tuple[str, Any]]
+) -> None:
+    """The one-comparison answer of ``stale`` against every reflector's own, with the
+    clock, syncs, events, stalls and relists in any order."""
+    clock = _Clock()
+    options = replace(FAST, watch_read_timeout=30.0)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(informers_module, "time", clock)
+        informers = InformerSet(
+            RecordingSink(), kinds=[NODE, POD, QUEUE], options=options, api_client=object()
+        )
+        flat = list(informers.all_reflectors())
+        for reflector in flat[:synced_at_start]:  # (the usual case: all of them)
+            reflector._synced.set()
+            reflector.stats.last_event_at = clock.now
+        for action, arg in steps:
+            if action == "wait":
+                clock.now += arg
+            else:
+                reflector = flat[arg]
+                if action == "sync":
+                    reflector._synced.set()
+                if action in ("hear", "relist"):
+                    reflector.stats.last_event_at = clock.now
+                if action == "stall":
+                    reflector._stalled = True
+                if action == "relist":
+                    reflector._stalled = False
+            expected = [f"{r.name} ({why})" for r in flat if (why := r.stale(clock.now))]
+            assert informers.stale() == expected

@@ -12,9 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
-from scheduler_core.api.resource import MIN_RESOURCE, Resource, share
+from scheduler_core.api.resource import MIN_RESOURCE, Resource
 from scheduler_core.logutil import v
+
+#: The scalars of an allocation that holds none (read only).
+_NO_SCALARS: Mapping[str, float] = MappingProxyType({})
 
 
 @dataclass(slots=True, eq=False)
@@ -189,20 +193,27 @@ def trace_attributes(logger: logging.Logger, attr: QueueAttr, plugin: str) -> No
 def proportion_share(attr: QueueAttr) -> float:
     """``max`` over the deserved dimensions (>= epsilon) of allocated / deserved; 0 with none.
 
-    Written out per dimension rather than over ``resource_names()``: it runs for every queue
-    on every allocate and evict event.
+    Written out per dimension rather than over ``resource_names()``, without a call a
+    dimension: it runs for every queue on every allocate and evict event, and after every
+    bind the session follows. A deserved amount counted is at least the epsilon, so
+    ``share`` is the plain quotient there, and ``if value > result`` keeps what ``max``
+    keeps.
     """
     deserved, allocated = attr.deserved, attr.allocated
     result = 0.0
     if deserved.milli_cpu >= MIN_RESOURCE:
-        result = share(allocated.milli_cpu, deserved.milli_cpu)
+        result = allocated.milli_cpu / deserved.milli_cpu
     if deserved.memory >= MIN_RESOURCE:
-        result = max(result, share(allocated.memory, deserved.memory))
+        value = allocated.memory / deserved.memory
+        if value > result:
+            result = value
     if deserved.scalars:
-        held = allocated.scalars or {}
+        held = allocated.scalars or _NO_SCALARS
         for name, quant in deserved.scalars.items():
             if quant >= MIN_RESOURCE:
-                result = max(result, share(held.get(name, 0.0), quant))
+                value = held.get(name, 0.0) / quant
+                if value > result:
+                    result = value
     return result
 
 

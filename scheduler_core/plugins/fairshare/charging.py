@@ -21,6 +21,7 @@ from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare.attrs import QueueAttr, QueueAttrs, trace
 
 log = logging.getLogger("scheduler_core.plugins.fairshare")
+_V4 = v(4)
 
 
 class QueueCharging:
@@ -55,10 +56,11 @@ class QueueCharging:
             else:
                 charged.allocated.sub_without_assert(task.resreq)
         attr.share = self._share(attr)
-        if opts is self.queue_opts:
+        # (Charged on every filtered pod's assumption: no call below -v 4.)
+        if opts is self.queue_opts and log.isEnabledFor(_V4):
             trace(
                 log,
-                v(4),
+                _V4,
                 "%s %s: task <%s/%s>, resreq <%s>, share <%s>",
                 self.log_label,
                 "AllocateFunc" if add else "DeallocateFunc",

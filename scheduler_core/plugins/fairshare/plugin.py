@@ -139,7 +139,8 @@ class FairSharePlugin(QueueCharging, Plugin):
         back, fit that level's real capability. The first level it does not fit refuses,
         recorded as the job's unschedulable reason and traced with ``msg`` (job uid, queue,
         reason)."""
-        min_req = job.get_min_resources()
+        # Only read below (each level works on its own copy): the job's own, not a copy.
+        min_req = job.min_resources if job.min_resources is not None else Resource.empty()
         for level in levels:
             r = min_req.clone().add(level.allocated).add(level.inqueue)
             r.sub_without_assert(level.elastic)

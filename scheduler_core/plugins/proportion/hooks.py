@@ -126,12 +126,13 @@ class ProportionRules(FairSharePlugin):
 
 
 def _fits_deserved(queue_name: str, attr: QueueAttr, candidates: list[TaskInfo]) -> bool:
-    total_req = Resource.empty()
-    for task in candidates:
-        total_req.add(task.resreq)
-    future_used = attr.allocated.clone().add(total_req)
-    fits, _ = future_used.less_equal_with_dimension_and_resources_name(attr.deserved, total_req)
+    # One candidate (every filter call's): its request is the sum itself, as far as the
+    # check reads it (the amounts, never the pod count nor an empty scalar map).
+    asked = candidates[0].resreq if len(candidates) == 1 else _total_request(candidates)
+    future_used = attr.allocated.clone().add(asked)
+    fits, _ = future_used.less_equal_with_dimension_and_resources_name(attr.deserved, asked)
     if not fits:
+        total_req = _total_request(candidates)
         trace(
             log,
             v(3),
@@ -143,3 +144,11 @@ def _fits_deserved(queue_name: str, attr: QueueAttr, candidates: list[TaskInfo])
             total_req,
         )
     return fits
+
+
+def _total_request(candidates: list[TaskInfo]) -> Resource:
+    """The candidates' requests summed into a fresh resource (what the trace prints)."""
+    total_req = Resource.empty()
+    for task in candidates:
+        total_req.add(task.resreq)
+    return total_req

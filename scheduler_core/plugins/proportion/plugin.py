@@ -130,21 +130,23 @@ class ProportionPlugin(ProportionRules):
         to these queues (assumed pods). None when a queue has no record or no sum (a queue
         gained or lost its jobs: open a new session)."""
         fresh: dict[str, QueueAttr] = {}
+        opts, usage = self.queue_opts, change.usage
         for name in change.queues:
-            attr, total = self.queue_opts.get(name), change.usage.get(name)
+            attr, total = opts.get(name), usage.get(name)
             if attr is None or total is None:
                 return None
-            record = _attr_from_spec(attr, total)
-            record.deserved = attr.deserved
-            fresh[name] = record
+            fresh[name] = _attr_from_spec(attr, total, attr.deserved)
         return partial(self._take_fresh, fresh)
 
     def _take_fresh(self, fresh: dict[str, QueueAttr]) -> None:
-        moved = any(
-            not record.request.semantic_equal(self.queue_opts[name].request)
-            for name, record in fresh.items()
-        )
-        self.queue_opts.update(fresh)  # an existing key keeps its place: the loop's order
+        opts = self.queue_opts
+        # A loop, not ``any`` over a generator: this runs after every bind.
+        moved = False
+        for name, record in fresh.items():
+            if not record.request.semantic_equal(opts[name].request):
+                moved = True
+                break
+        opts.update(fresh)  # an existing key keeps its place: the loop's order
         if moved:
             for attr in self.queue_opts.values():
                 attr.deserved = Resource.empty()
@@ -199,9 +201,12 @@ class ProportionPlugin(ProportionRules):
         return flat_attr(queue, self.total_resource, self.total_guarantee)
 
 
-def _attr_from_spec(spec: QueueAttr, usage: JobUsage) -> QueueAttr:
+def _attr_from_spec(
+    spec: QueueAttr, usage: JobUsage, deserved: Resource | None = None
+) -> QueueAttr:
     """A session's own record for a queue: its spec-derived attributes and its jobs' sums,
-    the same as ``usage.add_to`` on a fresh record, without building the zeros first.
+    the same as ``usage.add_to`` on a fresh record, without building the zeros first; with
+    ``deserved`` (a followed queue keeps its record's) or none yet.
 
     Capability, real capability and guarantee are shared with the memo, not copied: in flat
     mode nothing changes them in place after they are derived (the deserved loop and the
@@ -210,13 +215,14 @@ def _attr_from_spec(spec: QueueAttr, usage: JobUsage) -> QueueAttr:
     return QueueAttr(
         name=spec.name,
         weight=spec.weight,
-        allocated=_added_to_zero(usage.allocated),
-        request=_added_to_zero(usage.request),
-        inqueue=_added_to_zero(usage.inqueue),
-        elastic=_added_to_zero(usage.elastic),
+        allocated=usage.allocated.added_to_zero(),
+        request=usage.request.added_to_zero(),
+        inqueue=usage.inqueue.added_to_zero(),
+        elastic=usage.elastic.added_to_zero(),
         capability=spec.capability,
         real_capability=spec.real_capability,
         guarantee=spec.guarantee,
+        deserved=deserved if deserved is not None else Resource.empty(),
     )
 
 
@@ -227,13 +233,3 @@ def _contended(attrs: Iterable[QueueAttr], total: Resource) -> bool:
     for attr in attrs:
         asked.add(attr.request)
     return not asked.less_equal(total, ZERO)
-
-
-def _added_to_zero(amount: Resource) -> Resource:
-    """``Resource.empty().add(amount)``: a copy without the pod count (``add`` leaves it),
-    and without an empty scalar map (``add`` creates none)."""
-    copy = amount.clone()
-    copy.max_task_num = 0
-    if not copy.scalars:
-        copy.scalars = None
-    return copy
