@@ -569,7 +569,7 @@ class ReclaimAction(Action):
         key = self._alike_in(ssn).likeness_of(task) if self._quiet[1] else None
         if key is None:
             return ssn.preemptive(queue, [task])
-        at = (ssn.uid, ssn.placements, len(ssn.evictions), len(ssn.bound))
+        at = (ssn.uid, *ssn.moves())
         if at != self._preemptive_at:
             self._preemptive_known = {}
             self._preemptive_at = at

@@ -230,6 +230,13 @@ class Session:
     def tiers(self) -> list[Tier]:
         return self.conf.tiers
 
+    def moves(self) -> tuple[int, int, int]:
+        """A stamp of what the session changed so far: its placements, evictions and bound
+        tasks. Equal stamps mean nothing was placed, evicted or committed in between, so an
+        answer derived from the session's jobs and nodes then still holds (``kept``, the
+        actions' kept idle room and reclaim's kept queue votes)."""
+        return (self.placements, len(self.evictions), len(self.bound))
+
     def kept(self, what: str, job: JobInfo, ask: Callable[[JobInfo], T]) -> T:
         """``ask(job)``, asked once while the session's jobs stand as they are: the answer is
         kept, under ``what``, until the session places, evicts or commits anything, or the
@@ -243,7 +250,7 @@ class Session:
         live cache's, changed by events) asks every time."""
         if self.read_only:
             return ask(job)
-        at = (self.placements, len(self.evictions), len(self.bound))
+        at = self.moves()
         if at != self._kept_at:
             self._kept = {}
             self._kept_at = at

@@ -34,7 +34,7 @@ class IdleRoom:
         ssn = self._ssn
         if ssn.read_only:  # its nodes follow the cluster without a placement
             return _by_idle_cpu(ssn)
-        at = (ssn.placements, len(ssn.evictions), len(ssn.bound))
+        at = ssn.moves()
         kept: dict[str, tuple[tuple[int, int, int], Idle]] = ssn.shared.slot(_SLOT, dict)
         entry = kept.get("last")
         if entry is None or entry[0] != at:
