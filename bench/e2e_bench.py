@@ -10,18 +10,28 @@ seen with ``spec.nodeName`` set (local receipt time); the round's rate is
 scheduler and the extender are stopped by their PIDs and the pods deleted (grace 0) before
 the next round.
 
-The configurations run alternately (plain, noop, noop-filter, watch, ours, ours-exact,
-plain, ...) so that drift in the machine's load spreads over all of them; only ratios taken
-within one run mean anything. ``noop`` answers filter, prioritize and preempt, as the
-extender was deployed until scoring moved into kube-scheduler; ``noop-filter`` answers filter
-and preempt only, one HTTP call per pod, the yardstick of ``ours`` as deployed now;
-``ours-exact`` adds prioritize (exact Volcano scoring). ``--baseline EXE`` runs another
-checkout's extender as ``base`` / ``base-exact`` in the same rotation: a change is compared
-with the commit before it on the same machine in one run.
+The configurations run alternately, each round in another order (the rows of a balanced
+Latin square: ``round_order``), so that drift in the machine's load spreads over all of them
+and no configuration always runs right after the same other one (a round measured slower
+after some configurations than after others was seen); only ratios taken within one run mean
+anything. ``noop`` answers filter, prioritize and preempt, as the extender was deployed
+until scoring moved into kube-scheduler; ``noop-filter`` answers filter and preempt only,
+one HTTP call per pod, the yardstick of ``ours`` as deployed now; ``ours-exact`` adds
+prioritize (exact Volcano scoring). ``--baseline EXE`` runs another checkout's extender as
+``base`` / ``base-exact`` in the same rotation: a change is compared with the commit before
+it on the same machine in one run.
 ``watch`` is the no-op extender keeping our cache of the cluster (our informers, our
 ``ClusterState``) while deciding nothing: what watching alone costs kube-scheduler on this
 machine (the API server sends every bind to one more watcher, and the extender's process
 decodes and applies it), the part of ours/noop no faster decision can win back.
+
+Besides the rate, each round reads two figures that say why a rate moved: kube-scheduler's
+own mean time a pod in its scheduling algorithm (``SchedulePod``: its filters, the
+extender's call, its scores; ``scheduler_scheduling_algorithm_duration_seconds`` from its
+``/metrics`` before it stops), the serial part of its loop an extender lengthens; and the
+extender's CPU while kube-scheduler ran, from its start to the last bind, per thread (the
+event loop that answers the verbs, and every other thread: the informers), the part of the
+extender's CPU that competes with kube-scheduler for the cores.
 """
 
 from __future__ import annotations
@@ -30,11 +40,13 @@ import argparse
 import contextlib
 import os
 import re
+import ssl
 import statistics
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -48,7 +60,7 @@ from kubernetes.watch.watch import iter_resp_lines
 from app.schedconfig.render import Rendered, Scoring, render_scheduler_config
 from bench import load_average, machine_facts, subprocess_env
 from scheduler_core.conf import default_configuration
-from tests.e2e.controlplane import ControlPlane, Extender, Process, find_binaries
+from tests.e2e.controlplane import ADMIN_TOKEN, ControlPlane, Extender, Process, find_binaries
 from tests.e2e.controlplane import wait_for as wait_until
 from tests.e2e.kube import QUEUE_SCHEDULER, Kube
 from tests.e2e.rendered import start_rendered_scheduler
@@ -158,6 +170,13 @@ class Round:
     extender_counts: dict[str, float] = field(default_factory=dict)
     #: The serving process's peak resident memory (``VmHWM``, MiB), for ours and the baseline.
     peak_rss_mib: float | None = None
+    #: kube-scheduler's mean seconds a pod in its scheduling algorithm (its filters, the
+    #: extender's call, its scores), None when its metrics could not be read.
+    algorithm_s: float | None = None
+    #: The extender's CPU seconds while kube-scheduler ran (its start to the last bind):
+    #: the event loop's thread (the process's main thread) and all its other threads.
+    window_cpu_main: float | None = None
+    window_cpu_other: float | None = None
     #: CPU seconds the extender process spent from the pods' creation to the round's end:
     #: on a machine kube-scheduler and the API server share, it is taken from them.
     extender_cpu: float | None = None
@@ -165,6 +184,13 @@ class Round:
     @property
     def cpu_ms_per_pod(self) -> float | None:
         return None if self.extender_cpu is None else 1000 * self.extender_cpu / self.pods
+
+    @property
+    def window_ms_per_pod(self) -> tuple[float, float] | None:
+        """The extender's CPU per pod while kube-scheduler ran: (main thread, the others)."""
+        if self.window_cpu_main is None or self.window_cpu_other is None:
+            return None
+        return 1000 * self.window_cpu_main / self.pods, 1000 * self.window_cpu_other / self.pods
 
     @property
     def complete(self) -> bool:
@@ -431,13 +457,19 @@ class Bench:
                 self.core, namespace, listed.metadata.resource_version, scale.pods
             ).start()
             scheduler: Process | None = None
+            threads_before = thread_cpu_seconds(pid)
             try:
                 scheduler = self.scheduler(config, url)
                 watch.done.wait(timeout)
+                threads_after = thread_cpu_seconds(pid)
+                result.algorithm_s = algorithm_seconds(scrape_scheduler(scheduler))
             finally:
                 if scheduler is not None:
                     scheduler.stop()
                 watch.stop()
+            if pid is not None and threads_before is not None and threads_after is not None:
+                main, other = split_main_thread(pid, threads_before, threads_after)
+                result.window_cpu_main, result.window_cpu_other = main, other
             result.binds = sorted(watch.bound.values())
             if watch.error:
                 self.log(f"{config.name} round {index}: the bind watch failed: {watch.error}")
@@ -475,6 +507,76 @@ def cpu_seconds(pid: int | None) -> float | None:
         return None
 
 
+def thread_cpu_seconds(pid: int | None) -> dict[int, float] | None:
+    """User and system CPU seconds of each of the process's threads so far, by thread id;
+    None if unreadable. A thread that ended in between is left out of a difference."""
+    if pid is None:
+        return None
+    out: dict[int, float] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    for tid in tids:
+        try:
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[int(tid)] = (int(fields[11]) + int(fields[12])) / ticks
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def split_main_thread(
+    pid: int, before: dict[int, float], after: dict[int, float]
+) -> tuple[float, float]:
+    """The CPU seconds spent between two readings by the main thread (its id is the
+    process's: the extender's event loop) and by every other thread together (a thread
+    started in between counts from zero)."""
+    spent = {tid: after[tid] - before.get(tid, 0.0) for tid in after}
+    main = spent.pop(pid, 0.0)
+    return main, sum(spent.values())
+
+
+#: kube-scheduler's histogram of a pod's time in its scheduling algorithm.
+ALGORITHM_METRIC = "scheduler_scheduling_algorithm_duration_seconds"
+
+
+def algorithm_seconds(metrics_text: str | None) -> float | None:
+    """The mean of kube-scheduler's algorithm-duration histogram (its sum over its count),
+    or None without samples."""
+    if not metrics_text:
+        return None
+    total = count = 0.0
+    for line in metrics_text.splitlines():
+        if line.startswith(ALGORITHM_METRIC + "_sum"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith(ALGORITHM_METRIC + "_count"):
+            count += float(line.rsplit(" ", 1)[1])
+    return total / count if count else None
+
+
+def scrape_scheduler(scheduler: Process) -> str | None:
+    """kube-scheduler's ``/metrics`` on its secure port, read as the admin (it delegates
+    authentication and authorization to the API server); None if unreachable."""
+    flag = "--secure-port="
+    port = next((a[len(flag) :] for a in scheduler.argv if a.startswith(flag)), None)
+    if port is None:
+        return None
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # its serving certificate is self-signed
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{port}/metrics", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    )
+    try:
+        with urllib.request.urlopen(request, context=context, timeout=10) as response:
+            text: str = response.read().decode()
+            return text
+    except OSError:
+        return None
+
+
 def peak_rss_mib(pid: int) -> float | None:
     """The process's peak resident memory so far (``VmHWM``), in MiB; None if unreadable."""
     try:
@@ -496,6 +598,19 @@ def per_config(
     out: dict[str, list[float]] = {}
     for config in configs:
         values = [v for r in rounds if r.config == config and (v := value(r)) is not None]
+        if values:
+            out[config] = values
+    return out
+
+
+def per_config_pairs(
+    rounds: Sequence[Round], configs: Sequence[str]
+) -> dict[str, list[tuple[float, float]]]:
+    """Each configuration's in-window CPU per pod over its rounds (none measured: left
+    out)."""
+    out: dict[str, list[tuple[float, float]]] = {}
+    for config in configs:
+        values = [w for r in rounds if r.config == config and (w := r.window_ms_per_pod)]
         if values:
             out[config] = values
     return out
@@ -579,6 +694,28 @@ def render(scale: Scale, rounds: Sequence[Round]) -> str:
             "extender CPU per pod (median of rounds): "
             + ", ".join(f"{c} {v:.2f} ms" for c, v in cpu.items())
         )
+    algorithm = {
+        c: statistics.median(v)
+        for c, v in per_config(rounds, configs, lambda r: r.algorithm_s).items()
+    }
+    if algorithm:
+        lines.append(
+            "kube-scheduler's algorithm a pod, mean (median of rounds): "
+            + ", ".join(f"{c} {1000 * v:.2f} ms" for c, v in algorithm.items())
+        )
+    window = {
+        c: (
+            statistics.median(w[0] for w in ws),
+            statistics.median(w[1] for w in ws),
+        )
+        for c, ws in per_config_pairs(rounds, configs).items()
+    }
+    if window:
+        lines.append(
+            "extender CPU per pod while kube-scheduler ran (median of rounds; main thread, "
+            "ours' event loop, + other threads): "
+            + ", ".join(f"{c} {m:.2f} + {o:.2f} ms" for c, (m, o) in window.items())
+        )
     for config in configs:
         totals: dict[str, float] = {}
         for r in rounds:
@@ -601,6 +738,29 @@ def log(message: str) -> None:
     print(f"[bench-e2e {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
+def round_order(configs: Sequence[str], index: int) -> list[str]:
+    """The order of round ``index`` (from 0): row ``index`` of a balanced Latin square
+    (Williams' design: 0, 1, n-1, 2, n-2, ... shifted by the row; with an odd count every
+    other row reversed). Each configuration runs in every position, and over as many rounds
+    as configurations (twice as many when their count is odd) right after each other one
+    equally often: a round that runs slower for what ran before it is spread over all."""
+    n = len(configs)
+    if n == 0:
+        return []
+    base = [0]
+    low, high = 1, n - 1
+    while len(base) < n:
+        base.append(low)
+        low += 1
+        if len(base) < n:
+            base.append(high)
+            high -= 1
+    row = [configs[(i + index) % n] for i in base]
+    if n % 2 and index % 2:
+        row.reverse()
+    return row
+
+
 def run_scale(bench: Bench, scale: Scale, rounds: int, configs: Sequence[str]) -> list[Round]:
     log(f"{scale.name}: adding {scale.nodes} nodes, warming up with {scale.pods} pods")
     add_nodes(bench.kube, scale)
@@ -608,7 +768,7 @@ def run_scale(bench: Bench, scale: Scale, rounds: int, configs: Sequence[str]) -
     timeout = 120 + scale.pods / 10
     results = []
     for index in range(1, rounds + 1):
-        for config in configs:
+        for config in round_order(configs, index - 1):
             result = bench.round(scale, ALL_CONFIGS[config], index, timeout)
             log(
                 f"{scale.name} {config} round {index}: {fmt(result.rate)} pods/s, "
@@ -685,7 +845,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{time.strftime('%Y-%m-%d')}"
     )
     serve = " ".join(OURS_ARGS)
-    print(f"{rounds} round(s) each, alternating; ours runs `queue-extender serve {serve}`:")
+    print(
+        f"{rounds} round(s) each, alternating, each round in another order; "
+        f"ours runs `queue-extender serve {serve}`:"
+    )
     for name in configs:
         print(f"  {name}: {ALL_CONFIGS[name].what}")
     for report in reports:

@@ -3,7 +3,9 @@ control plane and minutes; nothing here runs it or asserts a rate it measured)."
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
 
 import pytest
 
@@ -11,13 +13,17 @@ from bench.e2e_bench import (
     ALL_CONFIGS,
     SCALES,
     Round,
+    algorithm_seconds,
     cpu_seconds,
     extender_counts,
     main,
     peak_rss_mib,
     render,
     rendered_configuration,
+    round_order,
+    split_main_thread,
     summary,
+    thread_cpu_seconds,
 )
 
 METRICS = """\
@@ -122,6 +128,84 @@ def test_cpu_seconds_grow_with_the_work_the_process_does() -> None:
     after = cpu_seconds(os.getpid())
     assert before is not None and after is not None and after > before
     assert cpu_seconds(None) is None and cpu_seconds(2**22 + 12345) is None
+
+
+def pairs(orders: list[list[str]]) -> list[tuple[str, str]]:
+    """Every (before, after) of configurations run one right after the other, rounds
+    joined end to end."""
+    flat = [config for order in orders for config in order]
+    return list(itertools.pairwise(flat))
+
+
+def test_rounds_run_every_configuration_after_each_other_equally_often() -> None:
+    six = ["plain", "noop", "noop-filter", "watch", "ours", "ours-exact"]
+    orders = [round_order(six, index) for index in range(6)]
+    assert all(sorted(order) == sorted(six) for order in orders)
+    within = [p for order in orders for p in pairs([order])]
+    assert len(within) == len(set(within)) == 30  # each ordered pair exactly once
+    # Every configuration runs in every position once.
+    assert all(sorted(order[position] for order in orders) == sorted(six) for position in range(6))
+    assert round_order(six, 6) == round_order(six, 0)
+
+
+def test_three_rounds_of_three_vary_what_runs_before_ours() -> None:
+    three = ["plain", "noop-filter", "ours"]
+    orders = [round_order(three, index) for index in range(3)]
+    before_ours = {b for b, a in pairs(orders) if a == "ours"}
+    assert len(before_ours) >= 2
+    assert round_order([], 2) == []
+    assert round_order(["ours"], 5) == ["ours"]
+
+
+SCHEDULER_METRICS = """\
+# TYPE scheduler_scheduling_algorithm_duration_seconds histogram
+scheduler_scheduling_algorithm_duration_seconds_bucket{le="0.001"} 300
+scheduler_scheduling_algorithm_duration_seconds_bucket{le="+Inf"} 1000
+scheduler_scheduling_algorithm_duration_seconds_sum 2.5
+scheduler_scheduling_algorithm_duration_seconds_count 1000
+scheduler_scheduling_attempt_duration_seconds_sum{profile="queue-scheduler",result="scheduled"} 9
+scheduler_scheduling_attempt_duration_seconds_count{profile="queue-scheduler",result="scheduled"} 3
+"""
+
+
+def test_kube_schedulers_algorithm_mean_is_its_histograms_sum_over_count() -> None:
+    assert algorithm_seconds(SCHEDULER_METRICS) == pytest.approx(0.0025)
+    no_samples = SCHEDULER_METRICS.replace("_count 1000", "_count 0")
+    assert algorithm_seconds(no_samples) is None
+    assert algorithm_seconds(None) is None and algorithm_seconds("") is None
+
+
+def test_window_cpu_splits_the_main_thread_from_the_others() -> None:
+    pid = 100
+    before = {100: 1.0, 101: 0.5, 102: 2.0}
+    after = {100: 1.75, 101: 0.75, 103: 0.25}  # 102 ended, 103 started in between
+    main_s, other_s = split_main_thread(pid, before, after)
+    assert main_s == pytest.approx(0.75)
+    assert other_s == pytest.approx(0.5)
+
+
+def test_thread_cpu_is_read_per_thread_of_a_live_process() -> None:
+    stop = threading.Event()
+    worker = threading.Thread(target=lambda: stop.wait(5))
+    worker.start()
+    try:
+        threads = thread_cpu_seconds(os.getpid())
+        assert threads is not None
+        assert os.getpid() in threads and worker.native_id in threads
+    finally:
+        stop.set()
+        worker.join()
+    assert thread_cpu_seconds(None) is None and thread_cpu_seconds(2**22 + 12345) is None
+
+
+def test_report_gives_the_algorithm_time_and_the_cpu_while_kube_scheduler_ran() -> None:
+    rounds = [bound_round("noop-filter", 1, [0.0, 0.01]), bound_round("ours", 1, [0.0, 0.02])]
+    rounds[0].algorithm_s = 0.0015
+    rounds[1].algorithm_s = 0.002
+    rounds[1].window_cpu_main, rounds[1].window_cpu_other = 0.0006, 0.0002  # two pods
+    text = render(SCALES["small"], rounds)
+    assert "algorithm a pod, mean (median of rounds): noop-filter 1.50 ms, ours 2.00 ms" in text
+    assert "other threads): ours 0.30 + 0.10 ms" in text
 
 
 @pytest.mark.parametrize(
