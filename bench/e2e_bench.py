@@ -616,6 +616,17 @@ def per_config_pairs(
     return out
 
 
+def medians_line(
+    label: str, values: dict[str, list[float]], shown: Callable[[float], str]
+) -> list[str]:
+    """One report line, ``label`` then each configuration's median as ``shown`` (no line
+    when nothing was measured)."""
+    if not values:
+        return []
+    medians = {c: statistics.median(v) for c, v in values.items()}
+    return [label + ", ".join(f"{c} {shown(m)}" for c, m in medians.items())]
+
+
 def fmt(value: float | None, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -685,24 +696,16 @@ def render(scale: Scale, rounds: Sequence[Round]) -> str:
         lines.append(
             "serve's peak RSS: " + ", ".join(f"{c} {v:,.0f} MiB" for c, v in peaks.items())
         )
-    cpu = {
-        c: statistics.median(v)
-        for c, v in per_config(rounds, configs, lambda r: r.cpu_ms_per_pod).items()
-    }
-    if cpu:
-        lines.append(
-            "extender CPU per pod (median of rounds): "
-            + ", ".join(f"{c} {v:.2f} ms" for c, v in cpu.items())
-        )
-    algorithm = {
-        c: statistics.median(v)
-        for c, v in per_config(rounds, configs, lambda r: r.algorithm_s).items()
-    }
-    if algorithm:
-        lines.append(
-            "kube-scheduler's algorithm a pod, mean (median of rounds): "
-            + ", ".join(f"{c} {1000 * v:.2f} ms" for c, v in algorithm.items())
-        )
+    lines += medians_line(
+        "extender CPU per pod (median of rounds): ",
+        per_config(rounds, configs, lambda r: r.cpu_ms_per_pod),
+        lambda ms: f"{ms:.2f} ms",
+    )
+    lines += medians_line(
+        "kube-scheduler's algorithm a pod, mean (median of rounds): ",
+        per_config(rounds, configs, lambda r: r.algorithm_s),
+        lambda seconds: f"{1000 * seconds:.2f} ms",
+    )
     window = {
         c: (
             statistics.median(w[0] for w in ws),
