@@ -34,7 +34,7 @@ class CountingPlugin(Plugin):
     def can_follow(self, ssn: Session) -> bool:
         return True
 
-    def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
+    def follow(self, ssn: Session, change: UsageChange) -> FollowStep | None:
         def step() -> None:
             CountingPlugin.ran += 1
 
