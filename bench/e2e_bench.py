@@ -25,13 +25,15 @@ it on the same machine in one run.
 machine (the API server sends every bind to one more watcher, and the extender's process
 decodes and applies it), the part of ours/noop no faster decision can win back.
 
-Besides the rate, each round reads two figures that say why a rate moved: kube-scheduler's
+Besides the rate, each round reads figures that say why a rate moved: kube-scheduler's
 own mean time a pod in its scheduling algorithm (``SchedulePod``: its filters, the
 extender's call, its scores; ``scheduler_scheduling_algorithm_duration_seconds`` from its
 ``/metrics`` before it stops), the serial part of its loop an extender lengthens; and the
 extender's CPU while kube-scheduler ran, from its start to the last bind, per thread (the
 event loop that answers the verbs, and every other thread: the informers), the part of the
-extender's CPU that competes with kube-scheduler for the cores.
+extender's CPU that competes with kube-scheduler for the cores; and, for ours, its own mean
+time a filter call (its request-duration histogram), the share of the algorithm time that
+is our handler's.
 """
 
 from __future__ import annotations
@@ -177,6 +179,10 @@ class Round:
     #: the event loop's thread (the process's main thread) and all its other threads.
     window_cpu_main: float | None = None
     window_cpu_other: float | None = None
+    #: Ours' own mean seconds a filter call, from the first body byte to the answer (its
+    #: ``queue_extender_request_duration_seconds``): the part of the algorithm time above
+    #: that is our handler's; the rest is the call's transport and kube-scheduler's side.
+    filter_answer_s: float | None = None
     #: CPU seconds the extender process spent from the pods' creation to the round's end:
     #: on a machine kube-scheduler and the API server share, it is taken from them.
     extender_cpu: float | None = None
@@ -359,6 +365,19 @@ METRIC_LINE = re.compile(
 )
 
 
+FILTER_DURATION = re.compile(
+    r'^queue_extender_request_duration_seconds_(sum|count)\{verb="filter"\}\s+(\S+)$', re.M
+)
+
+
+def filter_answer_seconds(metrics_text: str) -> float | None:
+    """Ours' mean time a filter call (its request-duration histogram's sum over its count
+    for ``verb="filter"``), or None without calls."""
+    found = dict(FILTER_DURATION.findall(metrics_text))
+    count = float(found.get("count", 0))
+    return float(found.get("sum", 0)) / count if count else None
+
+
 def extender_counts(metrics_text: str) -> dict[str, float]:
     """Our extender's answers by verb and outcome, its errors and its filter rejections, from
     its /metrics (``--on-error pass`` turns a backend error into a pass: only this shows it)."""
@@ -477,7 +496,9 @@ class Bench:
             if cpu_before is not None and cpu_after is not None:
                 result.extender_cpu = cpu_after - cpu_before
             if ours is not None:
-                result.extender_counts = extender_counts(ours.metrics())
+                metrics = ours.metrics()
+                result.extender_counts = extender_counts(metrics)
+                result.filter_answer_s = filter_answer_seconds(metrics)
                 result.peak_rss_mib = peak_rss_mib(ours.process.pid)
         result.failed_scheduling, result.failed_sample = failed_scheduling(self.core, namespace)
         delete_pods(self.core, namespace)
@@ -704,6 +725,11 @@ def render(scale: Scale, rounds: Sequence[Round]) -> str:
     lines += medians_line(
         "kube-scheduler's algorithm a pod, mean (median of rounds): ",
         per_config(rounds, configs, lambda r: r.algorithm_s),
+        lambda seconds: f"{1000 * seconds:.2f} ms",
+    )
+    lines += medians_line(
+        "our handler's own time a filter call, mean (median of rounds): ",
+        per_config(rounds, configs, lambda r: r.filter_answer_s),
         lambda seconds: f"{1000 * seconds:.2f} ms",
     )
     window = {

@@ -16,6 +16,7 @@ from bench.e2e_bench import (
     algorithm_seconds,
     cpu_seconds,
     extender_counts,
+    filter_answer_seconds,
     main,
     peak_rss_mib,
     render,
@@ -35,6 +36,9 @@ queue_extender_decisions_total{outcome="scored",verb="prioritize"} 1000.0
 queue_extender_errors_total{verb="filter"} 1.0
 queue_extender_filter_rejections_total{reason="capability"} 2.0
 queue_extender_request_duration_seconds_count{verb="filter"} 1000.0
+queue_extender_request_duration_seconds_sum{verb="filter"} 0.25
+queue_extender_request_duration_seconds_count{verb="prioritize"} 10.0
+queue_extender_request_duration_seconds_sum{verb="prioritize"} 9.0
 """
 
 
@@ -198,12 +202,24 @@ def test_thread_cpu_is_read_per_thread_of_a_live_process() -> None:
     assert thread_cpu_seconds(None) is None and thread_cpu_seconds(2**22 + 12345) is None
 
 
+def test_our_filter_time_is_the_filter_histograms_sum_over_count() -> None:
+    assert filter_answer_seconds(METRICS) == pytest.approx(0.00025)  # prioritize left out
+    no_calls = (
+        'queue_extender_request_duration_seconds_count{verb="filter"} 0.0\n'
+        'queue_extender_request_duration_seconds_sum{verb="filter"} 0.0\n'
+    )
+    assert filter_answer_seconds(no_calls) is None
+    assert filter_answer_seconds("") is None
+
+
 def test_report_gives_the_algorithm_time_and_the_cpu_while_kube_scheduler_ran() -> None:
     rounds = [bound_round("noop-filter", 1, [0.0, 0.01]), bound_round("ours", 1, [0.0, 0.02])]
     rounds[0].algorithm_s = 0.0015
     rounds[1].algorithm_s = 0.002
     rounds[1].window_cpu_main, rounds[1].window_cpu_other = 0.0006, 0.0002  # two pods
+    rounds[1].filter_answer_s = 0.0004
     text = render(SCALES["small"], rounds)
+    assert "our handler's own time a filter call, mean (median of rounds): ours 0.40 ms" in text
     assert "algorithm a pod, mean (median of rounds): noop-filter 1.50 ms, ours 2.00 ms" in text
     assert "other threads): ours 0.30 + 0.10 ms" in text
 
