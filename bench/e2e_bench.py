@@ -365,17 +365,25 @@ METRIC_LINE = re.compile(
 )
 
 
-FILTER_DURATION = re.compile(
-    r'^queue_extender_request_duration_seconds_(sum|count)\{verb="filter"\}\s+(\S+)$', re.M
-)
+def histogram_mean(metrics_text: str | None, metric: str, labels: str = "") -> float | None:
+    """A Prometheus histogram's mean from a ``/metrics`` text: the sum over the count of its
+    series whose labels are ``labels`` exactly (``{verb="filter"}``), or of all its series
+    when ``labels`` is empty; None without samples."""
+    total = count = 0.0
+    for line in (metrics_text or "").splitlines():
+        if line.startswith(f"{metric}_sum{labels}"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith(f"{metric}_count{labels}"):
+            count += float(line.rsplit(" ", 1)[1])
+    return total / count if count else None
 
 
 def filter_answer_seconds(metrics_text: str) -> float | None:
-    """Ours' mean time a filter call (its request-duration histogram's sum over its count
-    for ``verb="filter"``), or None without calls."""
-    found = dict(FILTER_DURATION.findall(metrics_text))
-    count = float(found.get("count", 0))
-    return float(found.get("sum", 0)) / count if count else None
+    """Ours' mean time a filter call (its request-duration histogram for
+    ``verb="filter"``), or None without calls."""
+    return histogram_mean(
+        metrics_text, "queue_extender_request_duration_seconds", '{verb="filter"}'
+    )
 
 
 def extender_counts(metrics_text: str) -> dict[str, float]:
@@ -517,15 +525,19 @@ def rendered_configuration(config: Config, url: str | None) -> Rendered:
     )
 
 
-def cpu_seconds(pid: int | None) -> float | None:
-    """User and system CPU seconds the process has used so far; None if unreadable."""
-    if pid is None:
-        return None
+def stat_cpu_seconds(stat_path: str) -> float | None:
+    """User and system CPU seconds from a ``/proc`` ``stat`` file (a process's or one of its
+    threads'); None if unreadable."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(stat_path).read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User and system CPU seconds the process has used so far; None if unreadable."""
+    return None if pid is None else stat_cpu_seconds(f"/proc/{pid}/stat")
 
 
 def thread_cpu_seconds(pid: int | None) -> dict[int, float] | None:
@@ -533,18 +545,15 @@ def thread_cpu_seconds(pid: int | None) -> dict[int, float] | None:
     None if unreadable. A thread that ended in between is left out of a difference."""
     if pid is None:
         return None
-    out: dict[int, float] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    ticks = os.sysconf("SC_CLK_TCK")
+    out: dict[int, float] = {}
     for tid in tids:
-        try:
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-            out[int(tid)] = (int(fields[11]) + int(fields[12])) / ticks
-        except (OSError, ValueError, IndexError):
-            continue
+        seconds = stat_cpu_seconds(f"/proc/{pid}/task/{tid}/stat")
+        if seconds is not None:
+            out[int(tid)] = seconds
     return out
 
 
@@ -564,17 +573,8 @@ ALGORITHM_METRIC = "scheduler_scheduling_algorithm_duration_seconds"
 
 
 def algorithm_seconds(metrics_text: str | None) -> float | None:
-    """The mean of kube-scheduler's algorithm-duration histogram (its sum over its count),
-    or None without samples."""
-    if not metrics_text:
-        return None
-    total = count = 0.0
-    for line in metrics_text.splitlines():
-        if line.startswith(ALGORITHM_METRIC + "_sum"):
-            total += float(line.rsplit(" ", 1)[1])
-        elif line.startswith(ALGORITHM_METRIC + "_count"):
-            count += float(line.rsplit(" ", 1)[1])
-    return total / count if count else None
+    """The mean of kube-scheduler's algorithm-duration histogram, or None without samples."""
+    return histogram_mean(metrics_text, ALGORITHM_METRIC)
 
 
 def scrape_scheduler(scheduler: Process) -> str | None:
@@ -619,19 +619,6 @@ def per_config(
     out: dict[str, list[float]] = {}
     for config in configs:
         values = [v for r in rounds if r.config == config and (v := value(r)) is not None]
-        if values:
-            out[config] = values
-    return out
-
-
-def per_config_pairs(
-    rounds: Sequence[Round], configs: Sequence[str]
-) -> dict[str, list[tuple[float, float]]]:
-    """Each configuration's in-window CPU per pod over its rounds (none measured: left
-    out)."""
-    out: dict[str, list[tuple[float, float]]] = {}
-    for config in configs:
-        values = [w for r in rounds if r.config == config and (w := r.window_ms_per_pod)]
         if values:
             out[config] = values
     return out
@@ -732,13 +719,9 @@ def render(scale: Scale, rounds: Sequence[Round]) -> str:
         per_config(rounds, configs, lambda r: r.filter_answer_s),
         lambda seconds: f"{1000 * seconds:.2f} ms",
     )
-    window = {
-        c: (
-            statistics.median(w[0] for w in ws),
-            statistics.median(w[1] for w in ws),
-        )
-        for c, ws in per_config_pairs(rounds, configs).items()
-    }
+    mains = per_config(rounds, configs, lambda r: (w := r.window_ms_per_pod) and w[0])
+    others = per_config(rounds, configs, lambda r: (w := r.window_ms_per_pod) and w[1])
+    window = {c: (statistics.median(mains[c]), statistics.median(others[c])) for c in mains}
     if window:
         lines.append(
             "extender CPU per pod while kube-scheduler ran (median of rounds; main thread, "
