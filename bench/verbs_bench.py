@@ -1,7 +1,7 @@
 """In-process rows for the service's own cost of a verb call: everything but the decision.
 
-A request kube-scheduler would send at ``bench-e2e``'s small scale (the pod, 100 of 200 node
-names; preempt with 20 candidate nodes of 5 victims) is fed, as raw HTTP bytes, to the verbs
+A request as kube-scheduler writes it (a pod of ``bench-e2e``'s, 100 node names; preempt
+with 20 candidate nodes of 5 victims) is fed, as raw HTTP bytes, to the verbs
 listener's own protocol (``GuardedHttpToolsProtocol`` over the service's application), on a
 connection whose transport only keeps what is written. The backend answers at once (every
 node passes, neutral scores, kube-scheduler's victims), so what is measured is what the

@@ -5,8 +5,10 @@ native), each pod costs the extender one filter call and one watch event, its bi
 rows replay exactly that on ``bench-e2e``'s clusters (200 nodes x 1,000 plain pods of 100m,
 1,000 x 5,000; 8-CPU nodes), in one thread, with no socket: the filter request as
 kube-scheduler writes it (the pod as the API server serves it, with the defaults its
-admission adds, and the names kube-scheduler offers: 100 of 200 nodes, 420 of 1,000, from a
-start that moves with each pod) fed as raw bytes to the verbs listener's own protocol over
+admission adds, and the names kube-scheduler offers on the rendered configuration's
+``percentageOfNodesToScore: 100``: every node, 200 of 200 and 1,000 of 1,000, in the same
+order as for the pod before two times in three, as ``bench-e2e``'s requests were seen to
+repeat, else with one name moved) fed as raw bytes to the verbs listener's own protocol over
 the service's application and the real engine, then the bind's watch event decoded and
 applied to the cache as the pod informer does. One sample is the CPU time (``process_time``)
 of a batch of pods divided by its size, in microseconds.
@@ -35,28 +37,55 @@ import orjson
 import uvloop
 
 from app.backend.engine import EngineBackend
+from app.schedconfig.render import render_scheduler_config
 from bench import Budget, Measurement, cycle_bench, rss_mib
 from bench.cycle_bench import NAMESPACE, SCHEDULER, CycleScale
 from bench.cycle_bench import SCALES as CYCLE_SCALES
 from bench.synthetic import token_volume
 from bench.verbs_bench import BATCH, Connection, request
 from scheduler_core.cache.state import ClusterState
+from scheduler_core.conf import default_configuration
 
 #: ``bench-e2e``'s clusters, as the ``cycle-*`` rows build them.
+#: The ``percentageOfNodesToScore`` of the configuration ``queue-extender scheduler-config``
+#: renders by default, which ``bench-e2e``'s ``ours`` runs kube-scheduler on.
+RENDERED_PERCENTAGE: int = render_scheduler_config(
+    default_configuration(), extender_url="http://127.0.0.1/", scheduler_names=[SCHEDULER]
+).document["percentageOfNodesToScore"]
+
 SCALES: dict[str, CycleScale] = {
     "verbs-engine-200": CYCLE_SCALES["cycle-200"],
     "verbs-engine-1000": CYCLE_SCALES["cycle-1000"],
 }
 
 
-def offered(nodes: int) -> int:
-    """How many names kube-scheduler offers the extender for each pod: its adaptive number
-    of feasible nodes to find (all below 100 nodes; else 50 % less a point per 125 nodes,
-    at least 5 %, and never fewer than 100): 100 of 200, 420 of 1,000."""
-    if nodes < 100:
+def offered(nodes: int, percentage: int = RENDERED_PERCENTAGE) -> int:
+    """How many names kube-scheduler offers the extender for each pod: the feasible nodes it
+    looks for (its ``numFeasibleNodesToFind``): every node below 100 nodes or at
+    ``percentageOfNodesToScore`` 100; at 0 its adaptive share (50 % less a point per 125
+    nodes, at least 5 %); never fewer than 100."""
+    if nodes < 100 or percentage >= 100:
         return nodes
-    percentage = max(5, 50 - nodes // 125)
+    if percentage <= 0:
+        percentage = max(5, 50 - nodes // 125)
     return max(100, nodes * percentage // 100)
+
+
+def offered_names(names: list[str], pods: int) -> list[list[str]]:
+    """The names offered for each of ``pods`` pods, in the order kube-scheduler writes them.
+    Every node is feasible and every one is checked, so its start does not move; its
+    parallel filters may still finish in another order: in ``bench-e2e``'s rounds about
+    two requests in three named the nodes exactly as the one before. Here every third pod
+    is offered the last order with one name moved to the end (a new order of the same set),
+    which the pods after it keep."""
+    lists: list[list[str]] = []
+    current = names
+    for index in range(pods):
+        if index % 3 == 2:
+            moved = (index * 37) % len(current)
+            current = current[:moved] + current[moved + 1 :] + [current[moved]]
+        lists.append(current)
+    return lists
 
 
 BENCHES: dict[str, str] = {
@@ -162,13 +191,13 @@ def build(scale: CycleScale) -> PodFixture:
     cluster = cycle_bench.build(scale.nodes, scale.pods, served_pod)
     names, pods = cluster.names, cluster.pods
     requests, binds = [], []
-    count = offered(scale.nodes)
+    offered_lists = offered_names(list(names)[: offered(scale.nodes)], len(pods))
     for index, pod in enumerate(pods):
-        start = (index * 37) % scale.nodes  # kube-scheduler's moving start
-        names_sent = [names[(start + j) % scale.nodes] for j in range(count)]
+        names_sent = offered_lists[index]
         body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names_sent})
         requests.append(request("/filter", body))
-        binds.append(bound_event(pod, names_sent[0], 10_000_000 + index))
+        # Bound round the nodes, 37 apart, so that no node is filled past its room.
+        binds.append(bound_event(pod, names[(index * 37) % scale.nodes], 10_000_000 + index))
     return PodFixture(cluster.state, cluster.backend, requests, binds)
 
 

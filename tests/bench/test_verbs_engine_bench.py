@@ -1,10 +1,11 @@
 """The CPU-per-pod rows replay what kube-scheduler makes the extender do for each pod of
 ``bench-e2e``'s ``ours``: a filter call the real engine passes on every offered node, then
-the bind's watch event, which leaves the pod on that node in the cache."""
+the bind's watch event, which leaves the pod on its node in the cache."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import orjson
 import pytest
@@ -36,15 +37,43 @@ def test_each_pod_is_passed_on_every_offered_node_and_then_bound_in_the_cache() 
         assert len(request["NodeNames"]) == SMALL.nodes  # all of them, below 100 nodes
         task = fixture.state.task(f"{NAMESPACE}/p-{index:05d}")
         assert task is not None
-        assert task.node_name == request["NodeNames"][0]
+        assert task.node_name == fixture.state.node_names()[(index * 37) % SMALL.nodes]
         assert task.status == TaskStatus.BOUND
 
 
 @pytest.mark.parametrize(
-    ("nodes", "names"), [(20, 20), (99, 99), (100, 100), (200, 100), (1_000, 420), (5_000, 500)]
+    ("nodes", "percentage", "names"),
+    [
+        (20, 0, 20),
+        (99, 0, 99),
+        (100, 0, 100),
+        (200, 0, 100),
+        (1_000, 0, 420),
+        (5_000, 0, 500),
+        (1_000, 10, 100),
+        (1_000, 30, 300),
+        (200, 100, 200),
+        (1_000, 100, 1_000),
+    ],
 )
-def test_kube_scheduler_offers_its_adaptive_share_of_the_nodes(nodes: int, names: int) -> None:
-    assert verbs_engine_bench.offered(nodes) == names
+def test_kube_scheduler_offers_the_feasible_nodes_it_looks_for(
+    nodes: int, percentage: int, names: int
+) -> None:
+    assert verbs_engine_bench.offered(nodes, percentage) == names
+
+
+def test_the_rows_offer_every_node_as_the_rendered_configuration_has_kube_scheduler_do() -> None:
+    assert verbs_engine_bench.RENDERED_PERCENTAGE == 100
+    assert verbs_engine_bench.offered(1_000) == 1_000
+
+
+def test_offered_lists_repeat_the_last_order_two_times_in_three_and_keep_the_set() -> None:
+    names = [f"n{i}" for i in range(10)]
+    lists = verbs_engine_bench.offered_names(names, 9)
+    assert all(sorted(offer) == sorted(names) for offer in lists)
+    repeats = sum(1 for before, after in itertools.pairwise(lists) if before == after)
+    assert repeats == 5  # of 8 pairs: the order changes at the third, sixth and ninth pod
+    assert lists[1] == names and lists[2] != names and lists[5] not in (names, lists[2])
 
 
 def test_the_rows_report_cpu_per_pod_against_their_targets() -> None:
