@@ -49,7 +49,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -678,6 +678,44 @@ RATIOS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: The issue's targets on the first three ratios of medians: the least each must reach.
+TARGETS: dict[tuple[str, str], float] = {
+    ("ours", "plain"): 0.6,
+    ("ours", "noop-filter"): 0.9,
+    ("ours-exact", "noop"): 0.9,
+}
+
+
+def paired_ratios(rounds: Sequence[Round], top: str, bottom: str) -> list[float]:
+    """``top``'s rate over ``bottom``'s, round by round (the same round index, where both
+    had a rate): the configurations of one round run minutes apart at most, so each pair
+    shares the machine's phase that the ratio of medians mixes."""
+    rates = {(r.config, r.index): r.rate for r in rounds}
+    indexes = sorted({r.index for r in rounds})
+    pairs = [(rates.get((top, i)), rates.get((bottom, i))) for i in indexes]
+    return [t / b for t, b in pairs if t is not None and b]
+
+
+def target_lines(rounds: Sequence[Round], medians: Mapping[str, float | None]) -> list[str]:
+    """Each target whose two configurations ran: the ratio of medians against it, and how
+    many rounds met it on their own (a target the medians meet in one run and most rounds
+    miss is met by chance)."""
+    lines = []
+    for (top, bottom), least in TARGETS.items():
+        if top not in medians or bottom not in medians:
+            continue
+        value = ratio(medians[top], medians[bottom])
+        verdict = "met" if value is not None and value >= least else "MISSED"
+        paired = paired_ratios(rounds, top, bottom)
+        met = sum(1 for x in paired if x >= least)
+        each = ", ".join(f"{x:.2f}" for x in paired)
+        lines.append(
+            f"  {top}/{bottom} >= {least}: {fmt(value, 2)} {verdict}; round by round {each} "
+            f"({met} of {len(paired)} at or above)"
+        )
+    return ["", "targets:", *lines] if lines else []
+
+
 def render(scale: Scale, rounds: Sequence[Round]) -> str:
     lines = [f"{scale.describe()}:", ""]
     configs = run_configs(rounds)
@@ -737,6 +775,7 @@ def render(scale: Scale, rounds: Sequence[Round]) -> str:
         if totals:
             answers = ", ".join(f"{k}={v:g}" for k, v in sorted(totals.items()))
             lines.append(f"{config} answered, over all rounds: {answers}")
+    lines += target_lines(rounds, medians)
     notes = [f"  {r.config} round {r.index}: {r.notes()}" for r in rounds if r.notes()]
     if notes:
         lines += ["", "notes:", *notes]

@@ -18,6 +18,7 @@ from bench.e2e_bench import (
     extender_counts,
     filter_answer_seconds,
     main,
+    paired_ratios,
     peak_rss_mib,
     render,
     rendered_configuration,
@@ -108,6 +109,39 @@ def test_the_target_ratios_are_reported_with_every_configuration() -> None:
     assert "ours/plain 0.40, ours/noop-filter 0.80, ours-exact/noop 0.80" in text
     assert "serve's peak RSS: ours 180 MiB" in text
     assert "extender CPU per pod (median of rounds): ours 250.00 ms" in text
+
+
+def test_each_target_says_how_many_rounds_met_it_on_their_own() -> None:
+    # ours/plain round by round 0.50, 0.70, 0.80, medians 70/100 = 0.70: met, by two rounds;
+    # ours/noop-filter round by round 1.00, 0.875, 0.80, medians 70/80 = 0.875: missed,
+    # though one round met it.
+    gaps = {
+        "plain": [0.01, 0.01, 0.01],  # 100/s each round
+        "noop-filter": [0.02, 0.0125, 0.01],  # 50, 80, 100/s
+        "ours": [0.02, 1 / 70, 0.0125],  # 50, 70, 80/s
+    }
+    rounds = [
+        bound_round(config, index, [0.0, gap])
+        for config, per_round in gaps.items()
+        for index, gap in enumerate(per_round, start=1)
+    ]
+    text = render(SCALES["small"], rounds)
+    assert "  ours/plain >= 0.6: 0.70 met; round by round 0.50, 0.70, 0.80 (2 of 3" in text
+    assert (
+        "  ours/noop-filter >= 0.9: 0.88 MISSED; round by round 1.00, 0.88, 0.80 (1 of 3"
+    ) in text
+    assert "ours-exact/noop >=" not in text  # neither ran
+
+
+def test_paired_ratios_skip_rounds_where_either_side_had_no_rate() -> None:
+    rounds = [
+        bound_round("ours", 1, [0.0, 0.02]),
+        bound_round("plain", 1, [0.0, 0.01]),
+        bound_round("ours", 2, [0.0]),  # no rate
+        bound_round("plain", 2, [0.0, 0.01]),
+        bound_round("ours", 3, [0.0, 0.01]),
+    ]
+    assert paired_ratios(rounds, "ours", "plain") == [pytest.approx(0.5)]
 
 
 def test_ours_as_deployed_leaves_scoring_to_kube_scheduler() -> None:
