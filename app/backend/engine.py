@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -164,7 +164,7 @@ class EngineBackend:
         ready, reason = self.readiness()
         return "" if ready else reason
 
-    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
+    def filter(self, pod: dict[str, Any], node_names: Sequence[str]) -> FilterResult:
         waiting = self._not_synced()
         if waiting:
             return FilterResult(

@@ -9,6 +9,8 @@ FailedNodes / FailedAndUnresolvableNodes, whatever the backend returned.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from functools import partial
 
 from app.telemetry.metrics import VerbMetrics
 from app.verbs.common import (
@@ -20,6 +22,7 @@ from app.verbs.common import (
 )
 from app.verbs.protocol import (
     DecodedArgs,
+    OfferedNames,
     encode_filter_error,
     encode_filter_result,
     parse_extender_args,
@@ -40,7 +43,7 @@ CODE_UNRESOLVABLE = "unresolvable"
 NOT_EVALUATED_STATUS = Status(Code.UNSCHEDULABLE, [NOT_EVALUATED], reason_code=CODE_NOT_EVALUATED)
 
 
-def keep_to_inputs(inputs: list[str], result: FilterResult) -> FilterResult:
+def keep_to_inputs(inputs: Sequence[str], result: FilterResult) -> FilterResult:
     """The backend's result made safe to send: a partition of `inputs`.
 
     A node the backend both passed and rejected is rejected (the more conservative verdict
@@ -48,11 +51,12 @@ def keep_to_inputs(inputs: list[str], result: FilterResult) -> FilterResult:
     ``NOT_EVALUATED_STATUS``, so that they at least stay preemption candidates. Passing
     names keep the input order.
     """
-    if not result.failed and result.passed == inputs:
+    passed = result.passed
+    if not result.failed and (passed is inputs or list(passed) == list(inputs)):
         return result
     input_set = set(inputs)
     failed = {n: s for n, s in result.failed.items() if n in input_set}
-    claimed = set(result.passed)
+    claimed = set(passed)
     passed = [n for n in inputs if n in claimed and n not in failed]
     if len(set(passed)) + len(failed) < len(input_set):
         passing = set(passed)
@@ -94,7 +98,8 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
         if not ctx.backend.is_managed(args.pod):
             m.outcome("unmanaged")
             return encode_filter_result(args, FilterResult(args.node_names))
-        result = ctx.backend.filter(args.pod, list(args.node_names))
+        # The request's own tuple, not a copy: a list offered again is recognised by it.
+        result = ctx.backend.filter(args.pod, args.node_names)
         error = str(result.error or "")
         answer = keep_to_inputs(args.node_names, result)
     except Exception as exc:
@@ -115,4 +120,6 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
 
 
 def make_filter_handler(ctx: VerbContext) -> VerbHandler[DecodedArgs]:
-    return always_200(ctx, VERB, parse_extender_args, answer_filter, encode_filter_error)
+    # The handler's own lists of recent offers: a list offered again is decoded once.
+    parse = partial(parse_extender_args, offered=OfferedNames())
+    return always_200(ctx, VERB, parse, answer_filter, encode_filter_error)

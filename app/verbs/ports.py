@@ -11,6 +11,7 @@ A backend method must therefore never block on I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from app.telemetry.metrics import QueueMetrics
@@ -37,9 +38,10 @@ class ExtenderBackend(Protocol):
 
     def is_managed(self, pod: dict[str, Any]) -> bool: ...
 
-    def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
+    def filter(self, pod: dict[str, Any], node_names: Sequence[str]) -> FilterResult:
         """Passed nodes and a ``Status`` per rejected node, as the engine decided them; the
-        service sends it as it is (after keeping it to the nodes asked)."""
+        service sends it as it is (after keeping it to the nodes asked). ``node_names`` is
+        the request's own tuple, the same one for a list offered again: never changed."""
         ...
 
     def prioritize(self, pod: dict[str, Any], node_names: list[str]) -> HostScores:

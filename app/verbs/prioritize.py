@@ -11,6 +11,7 @@ answer that fails either (a backend bug) is clamped node by node instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from app.http.errors import encode_error
 from app.telemetry.metrics import VerbMetrics
@@ -22,6 +23,7 @@ from app.verbs.common import (
 from app.verbs.protocol import (
     DecodedArgs,
     HostScoreEncoder,
+    OfferedNames,
     encode_host_priorities,
     encode_zero_priorities,
     parse_extender_args,
@@ -83,12 +85,13 @@ def answer_prioritize(
         if not ctx.backend.is_managed(args.pod):
             m.outcome("unmanaged")
             return 200, encode_zero_priorities(args.node_names)
-        answer = ctx.backend.prioritize(args.pod, list(args.node_names))
-        if answer.names == args.node_names and in_range(answer):
+        names = list(args.node_names)
+        answer = ctx.backend.prioritize(args.pod, names)
+        if answer.names == names and in_range(answer):
             # One in-range int per input node, in input order: encode the array.
             m.outcome("scored")
             return 200, encode_scores(answer.names, answer.scores.tolist())
-        scores = clamp_scores(args.node_names, answer)
+        scores = clamp_scores(names, answer)
     except Exception as exc:
         backend_failed(VERB, ctx, m, args.pod, exc)
         if ctx.on_error == "pass":
@@ -104,7 +107,7 @@ def make_prioritize_handler(ctx: VerbContext) -> VerbHandler[DecodedArgs]:
     return VerbHandler(
         ctx,
         VERB,
-        parse_extender_args,
+        partial(parse_extender_args, offered=OfferedNames()),
         lambda m, args: answer_prioritize(ctx, m, args, encode_scores),
         encode_error,
     )

@@ -23,7 +23,7 @@ How long a choice holds:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from scheduler_core.api.job import JobInfo
@@ -60,7 +60,9 @@ class DomainChoices:
         #: The last filter answer per gang: (choice, names offered, the domain's names among
         #: them, every offered node refused as outside the domain). kube-scheduler offers
         #: every member the same list, so the next member's answer is a copy, not a rebuild.
-        self._answers: dict[str, tuple[DomainChoice, list[str], list[str], dict[str, Status]]] = {}
+        self._answers: dict[
+            str, tuple[DomainChoice, tuple[str, ...], list[str], dict[str, Status]]
+        ] = {}
         self._peeked_at = -1
         #: Choices made (not served from the kept ones): what the cache saves is visible.
         self.made = 0
@@ -186,13 +188,14 @@ class DomainChoices:
         self._answers.pop(job_id, None)
 
     def answer(
-        self, job_id: str, choice: DomainChoice, names: list[str]
+        self, job_id: str, choice: DomainChoice, names: Sequence[str]
     ) -> tuple[list[str], dict[str, Status]] | None:
         """(the domain's names among ``names``, the refusal of every name) as kept for the
         same choice and the same offered names; None otherwise. The map is the kept one:
         copy it before changing it."""
         got = self._answers.get(job_id)
-        if got is None or got[0] is not choice or got[1] != names:
+        # (Names are kept as a tuple: the verbs hand a repeated list as the same tuple.)
+        if got is None or got[0] is not choice or got[1] != tuple(names):
             return None
         return got[2], got[3]
 
@@ -200,11 +203,11 @@ class DomainChoices:
         self,
         job_id: str,
         choice: DomainChoice,
-        names: list[str],
+        names: Sequence[str],
         inside: list[str],
         refused: dict[str, Status],
     ) -> None:
-        self._answers[job_id] = (choice, list(names), inside, dict(refused))
+        self._answers[job_id] = (choice, tuple(names), inside, dict(refused))
 
     def _sweep(self, now: float) -> None:
         """Drop expired choices (of gangs long placed or gone), so the map stays as small as

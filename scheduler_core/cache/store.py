@@ -45,6 +45,7 @@ from scheduler_core.cache.jobs import (
     synthesized_job,
     synthesized_queue,
 )
+from scheduler_core.cache.known_offers import KnownOffers
 from scheduler_core.cache.member_queues import MemberQueues
 from scheduler_core.cache.queue_sums import QueueSums
 from scheduler_core.cache.topology_source import TopologySource
@@ -68,6 +69,8 @@ class ClusterStore:
         self.jobs: dict[str, JobInfo] = {}
         self.orphans: dict[str, dict[str, TaskInfo]] = {}  # job id -> tasks awaiting a PodGroup
         self.nodes: dict[str, NodeInfo] = {}
+        #: Offered node-name lists found all in ``nodes`` (forgotten when one is removed).
+        self.known_offers = KnownOffers()
         #: Nodes as their objects say, before their DRA devices are added (see
         #: ``DeviceCharging.with_devices``).
         self.node_base: dict[str, NodeInfo] = {}
@@ -269,6 +272,7 @@ class ClusterStore:
         self.charging.node_problems.pop(name, None)
         node = self.nodes.pop(name, None)
         if node is not None:
+            self.known_offers.forget()
             self.total_allocatable.sub_without_assert(node.allocatable)
         if node is not None and node.tasks:
             self.unplaced[name] = dict(node.tasks)

@@ -5,7 +5,7 @@ fork starts from. The read side of ``ClusterState``; the event side is in ``stat
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -115,6 +115,13 @@ class ClusterViews:
         thousands of names a request in C; the read-only view's ``in``, or its key view's,
         costs twice as much per name. Hold the lock while using it."""
         return self._store.nodes.__contains__
+
+    def offered_all_known(self, names: Sequence[str]) -> bool:
+        """Whether the cache holds a node of every name in ``names``; a tuple found so is
+        remembered, and answered without a look, until a node is removed (see
+        ``KnownOffers``). Hold the lock while using it."""
+        store = self._store
+        return store.known_offers.all_known(names, store.nodes)
 
     def node_names(self) -> list[str]:
         with self._lock:

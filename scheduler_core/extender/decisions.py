@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -10,12 +11,13 @@ from scheduler_core.framework.status import Status
 
 @dataclass(slots=True)
 class FilterResult:
-    """The filter verb's answer, sent as it is: ``passed`` nodes in the order asked, and a
+    """The filter verb's answer, sent as it is: ``passed`` nodes in the order asked (the
+    offered sequence itself when every node passed: no copy of thousands of names), and a
     ``Status`` for every rejected node (its code decides FailedNodes or
     FailedAndUnresolvableNodes). A non-empty ``error`` (the caches are not synced yet) makes
     the whole answer an error, naming no node."""
 
-    passed: list[str]
+    passed: Sequence[str]
     failed: dict[str, Status] = field(default_factory=dict)
     error: str = ""
 

@@ -10,7 +10,7 @@ silently can never become a preemption candidate.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from scheduler_core.accounting.keeper import QueueAccounting
@@ -46,7 +46,7 @@ def over_share(queue: QueueInfo) -> str:
 
 
 def check_pod(
-    ctx: PodContext, node_names: list[str] | None = None, *, keep_choice: bool = True
+    ctx: PodContext, node_names: Sequence[str] | None = None, *, keep_choice: bool = True
 ) -> Status | None:
     """The queue and gang checks, in the order a person would debug them. ``keep_choice``:
     a topology gang's domain chosen here is kept for its other members (the verbs); off
@@ -117,7 +117,7 @@ def no_domain(job: JobInfo, choice: DomainChoice) -> Status:
 
 
 def within_domain(
-    acct: QueueAccounting, job: JobInfo, choice: DomainChoice, node_names: list[str]
+    acct: QueueAccounting, job: JobInfo, choice: DomainChoice, node_names: Sequence[str]
 ) -> tuple[list[str], dict[str, Status]] | None:
     """Only the chosen domain's nodes pass; every other node fails with the domain named.
     None when the member is placed as any other (no domain: soft's fallback).
@@ -158,7 +158,7 @@ def within_domain(
     return passed, refused
 
 
-def gang_shortfall(ctx: PodContext, node_names: list[str] | None) -> str | None:
+def gang_shortfall(ctx: PodContext, node_names: Sequence[str] | None) -> str | None:
     """A gang is held back rather than placed in part: unless there is room, right now, for
     every member still missing, none of them starts.
 
@@ -235,7 +235,9 @@ def room_for(wanted: Resource, nodes: Iterable[NodeInfo]) -> Resource:
     return room
 
 
-def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
+def filter_pod(
+    acct: QueueAccounting, pod: dict[str, Any], node_names: Sequence[str]
+) -> FilterResult:
     ctx = PodContext(acct, pod, as_stored=True)  # kube-scheduler's pod, as stored
     key = ctx.task.key
     # A pod filtered again (its bind failed, or the scheduler retried) must not be counted
@@ -251,6 +253,7 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
     assert job is not None
     placed = None
     choice = None
+    passed: Sequence[str]
     if job.network_topology is not None:
         choice = acct.domain_choice(ctx.ssn, job)  # chosen by check_pod, kept: a lookup
         if choice is not None:
@@ -266,13 +269,13 @@ def filter_pod(acct: QueueAccounting, pod: dict[str, Any], node_names: list[str]
             len(passed),
             len(node_names),
         )
+    elif acct.state.offered_all_known(node_names):
+        passed, failed = node_names, {}  # (mostly remembered: a list offered again)
     else:
         known = acct.state.has_node()  # no per-request copy of 5,000 names
         passed = list(filter(known, node_names))
-        failed = {}
-        if len(passed) != len(node_names):
-            unknown = unknown_node()
-            failed = {n: unknown for n in node_names if not known(n)}
+        unknown = unknown_node()
+        failed = {n: unknown for n in node_names if not known(n)}
     if passed:
         acct.assume(ctx.task, job)
     if log.isEnabledFor(_V4):  # every pod passes here: no call made below verbosity 4

@@ -179,6 +179,17 @@ def test_unknown_nodes_fail_with_a_reason_while_known_ones_pass() -> None:
     assert result.failed["n9"].reason_code == "node-unknown" and result.failed["n9"].resolvable
 
 
+def test_a_list_offered_again_is_passed_whole_until_one_of_its_nodes_is_removed() -> None:
+    p, q = lone("p", "a"), lone("q", "a")
+    acct, _ = accounting([*base(), p, q])
+    offered = ("n1", "n2")
+    assert filter_pod(acct, p, offered).passed is offered  # every node passed: no copy
+    acct.state.delete("Node", "n2")
+    result = filter_pod(acct, q, offered)
+    assert list(result.passed) == ["n1"]
+    assert result.failed["n2"].reason_code == "node-unknown"
+
+
 def test_gang_room_is_counted_on_the_nodes_offered_for_the_pod() -> None:
     pg = podgroup("duo", 2, queue="a")
     members = [pod(f"d{i}", group="duo", cpu="3") for i in range(2)]  # 6 CPU: n1 has 4

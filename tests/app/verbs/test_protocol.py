@@ -14,6 +14,7 @@ from app.http.errors import WireError
 from app.verbs import protocol
 from app.verbs.protocol import (
     HostScoreEncoder,
+    OfferedNames,
     encode_filter_error,
     encode_filter_result,
     encode_host_priorities,
@@ -44,7 +45,7 @@ def test_go_fields_matches_keys_like_go_decoder() -> None:
 def test_go_fields_uses_unicode_folding() -> None:
     # Go folds the long s (U+017F) to "s", so "Nodeſ" names the Nodes field.
     args = parse_extender_args('{"Pod":{},"NodeName\u017f":["n1"]}'.encode())
-    assert args.node_names == ["n1"]
+    assert args.node_names == ("n1",)
 
 
 @pytest.mark.parametrize(
@@ -54,7 +55,7 @@ def test_captured_node_cache_requests_decode(name: str) -> None:
     raw = doc(NODE_CACHE, name)
     args = parse_extender_args(body(NODE_CACHE, name))
     assert args.names_given and args.node_items is None
-    assert args.node_names == raw["NodeNames"]
+    assert args.node_names == tuple(raw["NodeNames"])
     assert args.pod["metadata"]["uid"] == raw["Pod"]["metadata"]["uid"]
 
 
@@ -64,7 +65,7 @@ def test_captured_full_requests_decode(name: str) -> None:
     args = parse_extender_args(body(FULL, name))
     assert not args.names_given
     assert args.node_items == raw["Nodes"]["items"]
-    assert args.node_names == [n["metadata"]["name"] for n in raw["Nodes"]["items"]]
+    assert args.node_names == tuple(n["metadata"]["name"] for n in raw["Nodes"]["items"])
 
 
 def test_captured_preempt_requests_decode_in_both_modes() -> None:
@@ -83,7 +84,7 @@ def test_captured_preempt_requests_decode_in_both_modes() -> None:
 def test_all_lowercase_request_decodes() -> None:
     lowered = body(NODE_CACHE, "001-filter.req.json").lower()
     args = parse_extender_args(lowered)
-    assert args.node_names == ["node-a", "node-b"]
+    assert args.node_names == ("node-a", "node-b")
     pre = parse_preemption_args(body(NODE_CACHE, "008-preempt.req.json").lower())
     assert set(pre.candidates) == {"node-a", "node-b"}
     assert all(len(u) == 1 for u in pre.candidates.values())
@@ -371,3 +372,94 @@ def test_every_captured_request_of_kube_scheduler_takes_the_typed_decoder(
             parse_extender_args(body(run, name))
     for name in requests(NODE_CACHE, "preempt"):
         parse_preemption_args(body(NODE_CACHE, name))
+
+
+# --- node-name lists offered again --------------------------------------------------------
+
+
+def _names_request(names: list[str], spaced: bool = False) -> bytes:
+    if spaced:
+        return json.dumps({"Pod": {}, "NodeNames": names}).encode()
+    return orjson.dumps({"Pod": {}, "Nodes": None, "NodeNames": names})
+
+
+def test_a_list_offered_again_is_handed_out_as_the_same_tuple() -> None:
+    offered = OfferedNames()
+    first = parse_extender_args(_names_request(["n1", "n2"]), offered)
+    again = parse_extender_args(_names_request(["n1", "n2"]), offered)
+    assert again.node_names == ("n1", "n2") and again.node_names is first.node_names
+    assert offered.hits == 1
+    reordered = parse_extender_args(_names_request(["n2", "n1"]), offered)
+    assert reordered.node_names == ("n2", "n1") and offered.hits == 1
+
+
+def test_the_same_names_written_otherwise_are_decoded_as_a_new_list() -> None:
+    offered = OfferedNames()
+    compact = parse_extender_args(_names_request(["n1", "n2"]), offered)
+    spaced = parse_extender_args(_names_request(["n1", "n2"], spaced=True), offered)
+    assert spaced.node_names == compact.node_names and spaced.node_names is not compact.node_names
+
+
+def test_lists_beyond_the_bounds_are_dropped_least_recently_offered_first() -> None:
+    offered = OfferedNames(entries=2)
+    for name in ("a", "b", "a", "c"):  # "a" offered again: "b" is the oldest
+        parse_extender_args(_names_request([name]), offered)
+    assert len(offered) == 2 and offered.hits == 1
+    parse_extender_args(_names_request(["a"]), offered)
+    assert offered.hits == 2
+    parse_extender_args(_names_request(["b"]), offered)
+    assert offered.hits == 2
+    by_bytes = OfferedNames(max_bytes=len(b'["n1"]'))
+    for name in ("n1", "n2"):
+        parse_extender_args(_names_request([name]), by_bytes)
+    assert len(by_bytes) == 1
+
+
+def test_lists_whose_checksums_collide_are_told_apart_by_their_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(protocol.zlib, "crc32", lambda data: 0)
+    offered = OfferedNames()
+    assert parse_extender_args(_names_request(["n1"]), offered).node_names == ("n1",)
+    assert parse_extender_args(_names_request(["n2"]), offered).node_names == ("n2",)
+    assert parse_extender_args(_names_request(["n1"]), offered).node_names == ("n1",)
+    assert offered.hits == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b'{"Pod": {}, "NodeNames": [1]}', "NodeNames must be an array of strings"),
+        (b'{"Pod": {}, "NodeNames": "a"}', "NodeNames must be an array"),
+    ],
+)
+def test_a_bad_list_gets_the_same_sentence_and_is_not_kept(raw: bytes, message: str) -> None:
+    offered = OfferedNames()
+    with pytest.raises(WireError) as err:
+        parse_extender_args(raw, offered)
+    assert message in str(err.value)
+    assert len(offered) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(["n1", "n2", "n3"]), max_size=4),
+            st.booleans(),
+            st.booleans(),
+        ),
+        max_size=12,
+    )
+)
+def test_requests_decode_alike_with_and_without_the_recent_lists(
+    requests_: list[tuple[list[str], bool, bool]],
+) -> None:
+    offered = OfferedNames(entries=3)
+    for names, spaced, with_names in requests_:
+        raw = (
+            _names_request(names, spaced)
+            if with_names
+            else orjson.dumps({"Pod": {}, "NodeNames": None})
+        )
+        assert parse_extender_args(raw, offered) == parse_extender_args(raw)
