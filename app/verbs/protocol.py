@@ -199,7 +199,9 @@ class OfferedNames:
     out again as the same tuple, which the engine then recognises without checking each
     name against its cache (``scheduler_core.cache.known_offers``). A list is found by its
     CRC-32 and length and taken only if its bytes are equal; at most ``entries`` lists and
-    ``max_bytes`` of their JSON are kept, the least recently offered dropped first."""
+    ``max_bytes`` of their JSON are kept, the least recently offered dropped first. A list
+    kept costs about five times its JSON (its names as strings, the tuple): at 5,000 nodes
+    ~75 KB of JSON, ~0.4 MB in all, so the 16 lists of a handler hold ~6 MB."""
 
     __slots__ = ("_bytes", "_lists", "entries", "hits", "max_bytes")
 
@@ -208,7 +210,7 @@ class OfferedNames:
         self.max_bytes = max_bytes
         self._lists: OrderedDict[tuple[int, int], tuple[bytes, tuple[str, ...]]] = OrderedDict()
         self._bytes = 0
-        #: Lists handed out again (for the tests and the bench: no metric is kept).
+        #: Lists handed out again (read by the tests; no metric is kept).
         self.hits = 0
 
     def names(self, raw: msgspec.Raw) -> tuple[str, ...]:

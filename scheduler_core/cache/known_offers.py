@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-#: Lists remembered at once: enough for the orders kube-scheduler's filters come back in.
-DEFAULT_LISTS = 32
+#: Lists remembered at once: as many as the filter handler keeps decoded
+#: (``OfferedNames``), whose tuples these are; a tuple kept here is kept alive.
+DEFAULT_LISTS = 16
 
 
 class KnownOffers:
