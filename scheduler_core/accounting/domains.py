@@ -61,7 +61,7 @@ class DomainChoices:
         #: them, every offered node refused as outside the domain). kube-scheduler offers
         #: every member the same list, so the next member's answer is a copy, not a rebuild.
         self._answers: dict[
-            str, tuple[DomainChoice, tuple[str, ...], list[str], dict[str, Status]]
+            str, tuple[DomainChoice, Sequence[str], list[str], dict[str, Status]]
         ] = {}
         self._peeked_at = -1
         #: Choices made (not served from the kept ones): what the cache saves is visible.
@@ -194,8 +194,8 @@ class DomainChoices:
         same choice and the same offered names; None otherwise. The map is the kept one:
         copy it before changing it."""
         got = self._answers.get(job_id)
-        # (Names are kept as a tuple: the verbs hand a repeated list as the same tuple.)
-        if got is None or got[0] is not choice or got[1] != tuple(names):
+        # (The verbs hand a list offered again as the same tuple: found without a look.)
+        if got is None or got[0] is not choice or not (got[1] is names or got[1] == names):
             return None
         return got[2], got[3]
 
@@ -207,7 +207,9 @@ class DomainChoices:
         inside: list[str],
         refused: dict[str, Status],
     ) -> None:
-        self._answers[job_id] = (choice, tuple(names), inside, dict(refused))
+        # A tuple is kept as it is (it cannot change); a list is copied, as it may.
+        kept = names if isinstance(names, tuple) else list(names)
+        self._answers[job_id] = (choice, kept, inside, dict(refused))
 
     def _sweep(self, now: float) -> None:
         """Drop expired choices (of gangs long placed or gone), so the map stays as small as
