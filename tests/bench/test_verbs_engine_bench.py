@@ -18,12 +18,13 @@ from scheduler_core.api.types import TaskStatus
 SMALL = CycleScale(nodes=20, pods=30, pace_ms=0.0)
 
 
-def test_each_pod_is_passed_on_every_offered_node_and_then_bound_in_the_cache() -> None:
+def test_each_pod_is_passed_on_every_offered_node_and_bound_in_the_cache_binds_later() -> None:
     fixture = verbs_engine_bench.build(SMALL)
+    lag, batch = 6, 3
 
     async def replay() -> list[bytes]:
         conn = Connection(asyncio.get_running_loop(), fixture.backend)
-        one = verbs_engine_bench.driver(fixture, conn)
+        one = verbs_engine_bench.driver(fixture, conn, lag=lag, batch=batch)
         for index in range(SMALL.pods):
             await one(index)
         return conn.transport.written
@@ -37,8 +38,25 @@ def test_each_pod_is_passed_on_every_offered_node_and_then_bound_in_the_cache() 
         assert len(request["NodeNames"]) == SMALL.nodes  # all of them, below 100 nodes
         task = fixture.state.task(f"{NAMESPACE}/p-{index:05d}")
         assert task is not None
-        assert task.node_name == fixture.state.node_names()[(index * 37) % SMALL.nodes]
-        assert task.status == TaskStatus.BOUND
+        if index < SMALL.pods - lag:  # (30 pods: the last bind batch ends 6 pods back)
+            assert task.node_name == fixture.state.node_names()[(index * 37) % SMALL.nodes]
+            assert task.status == TaskStatus.BOUND
+        else:
+            assert task.status == TaskStatus.PENDING
+
+
+def test_binds_reach_the_cache_a_lag_behind_their_filter_calls_a_batch_at_a_time() -> None:
+    lag, batch, pods = 32, 5, 200
+    applied = [list(verbs_engine_bench.binds_after(i, lag, batch)) for i in range(pods)]
+    order = [pod for after in applied for pod in after]
+    assert order == list(range(len(order)))  # each pod once, in the order filtered
+    assert len(order) == pods - lag
+    batches = [after for after in applied if after]
+    assert all(len(after) == batch for after in batches[1:])  # (the first may be shorter)
+    for index, after in enumerate(applied):
+        assert all(pod <= index - lag for pod in after)  # never before its filter call
+        assert bool(after) == ((index + 1) % batch == 0 and index + 1 > lag)
+    assert verbs_engine_bench.binds_after(9, lag=0, batch=1) == range(9, 10)  # at once
 
 
 @pytest.mark.parametrize(
