@@ -285,10 +285,13 @@ class QueueAccounting:
             return True
         if not follow(ssn, self.state.queue_usage_view(), queues, nodes):
             return False
+        jobs = ssn.jobs
+        charged = []
         for assumption in self.assumed.values():
-            job = ssn.jobs.get(assumption.task.job)
+            job = jobs.get(assumption.task.job)
             if job is not None and job.queue in queues and _uncounted(job, assumption):
-                self._fire(ssn, assumption, allocate=True)
+                charged.append(assumption)
+        self._fire_all(ssn, charged)
         return True
 
     def _settle(self, ended: list[Assumption]) -> None:
@@ -411,10 +414,15 @@ class QueueAccounting:
         ended = self._reconcile(self.clock())
         if ssn is not self._session:
             self._settle(ended)
-        for assumption in self.assumed.values():
-            job = ssn.jobs.get(assumption.task.job)
-            if job is None or _uncounted(job, assumption):
-                self._fire(ssn, assumption, allocate=True)
+        jobs = ssn.jobs
+        self._fire_all(
+            ssn,
+            [
+                assumption
+                for assumption in self.assumed.values()
+                if (job := jobs.get(assumption.task.job)) is None or _uncounted(job, assumption)
+            ],
+        )
 
     def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> int:
         """Adds to ``snapshot`` the assumed pods the cache has not shown yet, with their jobs.
@@ -459,6 +467,21 @@ class QueueAccounting:
                 ssn.fire_deallocate(task)
         finally:
             task.status = status
+
+    @staticmethod
+    def _fire_all(ssn: Session, assumptions: list[Assumption]) -> None:
+        """``_fire`` of each assumption in turn (allocate), the plugins told of them all at
+        once: charging an open assumption back after each follow is per assumption, and a
+        busy queue keeps tens open while kube-scheduler's binds reach the cache."""
+        tasks = [a.task for a in assumptions if a.task.job in ssn.jobs]
+        statuses = [task.status for task in tasks]
+        for task in tasks:
+            task.status = TaskStatus.ALLOCATED
+        try:
+            ssn.fire_allocate_all(tasks)
+        finally:
+            for task, status in zip(tasks, statuses, strict=True):
+                task.status = status
 
     # --- assumptions --------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -85,6 +85,11 @@ class EventHandler:
 
     allocate: Callable[[TaskInfo], None] | None = None
     deallocate: Callable[[TaskInfo], None] | None = None
+    #: ``allocate`` for several tasks at once, leaving the plugin exactly as allocating each
+    #: in turn would (the accounting session charges its open assumptions back this way
+    #: after following the cluster: tens of them on a busy queue, before most verb calls).
+    #: Without it, ``allocate`` is called for each task.
+    allocate_all: Callable[[Sequence[TaskInfo]], None] | None = None
 
 
 @dataclass(slots=True)
@@ -289,6 +294,21 @@ class Session:
         for handler in self.event_handlers:
             if handler.allocate is not None:
                 handler.allocate(task)
+
+    def fire_allocate_all(self, tasks: Sequence[TaskInfo]) -> None:
+        """``fire_allocate`` of each of ``tasks`` in turn, each handler told of all of them
+        at once where it can take them so (``EventHandler.allocate_all``). Handler by
+        handler rather than task by task gives the same state: a handler keeps only its own
+        plugin's, and reads no other's."""
+        if not tasks:
+            return
+        self.placements += len(tasks)
+        for handler in self.event_handlers:
+            if handler.allocate_all is not None:
+                handler.allocate_all(tasks)
+            elif handler.allocate is not None:
+                for task in tasks:
+                    handler.allocate(task)
 
     def fire_deallocate(self, task: TaskInfo) -> None:
         self.placements += 1

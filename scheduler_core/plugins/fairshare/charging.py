@@ -5,7 +5,7 @@ plugins register it with ``register`` so the five hooks cannot be wired differen
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from scheduler_core.api.queue import QueueInfo
@@ -81,6 +81,35 @@ class QueueCharging:
     def _on_allocate(self, task: TaskInfo) -> None:
         self._charge(self.queue_opts, task, add=True)
 
+    def _on_allocate_all(self, tasks: Sequence[TaskInfo]) -> None:
+        """``_on_allocate`` of each task in turn, each queue's share worked out once, after
+        its last charge, instead of after every one. A share is read from its own queue's
+        record only, and a charge to one queue changes no other's record, so the shares
+        come out as charging one at a time would leave them. A charge that also moves
+        ancestors (a hierarchy) is made as one at a time makes it, once the shares owed so
+        far are worked out: an ancestor's sum moves without its share being worked out."""
+        opts = self.queue_opts
+        if log.isEnabledFor(_V4):  # a line a charge, each with its share as it stands
+            for task in tasks:
+                self._charge(opts, task, add=True)
+            return
+        owed: dict[int, QueueAttr] = {}
+        for task in tasks:
+            attr = self._attr_of_task(task, opts)
+            if attr is None:
+                continue
+            lineage = self._lineage(attr, opts)
+            if lineage:
+                for record in owed.values():
+                    record.share = self._share(record)
+                owed.clear()
+                self._charge(opts, task, add=True)
+                continue
+            attr.allocated.add(task.resreq)
+            owed[id(attr)] = attr
+        for record in owed.values():
+            record.share = self._share(record)
+
     def _on_deallocate(self, task: TaskInfo) -> None:
         self._charge(self.queue_opts, task, add=False)
 
@@ -121,5 +150,9 @@ def register(ssn: Session, plugin: QueueCharging) -> None:
     ssn.add_hook(SIMULATE_ADD_TASK, plugin.name, plugin._simulate_add_task)
     ssn.add_hook(SIMULATE_REMOVE_TASK, plugin.name, plugin._simulate_remove_task)
     ssn.add_event_handler(
-        EventHandler(allocate=plugin._on_allocate, deallocate=plugin._on_deallocate)
+        EventHandler(
+            allocate=plugin._on_allocate,
+            deallocate=plugin._on_deallocate,
+            allocate_all=plugin._on_allocate_all,
+        )
     )

@@ -21,7 +21,7 @@ gang's waiting pods are judged once a node, not once a pod each.
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import replace
 from typing import ClassVar
 
@@ -106,7 +106,11 @@ class PredicatesPlugin(Plugin):
         self.pod_filters.open(ssn)
         ssn.add_hook(PRE_PREDICATE, self.name, self.pre_predicate)
         ssn.add_hook(PREDICATE, self.name, self.predicate)
-        ssn.add_event_handler(EventHandler(allocate=self._placed, deallocate=self._placed))
+        ssn.add_event_handler(
+            EventHandler(
+                allocate=self._placed, deallocate=self._placed, allocate_all=self._placed_all
+            )
+        )
 
     def on_session_close(self, ssn: Session) -> None:
         self._cache = {}
@@ -139,6 +143,12 @@ class PredicatesPlugin(Plugin):
         undid that): no remembered verdict holds, and the pod filters count its node again."""
         self._verdicts = {}
         self.pod_filters.placed(task)
+
+    def _placed_all(self, tasks: Sequence[TaskInfo]) -> None:
+        """``_placed`` of each task in turn (an accounting session charging its open
+        assumptions back, none on a node: the counts are forgotten once, not per task)."""
+        self._verdicts = {}
+        self.pod_filters.placed_all(tasks)
 
     def cluster_changed(self) -> None:
         """The session's nodes changed under it (the accounting session following the

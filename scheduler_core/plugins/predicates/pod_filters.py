@@ -19,7 +19,7 @@ gang builds it once.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pod_constraints import TopologySpreadConstraint
@@ -104,6 +104,23 @@ class PodFilters:
             self.forget()
             return
         self._dirty.add(task.node_name)
+
+    def placed_all(self, tasks: Sequence[TaskInfo]) -> None:
+        """``placed`` of each task in turn: every count forgotten once if any task names no
+        node of the session, and the nodes the tasks after the last such one name marked,
+        which is where placing them one at a time ends."""
+        if not tasks:
+            return
+        self._touched = True
+        ssn = self._ssn
+        start = 0
+        for index, task in enumerate(tasks):
+            if ssn is None or task.node_name not in ssn.nodes:
+                start = index + 1
+        if start:
+            self.forget()
+        for task in tasks[start:]:
+            self._dirty.add(task.node_name)
 
     def _recount_dirty(self) -> None:
         """Bring every kept count up to date with the nodes whose pods changed."""
