@@ -33,11 +33,13 @@ SHARE_DELTA = 1e-6
 
 @dataclass(slots=True)
 class DrfAttr:
-    """A job's allocation and the dominant share derived from it."""
+    """A job's allocation and the dominant share derived from it (when ``current``; else
+    worked out again from ``allocated`` before it is read)."""
 
     allocated: Resource = field(default_factory=Resource.empty)
     share: float = 0.0
     dominant_resource: str = ""
+    current: bool = True
 
 
 def calculate_share(
@@ -131,12 +133,18 @@ class DrfPlugin(Plugin):
         return attr
 
     def _attr(self, job_uid: str) -> DrfAttr | None:
+        """The job's record with its share current: derived on first use in a read-only
+        session, and worked out again after the events that moved its allocation (an
+        allocate event leaves it owed: the accounting session charges every filtered pod
+        and charges its open assumptions back after each follow, and reads few shares)."""
         attr = self.job_attrs.get(job_uid)
         if attr is None:
             job = self._jobs.get(job_uid)
             if job is None:
                 return None
             attr = self.job_attrs[job_uid] = self._new_attr(job)
+        elif not attr.current:
+            self._update_share(attr)
         return attr
 
     # --- state ----------------------------------------------------------------------------
@@ -152,6 +160,7 @@ class DrfPlugin(Plugin):
         attr.dominant_resource, attr.share = calculate_share(
             attr.allocated, self.total_resource, self._names
         )
+        attr.current = True
 
     def job_share(self, job_uid: str) -> float:
         """The job's current dominant share (0 for a job this session does not know)."""
@@ -233,8 +242,9 @@ class DrfPlugin(Plugin):
                 return
             attr = self.job_attrs[task.job] = DrfAttr(job.allocated.added_to_zero())
         attr.allocated.add(task.resreq)
-        self._update_share(attr)
+        attr.current = False  # (the share is a function of the sum: worked out when read)
         if log.isEnabledFor(_V4):  # every filtered pod's assumption: no call below -v 4
+            self._update_share(attr)
             log.log(
                 _V4,
                 "DRF AllocateFunc: task <%s/%s>, resreq <%r>,  share <%s>",
