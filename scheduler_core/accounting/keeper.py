@@ -26,6 +26,7 @@ milli-units and bytes, so the sums do not depend on the order they were added in
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from collections.abc import Callable
@@ -126,6 +127,9 @@ class QueueAccounting:
         self.min_refresh_interval = min_refresh_interval
         self.clock = clock
         self.assumed: dict[str, Assumption] = {}  # pod key -> assumption
+        #: No assumption expires before this: the earliest expiry when they were last
+        #: looked at, lowered as pods are assumed. Most verb calls then skip the look.
+        self._expiry_floor = -math.inf
         self.grants = PreemptionGrants(ttl=assume_ttl, clock=clock)
         self.parked = ParkedPods()
         #: The network domain chosen for each topology gang, kept while its assumption lives.
@@ -388,7 +392,12 @@ class QueueAccounting:
         return ended
 
     def _expire(self, now: float) -> None:
+        if now < self._expiry_floor and not self._group_deadlines:
+            return  # (what each verb call finds: no assumption can have run out)
         expired = [k for k, a in self.assumed.items() if a.expires <= now]
+        self._expiry_floor = min(
+            (a.expires for a in self.assumed.values() if a.expires > now), default=math.inf
+        )
         if not expired and not self._group_deadlines:
             return  # (what each verb call finds: nothing below would end an assumption)
         ended: list[Assumption] = self._failed_groups(now)
@@ -508,6 +517,7 @@ class QueueAccounting:
             assumption.cached = cached
             self._group_deadlines[job.uid] = now + self.group_window
         self.assumed[key] = assumption
+        self._expiry_floor = min(self._expiry_floor, assumption.expires)
         if job.network_topology is not None:
             self.domains.extend(task.job, assumption.expires)
         counted = ssn.jobs.get(task.job)

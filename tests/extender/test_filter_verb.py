@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scheduler_core.extender.filter_verb import filter_pod
 from tests.builders import accounting, native_podgroup, node, pod, podgroup, queue
@@ -157,6 +159,38 @@ def test_only_assumptions_that_ran_out_their_ttl_count_as_expired() -> None:
     clock.now += 31
     acct.session()
     assert acct.expired == 2 and not acct.assumed  # p1 and p3 were never bound
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["filter", "release", "tick"]),
+            st.integers(1, 4),
+            st.sampled_from([1.0, 9.0, 20.0, 31.0]),
+        ),
+        max_size=25,
+    )
+)
+def test_every_assumption_ends_when_its_ttl_runs_out_and_not_before(
+    steps: list[tuple[str, int, float]],
+) -> None:
+    pods = {i: lone(f"p{i}", "a", cpu="100m") for i in range(1, 5)}
+    acct, clock = accounting([*base(), *pods.values()], ttl=30)
+    expires: dict[str, float] = {}  # the model: pod key -> when its assumption ends
+    for op, index, seconds in steps:
+        key = f"ns/p{index}"
+        if op == "filter":
+            filter_pod(acct, pods[index], NODES)
+            expires[key] = clock.now + 30
+        elif op == "release":
+            acct.release(key)
+            expires.pop(key, None)
+        else:
+            clock.now += seconds
+        acct.session()  # (what every verb call asks first)
+        expires = {k: at for k, at in expires.items() if at > clock.now}
+        assert sorted(acct.assumed) == sorted(expires)
 
 
 def test_a_pod_the_cache_has_not_seen_yet_is_judged_in_its_queue() -> None:
