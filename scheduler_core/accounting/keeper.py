@@ -242,9 +242,10 @@ class QueueAccounting:
             jobs = ssn.jobs
             queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
             queues |= _queues_of(ssn, ended)
+            moved = {*changes.jobs, *(a.task.job for a in ended)}
             # (Checked just above that the session can follow; ending assumptions does
             # not change that.)
-            if not self._recount_in_place(ssn, queues, changes.nodes):
+            if not self._recount_in_place(ssn, queues, changes.nodes, moved):
                 # Nothing was changed, but the ended assumptions are gone: only a new
                 # session counts the rest right now.
                 self._rebuild(now)
@@ -262,14 +263,14 @@ class QueueAccounting:
             )
         return True
 
-    def _recount(self, ssn: Session, queues: set[str], nodes: set[str]) -> bool:
-        """Re-derive ``queues`` and ``nodes`` in ``ssn`` from the cache, as a session opened
-        now would have them, and charge those queues' assumptions again. False, changing
-        nothing, when the session cannot be brought up to date in place. Call with the
-        cluster state's lock held."""
+    def _recount(self, ssn: Session, queues: set[str], nodes: set[str], jobs: set[str]) -> bool:
+        """Re-derive ``queues``, ``jobs`` and ``nodes`` in ``ssn`` from the cache, as a
+        session opened now would have them, and charge those queues' assumptions again.
+        False, changing nothing, when the session cannot be brought up to date in place.
+        Call with the cluster state's lock held."""
         if not self._followable or not self._can_follow(ssn):
             return False
-        return self._recount_in_place(ssn, queues, nodes)
+        return self._recount_in_place(ssn, queues, nodes, jobs)
 
     def _can_follow(self, ssn: Session) -> bool:
         """``can_follow(ssn)``, asked of the plugins once a session: a plugin's answer
@@ -282,20 +283,22 @@ class QueueAccounting:
         self._follows_session = ssn
         return True
 
-    def _recount_in_place(self, ssn: Session, queues: set[str], nodes: set[str]) -> bool:
+    def _recount_in_place(
+        self, ssn: Session, queues: set[str], nodes: set[str], jobs: set[str]
+    ) -> bool:
         """``_recount`` of a session already known to be followable: following a bind
         asked every plugin twice whether it can follow, once is enough."""
         if not queues and not nodes:
             return True
-        if not follow(ssn, self.state.queue_usage_view(), queues, nodes):
+        if not follow(ssn, self.state.queue_usage_view(), queues, nodes, jobs):
             return False
-        jobs = ssn.jobs
+        session_jobs = ssn.jobs
         charged = []
         for assumption in self.assumed.values():
-            job = jobs.get(assumption.task.job)
+            job = session_jobs.get(assumption.task.job)
             if job is not None and job.queue in queues and _uncounted(job, assumption):
                 charged.append(assumption)
-        self._fire_all(ssn, charged)
+        self._fire_all(ssn, charged, charge_back=True)
         return True
 
     def _settle(self, ended: list[Assumption]) -> None:
@@ -308,7 +311,7 @@ class QueueAccounting:
             return
         with self.state.locked():
             if self.state.decision_version == self._version and self._recount(
-                ssn, _queues_of(ssn, ended), set()
+                ssn, _queues_of(ssn, ended), set(), {a.task.job for a in ended}
             ):
                 return
         for assumption in ended:
@@ -478,16 +481,23 @@ class QueueAccounting:
             task.status = status
 
     @staticmethod
-    def _fire_all(ssn: Session, assumptions: list[Assumption]) -> None:
+    def _fire_all(
+        ssn: Session, assumptions: list[Assumption], *, charge_back: bool = False
+    ) -> None:
         """``_fire`` of each assumption in turn (allocate), the plugins told of them all at
         once: charging an open assumption back after each follow is per assumption, and a
-        busy queue keeps tens open while kube-scheduler's binds reach the cache."""
+        busy queue keeps tens open while kube-scheduler's binds reach the cache.
+        ``charge_back``: right after a follow step, which each plugin may have left holding
+        some of them (``Session.fire_charge_back``)."""
         tasks = [a.task for a in assumptions if a.task.job in ssn.jobs]
         statuses = [task.status for task in tasks]
         for task in tasks:
             task.status = TaskStatus.ALLOCATED
         try:
-            ssn.fire_allocate_all(tasks)
+            if charge_back:
+                ssn.fire_charge_back(tasks)
+            else:
+                ssn.fire_allocate_all(tasks)
         finally:
             for task, status in zip(tasks, statuses, strict=True):
                 task.status = status

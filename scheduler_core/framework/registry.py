@@ -24,11 +24,15 @@ if TYPE_CHECKING:
 class UsageChange:
     """Some existing jobs' usage changed behind a long-lived read-only session (a pod bound,
     added, finished or deleted in an existing group; a PodGroup's phase): ``usage`` is the
-    live cache's per-queue sums, ``queues`` and ``nodes`` what the change touched."""
+    live cache's per-queue sums, ``queues`` and ``nodes`` what the change touched, ``jobs``
+    the jobs whose own sums moved or whose charged assumption ended (their queues are in
+    ``queues``). After the step, the caller charges the open assumptions of ``queues``
+    back (``Session.fire_charge_back``)."""
 
     usage: Mapping[str, JobUsage]
     queues: Collection[str]
     nodes: Collection[str]
+    jobs: Collection[str]
 
 
 #: What a plugin does to bring its per-session state up to date with a ``UsageChange``.

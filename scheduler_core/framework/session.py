@@ -90,6 +90,11 @@ class EventHandler:
     #: after following the cluster: tens of them on a busy queue, before most verb calls).
     #: Without it, ``allocate`` is called for each task.
     allocate_all: Callable[[Sequence[TaskInfo]], None] | None = None
+    #: After the plugin's follow step (``Plugin.follow``), the open assumptions of the
+    #: changed queues, each charged to the plugin before it: charge again what the step
+    #: forgot of them. A plugin whose step forgets only some (drf keeps the records of the
+    #: jobs whose sums did not move) takes only those. Without it, ``allocate_all``.
+    charge_back: Callable[[Sequence[TaskInfo]], None] | None = None
 
 
 @dataclass(slots=True)
@@ -305,6 +310,21 @@ class Session:
         self.placements += len(tasks)
         for handler in self.event_handlers:
             if handler.allocate_all is not None:
+                handler.allocate_all(tasks)
+            elif handler.allocate is not None:
+                for task in tasks:
+                    handler.allocate(task)
+
+    def fire_charge_back(self, tasks: Sequence[TaskInfo]) -> None:
+        """``fire_allocate_all`` of the open assumptions charged back after a follow, each
+        handler taking them as its follow step left it (``EventHandler.charge_back``)."""
+        if not tasks:
+            return
+        self.placements += len(tasks)
+        for handler in self.event_handlers:
+            if handler.charge_back is not None:
+                handler.charge_back(tasks)
+            elif handler.allocate_all is not None:
                 handler.allocate_all(tasks)
             elif handler.allocate is not None:
                 for task in tasks:

@@ -8,7 +8,7 @@ share as the preemptor after the eviction, so preemption never makes the allocat
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -103,7 +103,11 @@ class DrfPlugin(Plugin):
         ssn.add_hook(JOB_ORDER, self.name, self.job_order)
         ssn.add_hook(JOB_ORDER_KEY, self.name, self.job_share_key)
         ssn.add_event_handler(
-            EventHandler(allocate=self._on_allocate, deallocate=self._on_deallocate)
+            EventHandler(
+                allocate=self._on_allocate,
+                deallocate=self._on_deallocate,
+                charge_back=self._charge_back,
+            )
         )
 
     def on_session_close(self, ssn: Session) -> None:
@@ -114,15 +118,20 @@ class DrfPlugin(Plugin):
         return True
 
     def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
-        """Forget the changed queues' job shares (and those of jobs gone): a read-only
-        session derives them again from the live jobs on first use."""
-        queues = change.queues
+        """Forget the records of the jobs whose sums moved or whose charged assumption ended
+        (and of jobs gone): a read-only session derives them again from the live jobs on
+        first use, and the open assumptions charged back after the step are charged only
+        to those (``_charge_back``). A job's record is its own sum over the cluster's
+        total, so the others of its queue stay as they are."""
+        moved = change.jobs
 
         def forget() -> None:
-            jobs = ssn.jobs
-            stale = [uid for uid in self.job_attrs if uid not in jobs or jobs[uid].queue in queues]
-            for uid in stale:
-                del self.job_attrs[uid]
+            attrs, jobs = self.job_attrs, ssn.jobs
+            for uid in moved:
+                attrs.pop(uid, None)
+            gone = [uid for uid in attrs if uid not in jobs]
+            for uid in gone:
+                del attrs[uid]
 
         return forget
 
@@ -253,6 +262,17 @@ class DrfPlugin(Plugin):
                 task.resreq,
                 attr.share,
             )
+
+    def _charge_back(self, tasks: Sequence[TaskInfo]) -> None:
+        """The open assumptions charged back after a follow: only those of the jobs whose
+        record the step forgot. A job's record, once made, holds every open assumption of
+        the job (each was charged to it, or the record was made after by a charge-back
+        like this one), so a record that was kept already counts them."""
+        attrs = self.job_attrs
+        forgotten = {task.job for task in tasks if task.job not in attrs}
+        for task in tasks:
+            if task.job in forgotten:
+                self._on_allocate(task)
 
     def _on_deallocate(self, task: TaskInfo) -> None:
         attr = self._attr(task.job)

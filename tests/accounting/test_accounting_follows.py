@@ -213,6 +213,30 @@ def test_a_bound_assumed_pod_is_counted_once_after_following() -> None:
     assert _derived(ssn) == _derived(_rebuilt(acct).session())
 
 
+def test_a_bind_in_another_job_of_the_queue_leaves_an_assumed_jobs_share_counted_once() -> None:
+    acct, _ = _start()
+    for name in ("a", "b"):
+        acct.state.upsert("Pod", pod(name, cpu="1", queue="q1"))
+    ssn = acct.session()
+    for name in ("a", "b"):
+        assert filter_pod(acct, pod(name, cpu="1", queue="q1"), NODES).passed
+    acct.state.upsert("Pod", pod("b", cpu="1", queue="q1", node_name="n2"))  # b's job moved
+    assert acct.session() is ssn and acct.follows == 1 and list(acct.assumed) == ["ns/a"]
+    assert _derived(ssn) == _derived(_rebuilt(acct).session())
+
+
+def test_an_assumption_that_expires_as_the_session_follows_leaves_its_jobs_share() -> None:
+    acct, clock = _start()
+    acct.state.upsert("Pod", pod("a", cpu="1", queue="q1"))
+    acct.state.upsert("Pod", pod("c", group="g1", cpu="1"))
+    ssn = acct.session()
+    assert filter_pod(acct, pod("a", cpu="1", queue="q1"), NODES).passed
+    clock.now += 31
+    acct.state.upsert("Pod", pod("c", group="g1", cpu="1", node_name="n2"))  # g1 moved
+    assert acct.session() is ssn and acct.expired == 1 and not acct.assumed
+    assert _derived(ssn) == _derived(_rebuilt(acct).session())
+
+
 # --- property: any sequence of events -----------------------------------------------------
 
 NAMES = ["a", "b", "c", "d", "e"]

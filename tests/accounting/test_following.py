@@ -69,7 +69,7 @@ def test_a_refusal_runs_no_plugin_s_step(register_plugin: RegisterPlugin) -> Non
     register_plugin(RefusingPlugin)
     CountingPlugin.ran = 0
     ssn = _read_only("test-counting", "test-refusing")
-    assert not follow(ssn, {}, {"default"}, {"n1"})
+    assert not follow(ssn, {}, {"default"}, {"n1"}, set())
     assert CountingPlugin.ran == 0
 
 
@@ -77,7 +77,7 @@ def test_every_step_runs_once_all_plugins_gave_one(register_plugin: RegisterPlug
     register_plugin(CountingPlugin)
     CountingPlugin.ran = 0
     ssn = _read_only("test-counting", "priority")
-    assert follow(ssn, {}, {"default"}, {"n1"})
+    assert follow(ssn, {}, {"default"}, {"n1"}, set())
     assert CountingPlugin.ran == 1
 
 

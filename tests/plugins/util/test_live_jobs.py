@@ -36,5 +36,5 @@ def test_a_live_reading_plugin_is_followed_in_place_with_nothing_to_do(name: str
     plugin = ssn.plugins[name]
     assert isinstance(plugin, ReadsLive)
     assert can_follow(ssn)
-    change = UsageChange(usage={}, queues={"default"}, nodes={"n1"})
+    change = UsageChange(usage={}, queues={"default"}, nodes={"n1"}, jobs=set())
     assert plugin.follow(ssn, change) is follows_nothing
