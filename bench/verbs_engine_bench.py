@@ -10,8 +10,9 @@ admission adds, and the names kube-scheduler offers on the rendered configuratio
 order as for the pod before two times in three, as ``bench-e2e``'s requests were seen to
 repeat, else with one name moved) fed as raw bytes to the verbs listener's own protocol over
 the service's application and the real engine, then the bind's watch event decoded and
-applied to the cache as the pod informer does. One sample is the CPU time (``process_time``)
-of a batch of pods divided by its size, in microseconds.
+applied to the cache as the pod informer does, as late and as many at a time as
+``bench-e2e``'s binds reached the cache at that scale (``BIND_MODEL``). One sample is the CPU
+time (``process_time``) of a batch of pods divided by its size, in microseconds.
 
 What it leaves out, and ``bench-e2e`` includes: the sockets' system calls, the informers'
 reading of the watch stream, the creation event of each pod, the leader's loops and the
@@ -201,14 +202,17 @@ def build(scale: CycleScale) -> PodFixture:
     return PodFixture(cluster.state, cluster.backend, requests, binds)
 
 
-#: How kube-scheduler's binds reach the extender behind the real kube-scheduler: its binding
-#: goroutines and the API server's watch lag the filter calls, so at 200 nodes the pod
-#: informer applied the binds in bursts (the accounting session followed them before about
-#: one filter call in five: 184 of 1,000) with ~34 assumptions still open at each follow
-#: (``bench-e2e``, 2026-12-06). Each bind is applied ``BIND_LAG`` pods after its filter call,
-#: ``BIND_BATCH`` at a time.
-BIND_LAG = 32
-BIND_BATCH = 5
+#: How kube-scheduler's binds reach the extender behind the real kube-scheduler, per row:
+#: each bind applied so many pods after its filter call, so many at a time. Counted in
+#: ``bench-e2e`` on 2026-12-06: at 200 nodes (~450-600 pods/s) the binding goroutines and
+#: the API server's watch lag the filter calls, and the accounting session followed before
+#: 170-184 of 1,000 calls with ~33 assumptions open at each follow; at 1,000 nodes (~150
+#: pods/s) the binds kept pace, a follow before ~740 of 1,000 calls with ~1 open.
+BIND_MODEL: dict[str, tuple[int, int]] = {
+    "verbs-engine-200": (32, 5),
+    "verbs-engine-1000": (1, 1),
+}
+BIND_LAG, BIND_BATCH = BIND_MODEL["verbs-engine-200"]
 
 
 def binds_after(index: int, lag: int = BIND_LAG, batch: int = BIND_BATCH) -> range:
@@ -238,14 +242,16 @@ def driver(
     return one
 
 
-def measure(scale: CycleScale, budget: Budget) -> tuple[list[float], int]:
+def measure(
+    scale: CycleScale, budget: Budget, binds: tuple[int, int] = (BIND_LAG, BIND_BATCH)
+) -> tuple[list[float], int]:
     """Microseconds of CPU per pod, one sample a batch of ``PODS_PER_SAMPLE`` pods; and how
     many pods were bound."""
     fixture = build(scale)
 
     async def run() -> tuple[list[float], int]:
         conn = Connection(asyncio.get_running_loop(), fixture.backend)
-        one = driver(fixture, conn)
+        one = driver(fixture, conn, *binds)
         index = 0
         for _ in range(budget.warmup * PODS_PER_SAMPLE):
             await one(index)
@@ -281,7 +287,7 @@ def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
             target_op="<=",
         )
         try:
-            row.samples, bound = measure(scale, budgets[name])
+            row.samples, bound = measure(scale, budgets[name], BIND_MODEL[name])
             row.extra["pods_bound"] = bound
         except Exception as exc:  # a broken engine is a result too, not the end of the run
             row.error = f"{type(exc).__name__}: {exc}"
@@ -290,14 +296,16 @@ def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
     return results
 
 
-def profile(scale: CycleScale, top: int = 30) -> None:
+def profile(
+    scale: CycleScale, top: int = 30, binds: tuple[int, int] = (BIND_LAG, BIND_BATCH)
+) -> None:
     """cProfile over every pod of the scale after 20: call counts and shares, which a loaded
     machine moves far less than the times."""
     fixture = build(scale)
 
     async def run() -> None:
         conn = Connection(asyncio.get_running_loop(), fixture.backend)
-        one = driver(fixture, conn)
+        one = driver(fixture, conn, *binds)
         for index in range(20):
             await one(index)
         prof = cProfile.Profile()
@@ -322,10 +330,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", choices=("200", "1000"), help="print cProfile instead")
     args = parser.parse_args(argv)
     if args.profile:
-        profile(SCALES[f"verbs-engine-{args.profile}"])
+        name = f"verbs-engine-{args.profile}"
+        profile(SCALES[name], binds=BIND_MODEL[name])
         return 0
     for name, scale in SCALES.items():
-        samples, _ = measure(scale, Budget(n=20, seconds=30, warmup=2))
+        samples, _ = measure(scale, Budget(n=20, seconds=30, warmup=2), BIND_MODEL[name])
         samples.sort()
         print(f"{name}: p50 {samples[len(samples) // 2]:.0f} us CPU a pod")
     return 0

@@ -59,6 +59,13 @@ def test_binds_reach_the_cache_a_lag_behind_their_filter_calls_a_batch_at_a_time
     assert verbs_engine_bench.binds_after(9, lag=0, batch=1) == range(9, 10)  # at once
 
 
+def test_each_row_replays_the_binds_as_bench_e2e_saw_them_at_its_scale() -> None:
+    assert set(verbs_engine_bench.BIND_MODEL) == set(verbs_engine_bench.SCALES)
+    lag_200, batch_200 = verbs_engine_bench.BIND_MODEL["verbs-engine-200"]
+    assert lag_200 > batch_200 > 1  # bursts, tens of assumptions open at a follow
+    assert verbs_engine_bench.BIND_MODEL["verbs-engine-1000"] == (1, 1)  # keeping pace
+
+
 @pytest.mark.parametrize(
     ("nodes", "percentage", "names"),
     [
