@@ -305,27 +305,23 @@ class Session:
         at once where it can take them so (``EventHandler.allocate_all``). Handler by
         handler rather than task by task gives the same state: a handler keeps only its own
         plugin's, and reads no other's."""
-        if not tasks:
-            return
-        self.placements += len(tasks)
-        for handler in self.event_handlers:
-            if handler.allocate_all is not None:
-                handler.allocate_all(tasks)
-            elif handler.allocate is not None:
-                for task in tasks:
-                    handler.allocate(task)
+        self._allocate_all(tasks, charge_back=False)
 
     def fire_charge_back(self, tasks: Sequence[TaskInfo]) -> None:
         """``fire_allocate_all`` of the open assumptions charged back after a follow, each
         handler taking them as its follow step left it (``EventHandler.charge_back``)."""
+        self._allocate_all(tasks, charge_back=True)
+
+    def _allocate_all(self, tasks: Sequence[TaskInfo], *, charge_back: bool) -> None:
         if not tasks:
             return
         self.placements += len(tasks)
         for handler in self.event_handlers:
-            if handler.charge_back is not None:
-                handler.charge_back(tasks)
-            elif handler.allocate_all is not None:
-                handler.allocate_all(tasks)
+            take = handler.charge_back if charge_back else None
+            if take is None:
+                take = handler.allocate_all
+            if take is not None:
+                take(tasks)
             elif handler.allocate is not None:
                 for task in tasks:
                     handler.allocate(task)
