@@ -17,7 +17,8 @@ nodes it is given.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from functools import partial
 from operator import attrgetter
 from typing import ClassVar
 
@@ -32,9 +33,9 @@ from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.binpack.args import BinpackArgs
-from scheduler_core.plugins.util.node_table import BoolArray, FloatArray, NodeTable
-from scheduler_core.plugins.util.scored_nodes import GivenNodes, ScoredNodes, TableRows
-from scheduler_core.plugins.util.table_scoring import TableScoredPlugin, fits_exactly
+from scheduler_core.plugins.util.node_table import BoolArray, FloatArray, NodeTable, RowArray
+from scheduler_core.plugins.util.scored_nodes import GivenNodes, ReadNode, ScoredNodes, TableRows
+from scheduler_core.plugins.util.table_scoring import RowScorer, TableScoredPlugin, fits_exactly
 
 log = logging.getLogger("scheduler_core.plugins.binpack")
 
@@ -93,6 +94,26 @@ def _binpacking(
     result: FloatArray = score * MAX_NODE_SCORE * weights.weight
     result[overflowed] = 0.0
     return result, overflows
+
+
+def _node_score(
+    node: ReadNode, requests: Sequence[tuple[str, float, int]], weight_sum: int, factor: int
+) -> float:
+    """``binpacking_scores`` of one node on Python numbers, the same operations in the same
+    order, so the same float."""
+    score = 0.0
+    overflowed = False
+    for name, request, weight in requests:
+        allocatable = node.allocatable.get(name)
+        used_finally = request + node.used.get(name)
+        if weight != 0 and allocatable != 0:
+            if used_finally > allocatable:
+                overflowed = True
+            else:
+                score += used_finally * weight / allocatable
+    if weight_sum > 0:
+        score /= weight_sum
+    return 0.0 if overflowed else score * MAX_NODE_SCORE * factor
 
 
 @register_plugin
@@ -177,22 +198,23 @@ class BinpackPlugin(TableScoredPlugin):
         if not (fits_exactly(self.args.weight) and fits_exactly(weight_sum)):
             return None
         factor = self.args.weight
-        scores: dict[str, float] = {}
-        for node in nodes:
-            score = 0.0
-            overflowed = False
-            for name, request, weight in requests:
-                allocatable = node.allocatable.get(name)
-                used_finally = request + node.used.get(name)
-                if weight != 0 and allocatable != 0:
-                    if used_finally > allocatable:
-                        overflowed = True
-                    else:
-                        score += used_finally * weight / allocatable
-            if weight_sum > 0:
-                score /= weight_sum
-            scores[node.name] = 0.0 if overflowed else score * MAX_NODE_SCORE * factor
-        return scores
+        return {node.name: _node_score(node, requests, weight_sum, factor) for node in nodes}
+
+    # --- kept per pod shape (table_scoring.KeptScores) -----------------------------------
+
+    def shape(self, task: TaskInfo) -> Hashable:
+        """The weighted requests: all the score reads of a pod."""
+        return tuple(self._requests(task))
+
+    def rows_part(self, table: NodeTable, task: TaskInfo, rows: RowArray) -> FloatArray:
+        return binpacking_scores(TableRows(table, rows), self.args, self._requests(task))
+
+    def row_scorer(self, task: TaskInfo) -> RowScorer:
+        requests = self._requests(task)
+        weight_sum = sum(weight for _, _, weight in requests)
+        return partial(
+            _node_score, requests=requests, weight_sum=weight_sum, factor=self.args.weight
+        )
 
     def vector_node_scores(
         self, table: NodeTable, task: TaskInfo, nodes: list[NodeInfo]
@@ -207,4 +229,5 @@ class BinpackPlugin(TableScoredPlugin):
         weight_sum = sum(weight for _, _, weight in requests)
         if not (fits_exactly(self.args.weight) and fits_exactly(weight_sum)):
             return None
-        return NodeScoreArray(names, binpacking_scores(TableRows(table, rows), self.args, requests))
+        scores = self.kept_part(table, task, rows)
+        return None if scores is None else NodeScoreArray(names, scores)

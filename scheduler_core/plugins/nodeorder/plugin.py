@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Hashable
 from typing import ClassVar
 
 import numpy as np
 
 from scheduler_core.api.node import NodeInfo
-from scheduler_core.api.task import TaskInfo
+from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.node_scores import NodeScoreArray
@@ -55,8 +56,13 @@ from scheduler_core.plugins.nodeorder.scores import (
     preferred_terms,
     whole_values,
 )
-from scheduler_core.plugins.nodeorder.short_list import short_scores
-from scheduler_core.plugins.util.node_table import NodeTable, intolerable_prefer_no_schedule
+from scheduler_core.plugins.nodeorder.short_list import node_part, short_scores
+from scheduler_core.plugins.util.node_table import (
+    FloatArray,
+    NodeTable,
+    RowArray,
+    intolerable_prefer_no_schedule,
+)
 from scheduler_core.plugins.util.pod_affinity_score import (
     normalized_scores,
     scores_others,
@@ -64,9 +70,16 @@ from scheduler_core.plugins.util.pod_affinity_score import (
 )
 from scheduler_core.plugins.util.scored_nodes import GivenNodes, ScoredNodes, TableRows
 from scheduler_core.plugins.util.spread_score import soft_constraints, spread_scores
-from scheduler_core.plugins.util.table_scoring import TableScoredPlugin, fits_exactly
+from scheduler_core.plugins.util.table_scoring import RowScorer, TableScoredPlugin, fits_exactly
 
 log = logging.getLogger("scheduler_core.plugins.nodeorder")
+
+#: A task, its requests, its preferred terms and the shape they make (``shape``).
+_PodRead = tuple[TaskInfo, PodRequests, tuple[PreferredTerm, ...], Hashable]
+
+
+def _requirement(req: NodeSelectorRequirement) -> tuple[str, str, tuple[str, ...]]:
+    return (req.key, req.operator, req.values)
 
 
 @register_plugin
@@ -89,7 +102,7 @@ class NodeOrderPlugin(TableScoredPlugin):
         #: task uid -> its weight per topology pair, while placements stand
         self._pairs: dict[str, Counter[tuple[str, str]]] = {}
         self._epoch = 0
-        self._last: tuple[TaskInfo, PodRequests, tuple[PreferredTerm, ...]] | None = None
+        self._last: _PodRead | None = None
 
     def on_session_open(self, ssn: Session) -> None:
         if ssn.memos.first_time("nodeorder.unbuilt"):
@@ -176,10 +189,38 @@ class NodeOrderPlugin(TableScoredPlugin):
     def _pod(self, task: TaskInfo) -> tuple[PodRequests, tuple[PreferredTerm, ...]]:
         """The pod's requests and terms, remembered for the task being scored: the session
         scores one task on every node in a row."""
+        cached = self._read(task)
+        return cached[1], cached[2]
+
+    def _read(self, task: TaskInfo) -> _PodRead:
         cached = self._last
         if cached is None or cached[0] is not task:
-            cached = self._last = (task, PodRequests.of(task), preferred_terms(task))
-        return cached[1], cached[2]
+            pod, terms = PodRequests.of(task), preferred_terms(task)
+            shape = (pod, tuple((w, tuple(map(_requirement, reqs))) for w, reqs in terms))
+            cached = self._last = (task, pod, terms, shape)
+        return cached
+
+    # --- kept per pod shape (table_scoring.KeptScores) -----------------------------------
+
+    def shape(self, task: TaskInfo) -> Hashable:
+        """The requests and the preferred terms: all the per-node scores read of a pod."""
+        return self._read(task)[3]
+
+    def rows_part(self, table: NodeTable, task: TaskInfo, rows: RowArray) -> FloatArray | None:
+        """Every per-node score times its weight, summed in Volcano's order on float64."""
+        pod, terms = self._pod(task)
+        weighted = self._weighted(pod, terms, TableRows(table, rows))
+        if any(scores.dtype != np.int64 for scores, _ in weighted):
+            return None  # an amount beyond EXACT_LIMIT
+        score = np.zeros(len(rows), dtype=np.float64)
+        for scores, weight in weighted:
+            score += scores * weight
+        return score
+
+    def row_scorer(self, task: TaskInfo) -> RowScorer | None:
+        pod, terms = self._pod(task)
+        part = node_part(self.args, pod, terms)
+        return None if part is None else part.score
 
     def _weighted(
         self, pod: PodRequests, terms: tuple[PreferredTerm, ...], nodes: ScoredNodes
@@ -289,12 +330,9 @@ class NodeOrderPlugin(TableScoredPlugin):
             table.column(name).exact for name, _ in pod.balanced
         ):
             return None
-        weighted = self._weighted(pod, terms, TableRows(table, rows))
-        if any(scores.dtype != np.int64 for scores, _ in weighted):
-            return None  # an amount beyond EXACT_LIMIT
-        score = np.zeros(len(rows), dtype=np.float64)
-        for scores, weight in weighted:
-            score += scores * weight
+        score = self.kept_part(table, task, rows)
+        if score is None:
+            return None
         if self.args.taint_toleration_weight != 0:
             raw = table.prefer_no_schedule_counts(task)[rows]
             score += normalize_reverse_scores(raw) * self.args.taint_toleration_weight

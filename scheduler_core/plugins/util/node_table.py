@@ -51,6 +51,10 @@ TolerationsKey = tuple[tuple[str, str, str, str], ...]
 #: long-lived accounting session cannot grow without bound.
 _CACHE_LIMIT = 1024
 
+#: How many re-read rows a table remembers at least (``changed_since``); twice its rows if
+#: that is more. A keeper of scores further behind re-scores the whole table.
+_CHANGES_KEPT = 256
+
 #: ``Session.memos`` slot of the tables another table may start from: the last few that
 #: read their nodes among the sessions of one owner. Two, so that the accounting session's
 #: lineage survives a one-off session over copied nodes in between.
@@ -178,6 +182,10 @@ class NodeTable:
         self._last_rows: tuple[Sequence[NodeInfo], list[NodeInfo], RowArray, list[str]] | None = (
             None
         )
+        #: rows re-read since the table read its nodes, in order (``changed_since``); the
+        #: first entry's mark is ``_changes_base``
+        self._changes: list[int] = []
+        self._changes_base = 0
 
     @classmethod
     def of(cls, ssn: Session) -> NodeTable:
@@ -313,6 +321,7 @@ class NodeTable:
             self._taint_counts = dict(donor._taint_counts)
 
     def _reread_amounts(self, node: NodeInfo, row: int) -> None:
+        self._log_change(row)
         self._stamps[row] = node.stamp
         for name, col in self._columns.items():
             col.reread(name, node, row)
@@ -321,6 +330,43 @@ class NodeTable:
                 col.used[row : row + 1],
                 col.pipelined[row : row + 1],
             )
+
+    def _log_change(self, row: int) -> None:
+        changes = self._changes
+        if len(changes) >= max(_CHANGES_KEPT, 2 * len(self._names)):
+            # Older marks cannot be answered any more: their keepers start again.
+            self._changes_base += len(changes)
+            changes.clear()
+        changes.append(row)
+
+    # --- what keeps scores per row ------------------------------------------------------
+
+    def mark(self) -> int:
+        """Where the table's changes stand now (the table brought up to date first): what
+        ``changed_since`` takes, to name the rows re-read after this moment."""
+        self._current()
+        return self._changes_base + len(self._changes)
+
+    def changed_since(self, mark: int) -> list[int] | None:
+        """The rows re-read since ``mark`` (a row re-read twice is named twice), the table
+        brought up to date first; ``None`` when the changes since then are no longer kept
+        (the caller then starts again from the whole table)."""
+        self._current()
+        start = mark - self._changes_base
+        if start < 0:
+            return None
+        return self._changes[start:]
+
+    def all_rows(self) -> RowArray:
+        """Every row, in order."""
+        return np.arange(len(self._current()), dtype=np.intp)
+
+    def row(self, row: int) -> TableRow:
+        """One row read as a node: the amounts and labels the table holds for it, which
+        are what its arrays give the scorers (the node itself may have moved on since, if
+        the live cache changed it and nobody has named it yet)."""
+        self._current()
+        return TableRow(self, self._columns, row, self._labels_of[row], self._names[row])
 
     # --- what scorers read ---------------------------------------------------------------
 
@@ -423,6 +469,47 @@ class NodeTable:
                 self._taint_counts.clear()
             self._taint_counts[key] = counts
         return counts
+
+
+class _RowSide:
+    """One side (allocatable, used or pipelined) of one table row, read per resource as a
+    node's ``Resource`` is (``get``)."""
+
+    __slots__ = ("_columns", "_row", "_side", "_table")
+
+    def __init__(
+        self, table: NodeTable, columns: Mapping[str, ResourceColumn], row: int, side: str
+    ) -> None:
+        self._table, self._columns, self._row, self._side = table, columns, row, side
+
+    def get(self, name: str) -> float:
+        col = self._columns.get(name)
+        if col is None:  # a resource no scorer read before: its column is built now
+            col = self._table.column(name)
+        column: FloatArray = getattr(col, self._side)
+        return float(column[self._row])
+
+
+class TableRow:
+    """A table row read as the node-by-node scorers read a node: ``allocatable``, ``used``
+    and ``pipelined`` (each with ``get(resource)``), ``labels`` and ``name``. Read from the
+    table's arrays, so a score worked out on it is the one the arrays give for that row."""
+
+    __slots__ = ("allocatable", "labels", "name", "pipelined", "used")
+
+    def __init__(
+        self,
+        table: NodeTable,
+        columns: Mapping[str, ResourceColumn],
+        row: int,
+        labels: Mapping[str, str],
+        name: str,
+    ) -> None:
+        self.allocatable = _RowSide(table, columns, row, "allocatable")
+        self.used = _RowSide(table, columns, row, "used")
+        self.pipelined = _RowSide(table, columns, row, "pipelined")
+        self.labels = labels
+        self.name = name
 
 
 def follow_nodes(table: NodeTable | None, change: UsageChange) -> FollowStep:

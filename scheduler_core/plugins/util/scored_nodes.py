@@ -9,7 +9,7 @@ the same two questions, so a formula cannot tell which one it is reading.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -49,7 +49,33 @@ class ScoredNodes(Protocol):
         ...
 
 
-def node_matches_term(requirements: Sequence[NodeSelectorRequirement], node: NodeInfo) -> bool:
+class ReadAmounts(Protocol):
+    """One side of a node's amounts (allocatable, used, pipelined), per resource."""
+
+    def get(self, name: str) -> float: ...
+
+
+class ReadNode(Protocol):
+    """What the node-by-node scorers read of one node: a ``NodeInfo``, or a table row read
+    as one (``NodeTable.row``), so a row re-scored alone gets what the arrays give it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+
+    @property
+    def allocatable(self) -> ReadAmounts: ...
+
+    @property
+    def used(self) -> ReadAmounts: ...
+
+    @property
+    def pipelined(self) -> ReadAmounts: ...
+
+
+def node_matches_term(requirements: Sequence[NodeSelectorRequirement], node: ReadNode) -> bool:
     """One element of ``term_mask``, for the scorers that go node by node."""
     return term_matches(requirements, node.labels)
 

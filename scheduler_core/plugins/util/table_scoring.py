@@ -8,13 +8,21 @@ arrays (``vector_node_scores``), and on arrays read from the nodes themselves
 amounts too large for the array path). Which path serves, and how the table is kept up with
 the session, is the same for both, so it is written once here; the formulas stay with each
 plugin.
+
+On the table, a pod's per-node scores (every score that does not depend on which nodes are
+offered together) are kept per pod shape over every row (``KeptScores``): the pods of a job
+ask alike, call after call, and between two calls only the rows the table re-read since
+(a pod bound, a task ended) can score differently. Those are scored again one by one on
+Python numbers, from the table's own amounts, with the same operations as the arrays, so a
+kept score is the float the arrays would give now.
 """
 
 from __future__ import annotations
 
 import logging
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 from scheduler_core.api.node import NodeInfo
@@ -24,7 +32,14 @@ from scheduler_core.framework.node_scores import NodeScoreArray
 from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
-from scheduler_core.plugins.util.node_table import EXACT_LIMIT, NodeTable, follow_nodes
+from scheduler_core.plugins.util.node_table import (
+    EXACT_LIMIT,
+    FloatArray,
+    NodeTable,
+    RowArray,
+    follow_nodes,
+)
+from scheduler_core.plugins.util.scored_nodes import ReadNode
 from scheduler_core.plugins.util.short_lists import SHORT_LIST_NODES
 
 
@@ -32,6 +47,23 @@ def fits_exactly(value: int) -> bool:
     """Whether a weight (or a weight times a score) is small enough for the array path to
     be exact in int64 and float64."""
     return abs(value) < EXACT_LIMIT
+
+
+#: Pod shapes a plugin keeps scores for; past this many it starts again (a session that
+#: lives long must not grow without bound).
+KEPT_SHAPES = 64
+
+#: One row's per-node score on Python numbers, or ``None`` where the arrays' path declines.
+RowScorer = Callable[[ReadNode], float | None]
+
+
+@dataclass(slots=True)
+class KeptScores:
+    """One pod shape's per-node scores on every row of the table, current at ``mark``
+    (``NodeTable.mark``)."""
+
+    scores: FloatArray
+    mark: int
 
 
 class TableScoredPlugin(Plugin):
@@ -51,22 +83,85 @@ class TableScoredPlugin(Plugin):
         super().__init__(arguments)
         self._verbose = False
         self._table: NodeTable | None = None
+        self._kept: dict[Hashable, KeptScores] = {}
 
     def open_table(self, ssn: Session) -> None:
         """Score over ``ssn``'s table from now on; per node while V(4) is on."""
         self._verbose = self.score_log.isEnabledFor(v(4))
         self._table = NodeTable.of(ssn)
+        self._kept = {}
 
     def on_session_close(self, ssn: Session) -> None:
         if self._table is not None:
             self._table.release_nodes()  # its arrays stay for the next session's table
             self._table = None
+        self._kept = {}
 
     def can_follow(self, ssn: Session) -> bool:
         return True
 
     def follow(self, ssn: Session, change: UsageChange) -> FollowStep:
         return follow_nodes(self._table, change)
+
+    @abstractmethod
+    def shape(self, task: TaskInfo) -> Hashable | None:
+        """Everything of ``task`` the per-node scores read (two pods of one shape score
+        alike on every node); ``None`` where they are not kept."""
+
+    @abstractmethod
+    def rows_part(self, table: NodeTable, task: TaskInfo, rows: RowArray) -> FloatArray | None:
+        """The per-node scores on ``rows`` of the table's arrays (the part of the score
+        that does not depend on which nodes are offered together); ``None`` where the
+        arrays cannot be exact."""
+
+    @abstractmethod
+    def row_scorer(self, task: TaskInfo) -> RowScorer | None:
+        """``rows_part`` for one row at a time, on Python numbers, to the same float;
+        ``None`` where that path cannot give the arrays' floats."""
+
+    def kept_part(self, table: NodeTable, task: TaskInfo, rows: RowArray) -> FloatArray | None:
+        """``rows_part`` on ``rows``, from the scores kept for ``task``'s shape: the rows
+        the table re-read since are scored again first, one by one, or the whole table
+        when more changed than a short list holds. A new array, the caller's to change."""
+        shape = self.shape(task)
+        if shape is None:
+            return self.rows_part(table, task, rows)
+        kept = self._kept.get(shape)
+        changed = None if kept is None else table.changed_since(kept.mark)
+        if kept is not None and changed is not None and len(changed) <= SHORT_LIST_NODES:
+            if changed and not self._score_again(table, task, kept, changed):
+                del self._kept[shape]
+                return self.rows_part(table, task, rows)
+            return kept.scores[rows]
+        mark = table.mark()  # before reading: a row re-read meanwhile is scored again later
+        scores = self.rows_part(table, task, table.all_rows())
+        if scores is None:  # a row too large for the arrays: perhaps not an offered one
+            self._kept.pop(shape, None)
+            return self.rows_part(table, task, rows)
+        if len(self._kept) >= KEPT_SHAPES:
+            self._kept.clear()
+        self._kept[shape] = KeptScores(scores, mark)
+        return scores[rows]
+
+    def _score_again(
+        self, table: NodeTable, task: TaskInfo, kept: KeptScores, changed: list[int]
+    ) -> bool:
+        """Score ``changed`` rows again into ``kept`` and move its mark past them; False,
+        having moved nothing, where a row cannot be scored on Python numbers."""
+        scorer = self.row_scorer(task)
+        if scorer is None:
+            return False
+        fresh: dict[int, float] = {}
+        for row in changed:
+            if row not in fresh:
+                score = scorer(table.row(row))
+                if score is None:
+                    return False
+                fresh[row] = score
+        for row, score in fresh.items():
+            kept.scores[row] = score
+        kept.mark += len(changed)
+        return True
 
     @abstractmethod
     def short_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float] | None:

@@ -45,6 +45,7 @@ from scheduler_core.plugins.binpack import BinpackPlugin
 from scheduler_core.plugins.nodeorder import NodeOrderPlugin
 from scheduler_core.plugins.predicates import term_matches
 from scheduler_core.plugins.util.node_table import NodeTable, intolerable_prefer_no_schedule
+from scheduler_core.plugins.util.short_lists import SHORT_LIST_NODES
 from tests.builders import node, pod, session, task_of, tiers
 
 GPU = "nvidia.com/gpu"
@@ -623,3 +624,133 @@ def test_pipelined_amounts_count_for_nodeorder_only() -> None:
     assert_same_as_scalar(ssn, p, candidates)
     assert nodeorder.batch_node_score(p, candidates)["n3"] < spread_before
     assert binpack.batch_node_score(p, candidates)["n3"] == packed_before
+
+
+# --- scores kept per pod shape ----------------------------------------------------------------
+
+
+@st.composite
+def changes(draw: st.DrawFn, node_list: list[NodeInfo]) -> list[tuple[int, Resource, Resource]]:
+    """New used and pipelined amounts for drawn nodes: none, a few, or more than a short
+    list holds (the kept scores then start again from the whole table)."""
+    count = draw(st.sampled_from((0, 1, 2, SHORT_LIST_NODES + 1)))
+    return [
+        (
+            draw(st.integers(0, len(node_list) - 1)),
+            draw(resource(80_000, 2**38 + 2**36, 10_000, 5_000)),
+            draw(resource(20_000, 2**36, 3_000, 2_000)),
+        )
+        for _ in range(count)
+    ]
+
+
+@SETTINGS
+@given(
+    node_list=nodes(),
+    shapes=st.lists(pods(), min_size=1, max_size=3),
+    conf=configurations(),
+    data=st.data(),
+)
+def test_kept_scores_are_the_floats_of_the_table_as_it_is_now(
+    node_list: list[NodeInfo], shapes: list[TaskInfo], conf: str, data: st.DataObject
+) -> None:
+    """Pods of a few shapes scored call after call while nodes' amounts change between the
+    calls (as the live cache changes them and the accounting session names them): every
+    answer is the oracle's on the nodes as they are now."""
+    ssn = open_on(node_list, conf)
+    nodeorder, binpack = plugins(ssn)
+    table = NodeTable.of(ssn)
+    for _ in range(data.draw(st.integers(1, 6))):
+        for index, used, pipelined in data.draw(changes(node_list)):
+            node_list[index].used, node_list[index].pipelined = used, pipelined
+            table.nodes_changed([node_list[index].name])
+        task = data.draw(st.sampled_from(shapes))
+        candidates = data.draw(st.lists(st.sampled_from(node_list), min_size=1, max_size=10))
+        vector = nodeorder.vector_node_scores(table, task, candidates)
+        if vector is not None:  # None: a column too large (balanced), as before keeping
+            assert vector == oracle_nodeorder(nodeorder, task, candidates)
+        if binpack is not None:
+            packed = binpack.vector_node_scores(table, task, candidates)
+            assert packed is not None
+            assert packed == oracle_binpack(binpack, task, candidates)
+
+
+def counting_rows_part(plugin: NodeOrderPlugin | BinpackPlugin) -> list[int]:
+    """Count the plugin's array passes: one list entry per call of ``rows_part``, its
+    length the number of rows."""
+    calls: list[int] = []
+    real = plugin.rows_part
+
+    def counted(table: NodeTable, task: TaskInfo, rows: Any) -> Any:
+        calls.append(len(rows))
+        return real(table, task, rows)
+
+    plugin.rows_part = counted  # type: ignore[method-assign]
+    return calls
+
+
+def test_a_changed_node_is_scored_again_alone_and_the_rest_is_kept() -> None:
+    node_list = [NodeInfo.new(f"n{i}", Resource(8000, 2**34)) for i in range(40)]
+    ssn = open_on(node_list, "tiers:\n- plugins: [{name: nodeorder}, {name: binpack}]\n")
+    nodeorder, binpack = plugins(ssn)
+    assert binpack is not None
+    table = NodeTable.of(ssn)
+    request = Resource(1000, 2**30)
+    task = TaskInfo(
+        uid="u", name="p", namespace="ns", job="ns/p", resreq=request, init_resreq=request.clone()
+    )
+    offered = node_list[:30]
+
+    def score_twice(
+        plugin: NodeOrderPlugin | BinpackPlugin, used: int
+    ) -> tuple[Mapping[str, float], Mapping[str, float]]:
+        calls = counting_rows_part(plugin)
+        first = plugin.vector_node_scores(table, task, offered)
+        assert calls == [40]  # the whole table, once for the shape
+        node_list[3].used = Resource(used, 2**33)
+        table.nodes_changed(["n3"])
+        again = plugin.vector_node_scores(table, task, offered)
+        assert calls == [40]  # no array pass: the changed row alone, on Python numbers
+        assert first is not None and again is not None
+        assert again["n3"] != first["n3"]
+        assert {n: s for n, s in again.items() if n != "n3"} == {
+            n: s for n, s in first.items() if n != "n3"
+        }
+        return first, again
+
+    assert score_twice(nodeorder, 6000)[1] == oracle_nodeorder(nodeorder, task, offered)
+    assert score_twice(binpack, 3000)[1] == oracle_binpack(binpack, task, offered)
+
+
+def test_more_changes_than_a_short_list_score_the_whole_table_again() -> None:
+    node_list = [NodeInfo.new(f"n{i}", Resource(8000, 2**34)) for i in range(40)]
+    ssn = open_on(node_list, "tiers:\n- plugins: [{name: nodeorder}]\n")
+    nodeorder, _ = plugins(ssn)
+    table = NodeTable.of(ssn)
+    request = Resource(1000, 2**30)
+    task = TaskInfo(
+        uid="u", name="p", namespace="ns", job="ns/p", resreq=request, init_resreq=request.clone()
+    )
+    calls = counting_rows_part(nodeorder)
+    nodeorder.vector_node_scores(table, task, node_list)
+    for n in node_list[: SHORT_LIST_NODES + 1]:
+        n.used = Resource(4000, 2**32)
+        table.nodes_changed([n.name])
+    scores = nodeorder.vector_node_scores(table, task, node_list)
+    assert calls == [40, 40]
+    assert scores is not None
+    assert dict(scores.items()) == oracle_nodeorder(nodeorder, task, node_list)
+
+
+def test_changes_older_than_the_table_keeps_are_not_answered() -> None:
+    node_list = [NodeInfo.new(f"n{i}", Resource(8000, 2**34)) for i in range(4)]
+    ssn = open_on(node_list, "tiers:\n- plugins: [{name: nodeorder}]\n")
+    table = NodeTable.of(ssn)
+    mark = table.mark()
+    table.nodes_changed(["n1"])
+    assert table.changed_since(mark) == [1]
+    for _ in range(300):  # more re-reads than the table keeps for 4 rows
+        table.nodes_changed(["n2"])
+        table.mark()
+    assert table.changed_since(mark) is None
+    assert table.changed_since(table.mark()) == []
