@@ -112,10 +112,17 @@ class ResourceColumn:
             self.allocatable.copy(), self.used.copy(), self.pipelined.copy(), self.exact
         )
 
-    def reread(self, name: str, node: NodeInfo, row: int) -> None:
-        self.allocatable[row] = node.allocatable.get(name)
-        self.used[row] = node.used.get(name)
-        self.pipelined[row] = node.pipelined.get(name)
+    def reread(self, name: str, node: NodeInfo, row: int) -> bool:
+        """Read one row again; whether its three amounts are below ``EXACT_LIMIT`` (what
+        ``_below_limit`` says of them, asked of three numbers without three arrays)."""
+        allocatable = self.allocatable[row] = node.allocatable.get(name)
+        used = self.used[row] = node.used.get(name)
+        pipelined = self.pipelined[row] = node.pipelined.get(name)
+        return (
+            abs(allocatable) < EXACT_LIMIT
+            and abs(used) < EXACT_LIMIT
+            and abs(pipelined) < EXACT_LIMIT
+        )
 
     def recheck(self) -> None:
         self.exact = _below_limit(self.allocatable, self.used, self.pipelined)
@@ -324,12 +331,8 @@ class NodeTable:
         self._log_change(row)
         self._stamps[row] = node.stamp
         for name, col in self._columns.items():
-            col.reread(name, node, row)
-            col.exact = col.exact and _below_limit(
-                col.allocatable[row : row + 1],
-                col.used[row : row + 1],
-                col.pipelined[row : row + 1],
-            )
+            below = col.reread(name, node, row)
+            col.exact = col.exact and below
 
     def _log_change(self, row: int) -> None:
         changes = self._changes

@@ -195,3 +195,17 @@ def test_a_closed_sessions_table_keeps_no_node_alive_and_still_seeds_the_next() 
 
     ssn = live_session(state)
     assert_holds_the_nodes(ssn, NodeTable.of(ssn), tasks)
+
+
+def test_a_row_read_again_beyond_the_exact_limit_makes_its_column_inexact() -> None:
+    nodes = {f"n{i}": NodeInfo.new(f"n{i}", Resource(8000, 2**34)) for i in range(3)}
+    table = NodeTable(nodes)
+    for name in ("cpu", "memory"):
+        assert table.column(name).exact
+    nodes["n1"].used = Resource(1000, 2**60)  # memory beyond EXACT_LIMIT (2**50)
+    table.nodes_changed(["n1"])
+    assert table.column("cpu").exact
+    assert not table.column("memory").exact
+    nodes["n1"].used = Resource(1000, 2**30)
+    table.nodes_changed(["n1"])
+    assert not table.column("memory").exact  # once inexact, until the table is read anew
