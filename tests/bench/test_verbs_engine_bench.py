@@ -108,3 +108,24 @@ def test_the_rows_report_cpu_per_pod_against_their_targets() -> None:
     (row,) = rows
     assert row.error is None and len(row.samples) == 2 and row.unit == "us"
     assert row.extra["pods_bound"] == 2 * verbs_engine_bench.PODS_PER_SAMPLE
+
+
+def test_the_exact_row_scores_each_pod_on_the_nodes_its_filter_passed() -> None:
+    fixture = verbs_engine_bench.build(SMALL)
+
+    async def replay() -> list[bytes]:
+        conn = Connection(asyncio.get_running_loop(), fixture.backend)
+        one = verbs_engine_bench.driver(fixture, conn, lag=2, batch=1, prioritize=True)
+        for index in range(SMALL.pods):
+            await one(index)
+        return conn.transport.written
+
+    answers = asyncio.run(replay())
+    assert len(answers) == 2 * SMALL.pods  # a filter and a prioritize answer a pod
+    for index in range(SMALL.pods):
+        passed = orjson.loads(answers[2 * index].split(b"\r\n\r\n", 1)[1])["NodeNames"]
+        scored = orjson.loads(answers[2 * index + 1].split(b"\r\n\r\n", 1)[1])
+        assert [entry["Host"] for entry in scored] == passed
+        assert all(0 <= entry["Score"] <= 10 for entry in scored)
+        assert any(entry["Score"] > 0 for entry in scored)  # scored, not the neutral answer
+    assert set(verbs_engine_bench.SCALES) >= verbs_engine_bench.PRIORITIZED
