@@ -60,7 +60,9 @@ RowScorer = Callable[[ReadNode], float | None]
 @dataclass(slots=True)
 class KeptScores:
     """One pod shape's per-node scores on every row of the table, current at ``mark``
-    (``NodeTable.mark``)."""
+    (``NodeTable.mark``). Changed in place by the scoring calls, which their callers
+    serialize as they serialize every use of a session (prioritize scores the accounting
+    session under the cache's lock)."""
 
     scores: FloatArray
     mark: int
