@@ -68,6 +68,23 @@ class KeptScores:
     mark: int
 
 
+def _score_again(table: NodeTable, scorer: RowScorer, kept: KeptScores, changed: list[int]) -> bool:
+    """Score ``changed`` rows again into ``kept`` and move its mark past them; False,
+    having changed nothing, where a row cannot be scored on Python numbers (an amount too
+    large for int64)."""
+    fresh: dict[int, float] = {}
+    for row in changed:
+        if row not in fresh:
+            score = scorer(table.row(row))
+            if score is None:
+                return False
+            fresh[row] = score
+    for row, score in fresh.items():
+        kept.scores[row] = score
+    kept.mark += len(changed)
+    return True
+
+
 class TableScoredPlugin(Plugin):
     """A scoring plugin whose batch node-order hook runs over the session's ``NodeTable``.
 
@@ -106,9 +123,9 @@ class TableScoredPlugin(Plugin):
         return follow_nodes(self._table, change)
 
     @abstractmethod
-    def shape(self, task: TaskInfo) -> Hashable | None:
-        """Everything of ``task`` the per-node scores read (two pods of one shape score
-        alike on every node); ``None`` where they are not kept."""
+    def shape(self, task: TaskInfo) -> Hashable:
+        """Everything of ``task`` the per-node scores read: two pods of one shape score
+        alike on every node."""
 
     @abstractmethod
     def rows_part(self, table: NodeTable, task: TaskInfo, rows: RowArray) -> FloatArray | None:
@@ -119,19 +136,22 @@ class TableScoredPlugin(Plugin):
     @abstractmethod
     def row_scorer(self, task: TaskInfo) -> RowScorer | None:
         """``rows_part`` for one row at a time, on Python numbers, to the same float;
-        ``None`` where that path cannot give the arrays' floats."""
+        ``None`` where that path cannot give the arrays' floats for this pod."""
 
     def kept_part(self, table: NodeTable, task: TaskInfo, rows: RowArray) -> FloatArray | None:
         """``rows_part`` on ``rows``, from the scores kept for ``task``'s shape: the rows
         the table re-read since are scored again first, one by one, or the whole table
-        when more changed than a short list holds. A new array, the caller's to change."""
-        shape = self.shape(task)
-        if shape is None:
+        when more changed than a short list holds. A pod no row can be scored again for
+        one by one is not kept: its kept scores could never be brought up to date, and
+        each call would score the whole table. A new array, the caller's to change."""
+        scorer = self.row_scorer(task)
+        if scorer is None:
             return self.rows_part(table, task, rows)
+        shape = self.shape(task)
         kept = self._kept.get(shape)
         changed = None if kept is None else table.changed_since(kept.mark)
         if kept is not None and changed is not None and len(changed) <= SHORT_LIST_NODES:
-            if changed and not self._score_again(table, task, kept, changed):
+            if changed and not _score_again(table, scorer, kept, changed):
                 del self._kept[shape]
                 return self.rows_part(table, task, rows)
             return kept.scores[rows]
@@ -144,26 +164,6 @@ class TableScoredPlugin(Plugin):
             self._kept.clear()
         self._kept[shape] = KeptScores(scores, mark)
         return scores[rows]
-
-    def _score_again(
-        self, table: NodeTable, task: TaskInfo, kept: KeptScores, changed: list[int]
-    ) -> bool:
-        """Score ``changed`` rows again into ``kept`` and move its mark past them; False,
-        having moved nothing, where a row cannot be scored on Python numbers."""
-        scorer = self.row_scorer(task)
-        if scorer is None:
-            return False
-        fresh: dict[int, float] = {}
-        for row in changed:
-            if row not in fresh:
-                score = scorer(table.row(row))
-                if score is None:
-                    return False
-                fresh[row] = score
-        for row, score in fresh.items():
-            kept.scores[row] = score
-        kept.mark += len(changed)
-        return True
 
     @abstractmethod
     def short_node_scores(self, task: TaskInfo, nodes: list[NodeInfo]) -> dict[str, float] | None:

@@ -754,3 +754,26 @@ def test_changes_older_than_the_table_keeps_are_not_answered() -> None:
         table.mark()
     assert table.changed_since(mark) is None
     assert table.changed_since(table.mark()) == []
+
+
+def test_a_pod_no_row_can_be_scored_again_for_alone_is_not_kept() -> None:
+    """A pod balancing three resources (cpu, memory and GPUs) has no node-by-node path: its
+    scores are not kept, so each call is one array pass over the offered rows, not two
+    over the whole table."""
+    node_list = [NodeInfo.new(f"n{i}", Resource(8000, 2**34, {GPU: 8.0})) for i in range(40)]
+    ssn = open_on(node_list, "tiers:\n- plugins: [{name: nodeorder}]\n")
+    nodeorder, _ = plugins(ssn)
+    table = NodeTable.of(ssn)
+    request = Resource(1000, 2**30, {GPU: 2.0})
+    task = TaskInfo(
+        uid="u", name="p", namespace="ns", job="ns/p", resreq=request, init_resreq=request.clone()
+    )
+    offered = node_list[:30]
+    calls = counting_rows_part(nodeorder)
+    for used in (0, 3000, 5000):
+        node_list[3].used = Resource(used, 2**33, {GPU: 4.0})
+        table.nodes_changed(["n3"])
+        scores = nodeorder.vector_node_scores(table, task, offered)
+        assert scores is not None
+        assert dict(scores.items()) == oracle_nodeorder(nodeorder, task, offered)
+    assert calls == [30, 30, 30]
