@@ -71,6 +71,9 @@ class InstantBackend:
     def is_managed(self, pod: dict[str, Any]) -> bool:
         return True
 
+    def decode_offered_names(self, data: bytes) -> tuple[str, ...] | None:
+        return None
+
     def filter(self, pod: dict[str, Any], node_names: list[str]) -> FilterResult:
         return FilterResult(node_names)
 

@@ -164,6 +164,9 @@ class EngineBackend:
         ready, reason = self.readiness()
         return "" if ready else reason
 
+    def decode_offered_names(self, data: bytes) -> tuple[str, ...] | None:
+        return self.state.decode_offered_names(data)
+
     def filter(self, pod: dict[str, Any], node_names: Sequence[str]) -> FilterResult:
         waiting = self._not_synced()
         if waiting:

@@ -120,6 +120,8 @@ def answer_filter(ctx: VerbContext, m: VerbMetrics, args: DecodedArgs) -> bytes:
 
 
 def make_filter_handler(ctx: VerbContext) -> VerbHandler[DecodedArgs]:
-    # The handler's own lists of recent offers: a list offered again is decoded once.
-    parse = partial(parse_extender_args, offered=OfferedNames())
+    # The handler's own lists of recent offers: a list offered again is decoded once, a new
+    # one into the cache's own name strings when it can be.
+    offered = OfferedNames(known=ctx.backend.decode_offered_names)
+    parse = partial(parse_extender_args, offered=offered)
     return always_200(ctx, VERB, parse, answer_filter, encode_filter_error)

@@ -38,6 +38,12 @@ class ExtenderBackend(Protocol):
 
     def is_managed(self, pod: dict[str, Any]) -> bool: ...
 
+    def decode_offered_names(self, data: bytes) -> tuple[str, ...] | None:
+        """``data`` (the request's ``NodeNames``, a JSON array) decoded by the backend, when
+        it can do better than plain decoding (names it knows, handed out as its own strings);
+        None leaves the decoding to the service. Must not raise."""
+        ...
+
     def filter(self, pod: dict[str, Any], node_names: Sequence[str]) -> FilterResult:
         """Passed nodes and a ``Status`` per rejected node, as the engine decided them; the
         service sends it as it is (after keeping it to the nodes asked). ``node_names`` is

@@ -107,7 +107,7 @@ def make_prioritize_handler(ctx: VerbContext) -> VerbHandler[DecodedArgs]:
     return VerbHandler(
         ctx,
         VERB,
-        partial(parse_extender_args, offered=OfferedNames()),
+        partial(parse_extender_args, offered=OfferedNames(known=ctx.backend.decode_offered_names)),
         lambda m, args: answer_prioritize(ctx, m, args, encode_scores),
         encode_error,
     )

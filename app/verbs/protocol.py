@@ -201,13 +201,23 @@ class OfferedNames:
     CRC-32 and length and taken only if its bytes are equal; at most ``entries`` lists and
     ``max_bytes`` of their JSON are kept, the least recently offered dropped first. A list
     kept costs about five times its JSON (its names as strings, the tuple): at 5,000 nodes
-    ~75 KB of JSON, ~0.4 MB in all, so the 16 lists of a handler hold ~6 MB."""
+    ~75 KB of JSON, ~0.4 MB in all, so the 16 lists of a handler hold ~6 MB. A list not
+    kept is decoded by the backend's own decoder first (``known``), which hands out its
+    cache's name strings and vouches for the list; then as any JSON."""
 
-    __slots__ = ("_bytes", "_lists", "entries", "hits", "max_bytes")
+    __slots__ = ("_bytes", "_known", "_lists", "entries", "hits", "max_bytes")
 
-    def __init__(self, entries: int = 16, max_bytes: int = 4 << 20) -> None:
+    def __init__(
+        self,
+        entries: int = 16,
+        max_bytes: int = 4 << 20,
+        known: Callable[[bytes], tuple[str, ...] | None] | None = None,
+    ) -> None:
+        """``known``: the backend's decoder of a list into its own name strings
+        (``ExtenderBackend.decode_offered_names``), tried before the plain decoder."""
         self.entries = entries
         self.max_bytes = max_bytes
+        self._known = known
         self._lists: OrderedDict[tuple[int, int], tuple[bytes, tuple[str, ...]]] = OrderedDict()
         self._bytes = 0
         #: Lists handed out again (read by the tests; no metric is kept).
@@ -224,7 +234,9 @@ class OfferedNames:
             lists.move_to_end(key)
             self.hits += 1
             return kept[1]
-        names = _NAMES_DECODER.decode(data)
+        names = self._known(data) if self._known is not None else None
+        if names is None:
+            names = _NAMES_DECODER.decode(data)
         if kept is not None:  # another list with the same CRC and length: replaced
             self._bytes -= len(kept[0])
         lists[key] = (data, names)

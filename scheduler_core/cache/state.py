@@ -18,8 +18,9 @@ the lock, the event counts, the dispatch of each kind to the store.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -71,8 +72,8 @@ KINDS = (
 
 
 class ClusterState(ClusterViews):
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(clock)
         self.version = 0
         self.events: Counter[tuple[str, str]] = Counter()
         self.rejected: Counter[str] = Counter()

@@ -296,6 +296,8 @@ class ClusterStore:
         old = self.nodes.get(node.name)
         if old is not None:
             self.total_allocatable.sub_without_assert(old.allocatable)
+        else:
+            self.known_offers.node_added()
         self.total_allocatable.add(node.allocatable)
         tasks = list(old.tasks.values()) if old is not None else []
         tasks.extend(self.unplaced.pop(node.name, {}).values())

@@ -5,6 +5,7 @@ fork starts from. The read side of ``ClusterState``; the event side is in ``stat
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -21,6 +22,7 @@ from scheduler_core.cache.changes import ChangeLog
 from scheduler_core.cache.convert import ConversionError, object_name
 from scheduler_core.cache.digest import stored_version
 from scheduler_core.cache.jobs import implicit_queue
+from scheduler_core.cache.known_offers import OfferedNameDecoder
 from scheduler_core.cache.store import ClusterStore
 from scheduler_core.cache.topology_source import TopologySource
 
@@ -28,9 +30,12 @@ from scheduler_core.cache.topology_source import TopologySource
 class ClusterViews:
     """The reads of a store behind a lock (see ``ClusterState``, which feeds it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        """``clock``: what the cache's own timed work reads (how often the offered-name
+        decoder is built again)."""
         self._lock = threading.RLock()
         self._store = ClusterStore()
+        self._offered_names = OfferedNameDecoder(clock)
 
     # --- single objects and sums ----------------------------------------------------------
 
@@ -122,6 +127,28 @@ class ClusterViews:
         ``KnownOffers``). Hold the lock while using it."""
         store = self._store
         return store.known_offers.all_known(names, store.nodes)
+
+    def decode_offered_names(self, data: bytes) -> tuple[str, ...] | None:
+        """``data`` (a JSON array of node names) decoded into the node map's own strings, when
+        every name is one the cache held lately; None for anything else, which the caller
+        decodes as it would any JSON (see ``OfferedNameDecoder``). Takes the lock only to
+        build a decoder, or for a moment to vouch for the list."""
+        return self._offered_names.decode(data, self)
+
+    def names_at(self) -> tuple[int, list[str]]:
+        """The node names' version (see ``KnownOffers``) and the node map's names."""
+        with self._lock:
+            store = self._store
+            return store.known_offers.names_version, list(store.nodes)
+
+    def names_version(self) -> int:
+        """Moved whenever a node joins or leaves the cache; read without the lock."""
+        return self._store.known_offers.names_version
+
+    def vouch_offered(self, names: tuple[str, ...], version: int) -> bool:
+        """``KnownOffers.vouch``: ``names`` were each a node's name at ``version``."""
+        with self._lock:
+            return self._store.known_offers.vouch(names, version)
 
     def node_names(self) -> list[str]:
         with self._lock:

@@ -71,6 +71,9 @@ class FakeBackend:
         self._enter("readiness", None)
         return self.ready
 
+    def decode_offered_names(self, data: bytes) -> tuple[str, ...] | None:
+        return None  # the service decodes every list itself
+
     def is_managed(self, pod: Pod) -> bool:
         self._enter("is_managed", pod)
         return self.managed

@@ -27,8 +27,10 @@ from app.verbs.protocol import (
     parse_preemption_args,
     parse_preemption_args_generic,
 )
+from scheduler_core.cache.state import ClusterState
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
 from scheduler_core.framework.status import Code, Status
+from tests import builders as b
 from tests.builders import filter_result
 
 from ..captured import FULL, NODE_CACHE, body, doc, requests
@@ -400,6 +402,41 @@ def test_the_same_names_written_otherwise_are_decoded_as_a_new_list() -> None:
     assert spaced.node_names == compact.node_names and spaced.node_names is not compact.node_names
 
 
+def test_a_new_list_is_decoded_by_the_backend_first_and_then_kept() -> None:
+    asked: list[bytes] = []
+
+    def known(data: bytes) -> tuple[str, ...] | None:
+        asked.append(data)
+        return ("from-backend",) if data == b'["n1"]' else None
+
+    offered = OfferedNames(known=known)
+    first = parse_extender_args(_names_request(["n1"]), offered)
+    assert first.node_names == ("from-backend",)
+    again = parse_extender_args(_names_request(["n1"]), offered)
+    assert again.node_names is first.node_names and asked == [b'["n1"]']
+    declined = parse_extender_args(_names_request(["n2"]), offered)
+    assert declined.node_names == ("n2",)  # the backend declined: decoded as any JSON
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.lists(st.sampled_from(["n1", "n2", "n3"]), max_size=4), st.booleans()),
+        max_size=12,
+    )
+)
+def test_requests_decode_alike_with_and_without_the_caches_names(
+    requests_: list[tuple[list[str], bool]],
+) -> None:
+    state = ClusterState()
+    for name in ("n1", "n2"):  # n3 is not in the cache
+        state.upsert("Node", b.node(name))
+    offered = OfferedNames(entries=3, known=state.decode_offered_names)
+    for names, spaced in requests_:
+        raw = _names_request(names, spaced)
+        assert parse_extender_args(raw, offered) == parse_extender_args(raw)
+
+
 def test_lists_beyond_the_bounds_are_dropped_least_recently_offered_first() -> None:
     offered = OfferedNames(entries=2)
     for name in ("a", "b", "a", "c"):  # "a" offered again: "b" is the oldest
@@ -433,8 +470,13 @@ def test_lists_whose_checksums_collide_are_told_apart_by_their_bytes(
         (b'{"Pod": {}, "NodeNames": "a"}', "NodeNames must be an array"),
     ],
 )
-def test_a_bad_list_gets_the_same_sentence_and_is_not_kept(raw: bytes, message: str) -> None:
-    offered = OfferedNames()
+@pytest.mark.parametrize("known", [False, True])
+def test_a_bad_list_gets_the_same_sentence_and_is_not_kept(
+    raw: bytes, message: str, known: bool
+) -> None:
+    state = ClusterState()
+    state.upsert("Node", b.node("a"))
+    offered = OfferedNames(known=state.decode_offered_names if known else None)
     with pytest.raises(WireError) as err:
         parse_extender_args(raw, offered)
     assert message in str(err.value)
