@@ -25,7 +25,7 @@ import operator
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import msgspec
@@ -57,6 +57,10 @@ class DecodedArgs:
     node_items: list[dict[str, Any]] | None
     item_names: tuple[str, ...]
     names_given: bool
+    #: The request's ``NodeNames`` array as it was sent, when decoded from it alone (the
+    #: typed path): an answer passing every name sends it back as it came. How the names
+    #: were written, not what they are: left out of comparisons.
+    names_json: bytes | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -223,10 +227,9 @@ class OfferedNames:
         #: Lists handed out again (read by the tests; no metric is kept).
         self.hits = 0
 
-    def names(self, raw: msgspec.Raw) -> tuple[str, ...]:
-        """The names of ``raw`` (a JSON array). Raises ``msgspec.MsgspecError`` for anything
+    def names(self, data: bytes) -> tuple[str, ...]:
+        """The names of ``data`` (a JSON array). Raises ``msgspec.MsgspecError`` for anything
         but an array of strings, and keeps nothing then."""
-        data = bytes(raw)
         key = (zlib.crc32(data), len(data))
         lists = self._lists
         kept = lists.get(key)
@@ -258,12 +261,13 @@ def parse_extender_args(body: bytes, offered: OfferedNames | None = None) -> Dec
         wire = _ARGS_DECODER.decode(body)
         raw = wire.NodeNames
         given = not (len(raw) == 4 and raw == _NULL)
-        if not given:
+        data = bytes(raw) if given else None
+        if data is None:
             names: tuple[str, ...] | None = None
         elif offered is not None:
-            names = offered.names(raw)
+            names = offered.names(data)
         else:
-            names = _NAMES_DECODER.decode(raw)
+            names = _NAMES_DECODER.decode(data)
     except (msgspec.MsgspecError, RecursionError):  # nested past its depth: orjson says so
         return parse_extender_args_generic(body)
     if wire.Nodes is not None:
@@ -277,6 +281,7 @@ def parse_extender_args(body: bytes, offered: OfferedNames | None = None) -> Dec
         node_items=None,
         item_names=(),
         names_given=names is not None,
+        names_json=data,
     )
 
 
@@ -467,10 +472,13 @@ def encode_filter_result(args: DecodedArgs, result: FilterResult) -> bytes:
             pairs = zip(args.node_items, args.item_names, strict=True)
             kept = [item for item, name in pairs if name in passing]
         nodes = {"metadata": {}, "items": kept}
+    names: Any = passed
+    if passed is args.node_names and args.names_json is not None:
+        names = orjson.Fragment(args.names_json)  # every name passed: the list as it came
     return orjson.dumps(
         {
             "Nodes": nodes,
-            "NodeNames": passed if args.names_given or nodes is None else None,
+            "NodeNames": names if args.names_given or nodes is None else None,
             "FailedNodes": failed,
             "FailedAndUnresolvableNodes": unresolvable,
             "Error": "",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 
 import orjson
 import pytest
@@ -187,6 +188,36 @@ def test_filter_result_node_cache_form_is_go_shaped() -> None:
         b'{"Nodes":null,"NodeNames":["a"],"FailedNodes":{"b":"queue overused"},'
         b'"FailedAndUnresolvableNodes":{"c":"queue closed"},"Error":""}'
     )
+
+
+def test_an_answer_passing_every_name_sends_the_list_back_as_it_came() -> None:
+    args = parse_extender_args(b'{"Pod": {}, "Nodes": null, "NodeNames": [ "a", "\\u0062" ]}')
+    out = encode_filter_result(args, FilterResult(args.node_names))
+    assert out == (
+        b'{"Nodes":null,"NodeNames":[ "a", "\\u0062" ],"FailedNodes":{},'
+        b'"FailedAndUnresolvableNodes":{},"Error":""}'
+    )
+    narrowed = encode_filter_result(args, FilterResult(list(args.node_names)))  # another list
+    assert b'"NodeNames":["a","b"]' in narrowed
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    names=st.lists(st.text(max_size=6), max_size=5),
+    spaced=st.booleans(),
+    passed=st.sampled_from(["all", "some", "none"]),
+)
+def test_the_answer_means_the_same_whether_the_list_is_sent_back_or_written_anew(
+    names: list[str], spaced: bool, passed: str
+) -> None:
+    body = (json.dumps if spaced else orjson.dumps)({"Pod": {}, "NodeNames": names})
+    raw = body.encode() if isinstance(body, str) else body
+    args = parse_extender_args(raw)
+    chosen = {"all": args.node_names, "some": list(args.node_names[::2]), "none": []}[passed]
+    result = FilterResult(chosen)
+    sent = encode_filter_result(args, result)
+    written = encode_filter_result(replace(args, names_json=None), result)
+    assert orjson.loads(sent) == orjson.loads(written)
 
 
 @pytest.mark.parametrize(
