@@ -8,6 +8,7 @@ does not follow, it declines and the arrays serve.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from scheduler_core.api.node import NodeInfo
@@ -20,14 +21,29 @@ from scheduler_core.plugins.util.table_scoring import fits_exactly
 
 
 def _short_balanced(pod: PodRequests, node: ReadNode) -> int:
-    """``balanced_resource_scores`` of one node for a pod balancing at most two resources."""
+    """``balanced_resource_scores`` of one node: ``balanced_scores``' operations in its
+    order on Python floats, which round as float64 does (``math.sqrt`` is correctly rounded,
+    as ``np.sqrt`` is); the resources the node lacks add 0.0 there, which changes no sum."""
     capped: list[float] = []
     for name, request in pod.balanced:
         allocatable = node.allocatable.get(name)
         if allocatable != 0:
             requested = (node.used.get(name) + node.pipelined.get(name)) + request
             capped.append(min(requested / allocatable, 1.0))
-    std = abs((capped[0] - capped[1]) / 2) if len(capped) == 2 else 0.0
+    counted = len(capped)
+    if counted == 2:
+        std = abs((capped[0] - capped[1]) / 2)
+    elif counted > 2:  # a pod balancing GPUs too: the population standard deviation
+        total = 0.0
+        for c in capped:
+            total = total + c
+        mean = total / counted
+        squares = 0.0
+        for c in capped:
+            squares = squares + (c - mean) * (c - mean)
+        std = math.sqrt(squares / counted)
+    else:
+        std = 0.0
     return int((1 - std) * MAX_NODE_SCORE)
 
 
@@ -81,8 +97,7 @@ def node_part(
     args: NodeOrderArgs, pod: PodRequests, terms: tuple[PreferredTerm, ...]
 ) -> NodePart | None:
     """``NodePart`` for a pod, or ``None`` where the array path takes a turn the node by
-    node one does not follow (more than two balanced resources, a weight too large for
-    int64)."""
+    node one does not follow (a weight too large for int64)."""
     lw, mw = args.least_requested_weight, args.most_requested_weight
     bw, aw = args.balanced_resource_weight, args.node_affinity_weight
     tw = args.taint_toleration_weight
@@ -92,8 +107,6 @@ def node_part(
     ):
         return None
     balanced = bw != 0 and not pod.best_effort
-    if balanced and len(pod.balanced) > 2:
-        return None
     scoring = tuple((w, reqs) for w, reqs in terms if w != 0 and reqs) if aw != 0 else ()
     return NodePart(args, pod, scoring, balanced)
 
@@ -106,8 +119,8 @@ def short_scores(
     nodes: list[NodeInfo],
 ) -> dict[str, float] | None:
     """Every score but the pod-level ones (inter-pod affinity, topology spread), summed per
-    node; ``None`` where the array path takes a turn this one does not follow (more than
-    two balanced resources, a weight or an amount too large for int64)."""
+    node; ``None`` where the array path takes a turn this one does not follow (a weight or
+    an amount too large for int64)."""
     part = node_part(args, pod, terms)
     if part is None:
         return None

@@ -756,18 +756,41 @@ def test_changes_older_than_the_table_keeps_are_not_answered() -> None:
     assert table.changed_since(table.mark()) == []
 
 
-def test_a_pod_no_row_can_be_scored_again_for_alone_is_not_kept() -> None:
-    """A pod balancing three resources (cpu, memory and GPUs) has no node-by-node path: its
-    scores are not kept, so each call is one array pass over the offered rows, not two
-    over the whole table."""
+def gpu_pod_on_gpu_nodes() -> tuple[list[NodeInfo], Session, TaskInfo]:
+    """40 nodes with GPUs and a pod balancing three resources (cpu, memory and GPUs)."""
     node_list = [NodeInfo.new(f"n{i}", Resource(8000, 2**34, {GPU: 8.0})) for i in range(40)]
     ssn = open_on(node_list, "tiers:\n- plugins: [{name: nodeorder}]\n")
-    nodeorder, _ = plugins(ssn)
-    table = NodeTable.of(ssn)
     request = Resource(1000, 2**30, {GPU: 2.0})
     task = TaskInfo(
         uid="u", name="p", namespace="ns", job="ns/p", resreq=request, init_resreq=request.clone()
     )
+    return node_list, ssn, task
+
+
+def test_a_gpu_pods_changed_node_is_scored_again_alone() -> None:
+    """Balancing three resources, the population standard deviation, node by node: a GPU
+    pod's scores are kept like any other's, and a changed node is scored again alone."""
+    node_list, ssn, task = gpu_pod_on_gpu_nodes()
+    nodeorder, _ = plugins(ssn)
+    table = NodeTable.of(ssn)
+    offered = node_list[:30]
+    calls = counting_rows_part(nodeorder)
+    for used in (0, 3000, 5000):
+        node_list[3].used = Resource(used, 2**33, {GPU: 4.0 + used / 1000})
+        table.nodes_changed(["n3"])
+        scores = nodeorder.vector_node_scores(table, task, offered)
+        assert scores is not None
+        assert dict(scores.items()) == oracle_nodeorder(nodeorder, task, offered)
+    assert calls == [40]  # the whole table once, then n3 alone
+
+
+def test_a_pod_no_row_can_be_scored_again_for_alone_is_not_kept() -> None:
+    """A pod whose scores no row can be brought up to date for one by one is not kept, so
+    each call is one array pass over the offered rows, not two over the whole table."""
+    node_list, ssn, task = gpu_pod_on_gpu_nodes()
+    nodeorder, _ = plugins(ssn)
+    nodeorder.row_scorer = lambda task: None  # type: ignore[method-assign]
+    table = NodeTable.of(ssn)
     offered = node_list[:30]
     calls = counting_rows_part(nodeorder)
     for used in (0, 3000, 5000):
