@@ -5,6 +5,8 @@ for unless a node was removed since the decoder was built."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import pytest
 from hypothesis import given, settings
@@ -76,17 +78,22 @@ def test_removing_a_node_from_the_cache_forgets_every_list() -> None:
     assert state.offered_all_known(("n1",))
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    steps=st.lists(
+def node_steps(*more: st.SearchStrategy[tuple[str, object]]) -> st.SearchStrategy[Any]:
+    """Lists offered (by index), nodes added and removed, and ``more``."""
+    node = st.sampled_from(["n1", "n2", "n3", "n4"])
+    return st.lists(
         st.one_of(
             st.tuples(st.just("offer"), st.integers(0, 3)),
-            st.tuples(st.just("add"), st.sampled_from(["n1", "n2", "n3", "n4"])),
-            st.tuples(st.just("remove"), st.sampled_from(["n1", "n2", "n3", "n4"])),
+            st.tuples(st.just("add"), node),
+            st.tuples(st.just("remove"), node),
+            *more,
         ),
         max_size=30,
     )
-)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=node_steps())
 def test_the_answer_is_always_a_look_at_the_cache_as_it_is(
     steps: list[tuple[str, object]],
 ) -> None:
@@ -218,17 +225,7 @@ def test_a_decoder_out_of_date_is_built_again_at_most_once_an_interval() -> None
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    steps=st.lists(
-        st.one_of(
-            st.tuples(st.just("offer"), st.integers(0, 3)),
-            st.tuples(st.just("add"), st.sampled_from(["n1", "n2", "n3", "n4"])),
-            st.tuples(st.just("remove"), st.sampled_from(["n1", "n2", "n3", "n4"])),
-            st.tuples(st.just("wait"), st.sampled_from([0.5, REBUILD_INTERVAL])),
-        ),
-        max_size=30,
-    )
-)
+@given(steps=node_steps(st.tuples(st.just("wait"), st.sampled_from([0.5, REBUILD_INTERVAL]))))
 def test_a_list_decoded_against_the_cache_is_known_exactly_when_the_cache_holds_it(
     steps: list[tuple[str, object]],
 ) -> None:
