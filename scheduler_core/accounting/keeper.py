@@ -29,7 +29,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from scheduler_core.accounting.domains import DomainChoices
@@ -237,6 +237,8 @@ class QueueAccounting:
             changes = self.state.changes.since(self._version)
             if changes is None or not self._followable or not self._can_follow(ssn):
                 return False
+            if changes.appeared and not self._take_in(ssn, changes.appeared):
+                return False
             version = self.state.decision_version
             ended = self._reconcile(now)
             jobs = ssn.jobs
@@ -261,6 +263,24 @@ class QueueAccounting:
                 len(queues),
                 len(changes.nodes),
             )
+        return True
+
+    def _take_in(self, ssn: Session, appeared: Iterable[str]) -> bool:
+        """Put the plain pods' groups of one that appeared since ``ssn`` was current where a
+        session opened now would have them: after the jobs it has, in the order they came,
+        those of a queue it knows (the others it would leave out too). False, changing
+        nothing, when one is not the cache's job or the session holds it already. Call with
+        the cluster state's lock held."""
+        jobs, queues = ssn.jobs, ssn.queues
+        taken: list[JobInfo] = []
+        for uid in appeared:
+            job = self.state.job(uid)
+            if job is None or uid in jobs:
+                return False
+            if job.queue in queues:
+                taken.append(job)
+        for job in taken:
+            jobs[job.uid] = job
         return True
 
     def _recount(self, ssn: Session, queues: set[str], nodes: set[str], jobs: set[str]) -> bool:

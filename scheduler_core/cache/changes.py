@@ -18,8 +18,14 @@ Every event is classified against that list:
   and the amounts of the nodes its pods are on (a pod added, bound, finished or deleted in
   an existing group; a PodGroup's phase or minResources). A session can follow it in place
   by re-deriving those jobs' queues and those nodes' rows.
-- *structural*: anything else (a job appearing or disappearing, a node, queue, budget or
-  priority class event, a PodGroup moving queues). Only a new session is sure to be right.
+  A plain pod's creation counts here too: its group of one *appears*, and nothing else
+  does. A session follows it by taking the new job in where a new session would have it
+  (last of the jobs), then re-deriving its queue as for any change of sums. Pods arrive
+  all the time on a live cluster; were each creation structural, the next verb call would
+  open a new session over every job.
+- *structural*: anything else (a PodGroup's job appearing, any job disappearing, a node,
+  queue, budget or priority class event, a PodGroup moving queues). Only a new session is
+  sure to be right.
 
 Anything not proven inert or sums-only is structural.
 """
@@ -37,10 +43,13 @@ LOG_LIMIT = 512
 
 @dataclass(slots=True)
 class SumChanges:
-    """Job ids whose usage and node names whose amounts changed, over a run of events."""
+    """Job ids whose usage and node names whose amounts changed, over a run of events, and
+    the plain pods' groups of one that appeared among them, in the order they appeared
+    (each is in ``jobs`` too)."""
 
     jobs: set[str] = field(default_factory=set)
     nodes: set[str] = field(default_factory=set)
+    appeared: dict[str, None] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.jobs or self.nodes)
@@ -53,16 +62,21 @@ class ChangeLog:
     def __init__(self, version: int = 0) -> None:
         self.version = version
         self._structural = version
-        self._entries: deque[tuple[frozenset[str], frozenset[str]]] = deque(maxlen=LOG_LIMIT)
+        self._entries: deque[tuple[frozenset[str], frozenset[str], tuple[str, ...]]] = deque(
+            maxlen=LOG_LIMIT
+        )
 
     def structural(self) -> None:
         self.version += 1
         self._structural = self.version
         self._entries.clear()
 
-    def sums(self, jobs: Iterable[str], nodes: Iterable[str]) -> None:
+    def sums(
+        self, jobs: Iterable[str], nodes: Iterable[str], appeared: tuple[str, ...] = ()
+    ) -> None:
+        """A sums-only event; ``appeared``: the groups of one it created (also in ``jobs``)."""
         self.version += 1
-        self._entries.append((frozenset(jobs), frozenset(nodes)))
+        self._entries.append((frozenset(jobs), frozenset(nodes), appeared))
 
     def since(self, version: int) -> SumChanges | None:
         """What changed after ``version``, or None when that takes a new session (a
@@ -72,7 +86,9 @@ class ChangeLog:
             return None
         changes = SumChanges()
         for i in range(len(self._entries) - behind, len(self._entries)):
-            jobs, nodes = self._entries[i]
+            jobs, nodes, appeared = self._entries[i]
             changes.jobs |= jobs
             changes.nodes |= nodes
+            if appeared:
+                changes.appeared.update(dict.fromkeys(appeared))
         return changes

@@ -203,17 +203,24 @@ class ClusterStore:
         self, old: TaskInfo | None, new: TaskInfo | None, before: dict[str, JobInfo | None]
     ) -> None:
         """Inert when the pod kept everything a sum reads; sums-only when its jobs are the
-        same objects before and after (none appeared or went); else left structural."""
+        same objects before and after, or the one that is new is a plain pod's group of one
+        that came with it (none went); else left structural."""
         now = self.jobs
+        appeared: tuple[str, ...] = ()
         for uid, job in before.items():
-            if now.get(uid) is not job:
-                return
+            current = now.get(uid)
+            if current is job:
+                continue
+            if job is None and current is not None and current.synthesized:
+                appeared += (uid,)
+                continue
+            return
         self.classified = True
         if old is not None and new is not None and same_sums(old, new):
             return
         jobs = [uid for uid, job in before.items() if job is not None]
         nodes = [t.node_name for t in (old, new) if t is not None and t.node_name]
-        self.changes.sums(jobs, nodes)
+        self.changes.sums((*jobs, *appeared), nodes, appeared)
 
     def _place(self, task: TaskInfo) -> None:
         if not task.node_name or completed_status(task.status):

@@ -59,6 +59,10 @@ class ClusterViews:
     def task(self, key: str) -> TaskInfo | None:
         return self._store.tasks.get(key)
 
+    def job(self, uid: str) -> JobInfo | None:
+        """The cache's own job (hold the lock while using it)."""
+        return self._store.jobs.get(uid)
+
     def cached_task(self, pod: Mapping[str, Any]) -> TaskInfo | None:
         """The cache's own task for ``pod`` when it was converted from this very version of
         the pod (same resourceVersion and uid, no PriorityClass changed since), else None.

@@ -192,6 +192,39 @@ def test_a_plain_pods_bind_is_followed_its_group_of_one_kept() -> None:
     assert _derived(ssn) == _derived(_rebuilt(acct).session())
 
 
+def test_a_plain_pods_creation_is_followed_its_group_taken_in_as_a_new_session_would() -> None:
+    acct, _ = _start()
+    acct.state.upsert("Pod", pod("solo", cpu="1", queue="q1"))
+    ssn = acct.session()
+    acct.state.upsert("Pod", pod("next", cpu="2", queue="q1"))
+    acct.state.upsert("Pod", pod("placed", cpu="1", queue="q1", node_name="n1"))
+    assert acct.session() is ssn and (acct.refreshes, acct.follows) == (1, 1)
+    rebuilt = _rebuilt(acct).session()
+    assert list(ssn.jobs) == list(rebuilt.jobs)  # the new groups last, in the order they came
+    assert _derived(ssn) == _derived(rebuilt)
+    probes = [pod("next", cpu="2", queue="q1"), pod("big", cpu="3", queue="q1")]
+    assert _answers(acct, probes) == _answers(_rebuilt(acct), probes)
+
+
+def test_a_plain_pod_of_a_queue_the_session_does_not_know_is_left_out_as_a_new_session_would() -> (
+    None
+):
+    acct, _ = _start()
+    ssn = acct.session()
+    acct.state.upsert("Pod", pod("stray", cpu="1", queue="missing"))
+    assert acct.session() is ssn and acct.follows == 1
+    assert sorted(ssn.jobs) == sorted(_rebuilt(acct).session().jobs)
+
+
+def test_a_plain_pod_that_brings_its_queue_its_first_job_opens_a_new_session() -> None:
+    # proportion keeps records only of queues with jobs: a queue's first job is new to it.
+    acct, _ = _start()
+    ssn = acct.session()
+    acct.state.upsert("Pod", pod("first-of-default", cpu="1"))
+    assert acct.session() is not ssn and acct.follows == 0
+    assert _derived(acct.session()) == _derived(_rebuilt(acct).session())
+
+
 def test_structural_changes_rebuild() -> None:
     acct, _ = _start()
     for obj in (node("n3", cpu="2"), queue("q1", 5), podgroup("g3", queue="q1")):

@@ -78,6 +78,17 @@ def test_a_plain_pods_group_of_one_is_kept_across_its_updates_while_its_queue_st
     assert state.changes.since(version) is None
 
 
+def test_a_plain_pods_creation_is_a_sum_change_its_group_of_one_appeared() -> None:
+    state = _state()
+    version = state.decision_version
+    state.upsert("Pod", pod("first", queue="q1"))
+    state.upsert("Pod", pod("second", queue="q1", node_name="n1"))
+    new = [uid for uid, job in state.snapshot().jobs.items() if job.synthesized][-2:]
+    assert state.changes.since(version) == SumChanges(set(new), {"n1"}, dict.fromkeys(new))
+    state.upsert("Pod", pod("first", queue="q1", node_name="n1"))  # then bound: kept
+    assert state.changes.since(version) == SumChanges(set(new), {"n1"}, dict.fromkeys(new))
+
+
 def test_a_podgroup_update_in_its_queue_is_a_sum_change_moving_queues_is_structural() -> None:
     state = _state()
     version = state.decision_version
