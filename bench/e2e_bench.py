@@ -8,7 +8,10 @@ exactly as the chart configures ours. A watch on the namespace notes when each p
 seen with ``spec.nodeName`` set (local receipt time); the round's rate is
 ``(N - 1) / (last bind - first bind)``, so the scheduler's start-up is not in it. The
 scheduler and the extender are stopped by their PIDs and the pods deleted (grace 0) before
-the next round.
+the next round. With ``--live`` the pods are created after kube-scheduler has started, as on
+a live cluster, where pods arrive while it runs: each reaches kube-scheduler and the
+extender's cache at about the same moment, and the rate is bounded by how fast the harness
+creates them as well (compare only ratios within one run, as always).
 
 The configurations run alternately, each round in another order (the rows of a balanced
 Latin square: ``round_order``), so that drift in the machine's load spreads over all of them
@@ -406,7 +409,11 @@ def extender_counts(metrics_text: str) -> dict[str, float]:
 
 class Bench:
     def __init__(
-        self, cp: ControlPlane, log: Callable[[str], None], baseline: str | None = None
+        self,
+        cp: ControlPlane,
+        log: Callable[[str], None],
+        baseline: str | None = None,
+        live: bool = False,
     ) -> None:
         self.cp = cp
         self.log = log
@@ -415,6 +422,8 @@ class Bench:
         self.kube = Kube(self.api)
         #: ``queue-extender`` of another checkout, for the ``base`` configurations.
         self.baseline = baseline
+        #: Pods created while kube-scheduler runs (``--live``), not a backlog before it starts.
+        self.live = live
 
     def warm_up(self, scale: Scale) -> None:
         """A burst of creations and deletions, so the API server's watch cache has grown before
@@ -478,7 +487,8 @@ class Bench:
         namespace = self.kube.namespace(f"bench-{config.name}")
         with self.extender(config) as (url, ours, pid):
             cpu_before = cpu_seconds(pid)
-            create_pods(self.core, namespace, scale.pods, scale.pod_cpu)
+            if not self.live:
+                create_pods(self.core, namespace, scale.pods, scale.pod_cpu)
             listed: Any = self.core.list_namespaced_pod(namespace, limit=1)
             watch = BindWatch(
                 self.core, namespace, listed.metadata.resource_version, scale.pods
@@ -487,6 +497,8 @@ class Bench:
             threads_before = thread_cpu_seconds(pid)
             try:
                 scheduler = self.scheduler(config, url)
+                if self.live:
+                    create_pods(self.core, namespace, scale.pods, scale.pod_cpu)
                 watch.done.wait(timeout)
                 threads_after = thread_cpu_seconds(pid)
                 result.algorithm_s = algorithm_seconds(scrape_scheduler(scheduler))
@@ -842,6 +854,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--workdir", help="keep the control plane's files and logs here")
     parser.add_argument(
+        "--live",
+        action="store_true",
+        help="create each round's pods while kube-scheduler runs, as on a live cluster, "
+        "instead of a backlog before it starts",
+    )
+    parser.add_argument(
         "--configs",
         help=f"comma-separated, of {', '.join(ALL_CONFIGS)} (default: {','.join(DEFAULT_CONFIGS)}"
         ", plus base and base-exact with --baseline)",
@@ -880,7 +898,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             log(f"starting etcd and kube-apiserver under {workdir}")
             cp.start()
-            bench = Bench(cp, log, args.baseline)
+            bench = Bench(cp, log, args.baseline, live=args.live)
             for name in names:
                 reports.append(
                     render(SCALES[name], run_scale(bench, SCALES[name], rounds, configs))
@@ -898,7 +916,8 @@ def main(argv: list[str] | None = None) -> int:
     serve = " ".join(OURS_ARGS)
     print(
         f"{rounds} round(s) each, alternating, each round in another order; "
-        f"ours runs `queue-extender serve {serve}`:"
+        + ("pods created while kube-scheduler runs (--live); " if args.live else "")
+        + f"ours runs `queue-extender serve {serve}`:"
     )
     for name in configs:
         print(f"  {name}: {ALL_CONFIGS[name].what}")

@@ -45,6 +45,29 @@ def test_each_pod_is_passed_on_every_offered_node_and_bound_in_the_cache_binds_l
             assert task.status == TaskStatus.PENDING
 
 
+def test_the_live_row_brings_each_pod_into_the_cache_just_before_its_filter_call() -> None:
+    fixture = verbs_engine_bench.build(SMALL, live=True)
+    assert fixture.state.task(f"{NAMESPACE}/p-00000") is None  # none of them yet
+    seen_before_filter: list[bool] = []
+
+    async def replay() -> list[bytes]:
+        conn = Connection(asyncio.get_running_loop(), fixture.backend)
+        one = verbs_engine_bench.driver(fixture, conn, lag=0, batch=1, live=True)
+        for index in range(SMALL.pods):
+            nxt = fixture.state.task(f"{NAMESPACE}/p-{index:05d}")
+            seen_before_filter.append(nxt is not None)
+            await one(index)
+        return conn.transport.written
+
+    answers = asyncio.run(replay())
+    assert not any(seen_before_filter)
+    for index, raw in enumerate(answers):
+        request = orjson.loads(fixture.requests[index].split(b"\r\n\r\n", 1)[1])
+        assert orjson.loads(raw.split(b"\r\n\r\n", 1)[1])["NodeNames"] == request["NodeNames"]
+        task = fixture.state.task(f"{NAMESPACE}/p-{index:05d}")
+        assert task is not None and task.status == TaskStatus.BOUND
+
+
 def test_binds_reach_the_cache_a_lag_behind_their_filter_calls_a_batch_at_a_time() -> None:
     lag, batch, pods = 32, 5, 200
     applied = [list(verbs_engine_bench.binds_after(i, lag, batch)) for i in range(pods)]
