@@ -213,7 +213,8 @@ def bound_event(pod: dict[str, Any], node: str, version: int) -> bytes:
 class PodFixture:
     state: ClusterState
     backend: EngineBackend
-    #: Per pod: the filter request's raw bytes, its bind's watch event and its creation's.
+    #: Per pod: the filter request's raw bytes, its bind's watch event and (``live`` only)
+    #: its creation's.
     requests: list[bytes]
     binds: list[bytes]
     creations: list[bytes]
@@ -237,8 +238,8 @@ def build(scale: CycleScale, live: bool = False) -> PodFixture:
         requests.append(request("/filter", body))
         # Bound round the nodes, 37 apart, so that no node is filled past its room.
         binds.append(bound_event(pod, names[(index * 37) % scale.nodes], 10_000_000 + index))
-        creations.append(orjson.dumps({"type": "ADDED", "object": pod}))
         if live:
+            creations.append(orjson.dumps({"type": "ADDED", "object": pod}))
             cluster.state.delete("Pod", f"{pod['metadata']['namespace']}/{pod['metadata']['name']}")
     return PodFixture(cluster.state, cluster.backend, requests, binds, creations)
 
