@@ -18,6 +18,9 @@ call, the prioritize call for the same pod on the nodes it passed. ``verbs-engin
 replays the same pods arriving while kube-scheduler runs, as on a live cluster: each pod's
 creation event reaches the cache just before its filter call (``bench-e2e`` creates its
 backlog before kube-scheduler starts, so its pods are all in the cache first).
+``verbs-engine-churn-1000`` adds what a busy cluster also has: pods that finish and are
+deleted. It starts with 1,000 pods running, and each pod that arrives is followed by the
+deletion of the pod that arrived 1,000 before it, so that the cluster holds ~1,000 jobs.
 
 What it leaves out, and ``bench-e2e`` includes: the sockets' system calls, the informers'
 reading of the watch stream, the creation event of each pod, the leader's loops and the
@@ -64,6 +67,7 @@ SCALES: dict[str, CycleScale] = {
     "verbs-engine-1000": CYCLE_SCALES["cycle-1000"],
     "verbs-engine-exact-200": CYCLE_SCALES["cycle-200"],
     "verbs-engine-live-1000": CYCLE_SCALES["cycle-1000"],
+    "verbs-engine-churn-1000": CYCLE_SCALES["cycle-1000"],
 }
 
 #: The rows that replay ``bench-e2e``'s ``ours-exact``: each filter call followed by the
@@ -71,7 +75,10 @@ SCALES: dict[str, CycleScale] = {
 PRIORITIZED: frozenset[str] = frozenset({"verbs-engine-exact-200"})
 #: The rows whose pods arrive while kube-scheduler runs: each pod's creation event is applied
 #: to the cache just before its filter call.
-LIVE: frozenset[str] = frozenset({"verbs-engine-live-1000"})
+LIVE: frozenset[str] = frozenset({"verbs-engine-live-1000", "verbs-engine-churn-1000"})
+#: The rows whose cluster starts with so many pods running, one of which is deleted (it ran
+#: and finished) after each pod that arrives: the steady state of a busy cluster.
+RUNNING: dict[str, int] = {"verbs-engine-churn-1000": 1_000}
 
 
 def offered(nodes: int, percentage: int = RENDERED_PERCENTAGE) -> int:
@@ -107,6 +114,10 @@ BENCHES: dict[str, str] = {
     name: (
         "CPU per pod as bench-e2e's ours-exact spends it: one filter and one prioritize call"
         if name in PRIORITIZED
+        else f"CPU per pod as ours spends it on a busy cluster ({RUNNING[name]:,} pods running,"
+        " one deleted as each arrives): its creation event applied to the cache, then one "
+        "filter call"
+        if name in RUNNING
         else "CPU per pod as ours spends it on a live cluster: its creation event applied to "
         "the cache, then one filter call"
         if name in LIVE
@@ -129,6 +140,8 @@ TARGETS_US: dict[str, float] = {
     # About 1.4 times what the row measured once a plain pod's creation was followed in place
     # (~290 us); each creation opened a new accounting session over every job before (~580).
     "verbs-engine-live-1000": 400.0,
+    # The live row's target: a finished pod deleted must not cost more than a pod created.
+    "verbs-engine-churn-1000": 400.0,
 }
 
 #: Pods per sample: each pod is filtered and bound once, so a sample is a batch of them.
@@ -218,6 +231,9 @@ class PodFixture:
     requests: list[bytes]
     binds: list[bytes]
     creations: list[bytes]
+    #: The pods running from the start (the first so many, bound): pod ``i``'s arrival is
+    #: followed by the deletion of pod ``i - running``. None running: nothing is deleted.
+    running: int = 0
 
     def prioritize_request(self, index: int) -> bytes:
         """Pod ``index``'s prioritize request: its filter request's body, which names the
@@ -225,9 +241,9 @@ class PodFixture:
         return self.requests[index].replace(b"POST /filter ", b"POST /prioritize ", 1)
 
 
-def build(scale: CycleScale, live: bool = False) -> PodFixture:
+def build(scale: CycleScale, live: bool = False, running: int = 0) -> PodFixture:
     """The cluster with its pods waiting; with ``live``, with none of them yet (each comes
-    with its creation event, ``creations``)."""
+    with its creation event, ``creations``) but the first ``running``, bound."""
     cluster = cycle_bench.build(scale.nodes, scale.pods, served_pod)
     names, pods = cluster.names, cluster.pods
     requests, binds, creations = [], [], []
@@ -240,8 +256,15 @@ def build(scale: CycleScale, live: bool = False) -> PodFixture:
         binds.append(bound_event(pod, names[(index * 37) % scale.nodes], 10_000_000 + index))
         if live:
             creations.append(orjson.dumps({"type": "ADDED", "object": pod}))
-            cluster.state.delete("Pod", f"{pod['metadata']['namespace']}/{pod['metadata']['name']}")
-    return PodFixture(cluster.state, cluster.backend, requests, binds, creations)
+            if index < running:
+                cluster.state.upsert("Pod", orjson.loads(binds[-1])["object"])
+            else:
+                cluster.state.delete("Pod", pod_key(pod))
+    return PodFixture(cluster.state, cluster.backend, requests, binds, creations, running)
+
+
+def pod_key(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
 
 
 #: How kube-scheduler's binds reach the extender behind the real kube-scheduler, per row:
@@ -256,6 +279,7 @@ BIND_MODEL: dict[str, tuple[int, int]] = {
     # not counted for ours-exact, which binds at ~0.7-0.9 of ours' rate: the 200-node model
     "verbs-engine-exact-200": (32, 5),
     "verbs-engine-live-1000": (1, 1),
+    "verbs-engine-churn-1000": (1, 1),
 }
 BIND_LAG, BIND_BATCH = BIND_MODEL["verbs-engine-200"]
 
@@ -280,8 +304,9 @@ def driver(
     """One pod's part: with ``live``, its creation event applied first; its filter call,
     answered (then, with ``prioritize``, its prioritize call), then the binds due after it
     (``binds_after``) applied as the informer applies watch events (decoded, then
-    upserted)."""
-    state = fixture.state
+    upserted); last, with pods running from the start, the deletion of the one that arrived
+    that many pods before."""
+    state, running = fixture.state, fixture.running
 
     async def one(index: int) -> None:
         if live:
@@ -296,6 +321,8 @@ def driver(
         for bound in binds_after(index, lag, batch):
             event = orjson.loads(fixture.binds[bound])
             state.upsert("Pod", event["object"])
+        if running:
+            state.delete("Pod", pod_key(orjson.loads(fixture.binds[index - running])["object"]))
 
     return one
 
@@ -306,15 +333,16 @@ def measure(
     binds: tuple[int, int] = (BIND_LAG, BIND_BATCH),
     prioritize: bool = False,
     live: bool = False,
+    running: int = 0,
 ) -> tuple[list[float], int]:
     """Microseconds of CPU per pod, one sample a batch of ``PODS_PER_SAMPLE`` pods; and how
-    many pods were bound."""
-    fixture = build(scale, live)
+    many pods were bound (those running from the start included)."""
+    fixture = build(scale, live, running)
 
     async def run() -> tuple[list[float], int]:
         conn = Connection(asyncio.get_running_loop(), fixture.backend)
         one = driver(fixture, conn, *binds, prioritize=prioritize, live=live)
-        index = 0
+        index = running
         for _ in range(budget.warmup * PODS_PER_SAMPLE):
             await one(index)
             index += 1
@@ -355,6 +383,7 @@ def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
                 BIND_MODEL[name],
                 prioritize=name in PRIORITIZED,
                 live=name in LIVE,
+                running=RUNNING.get(name, 0),
             )
             row.extra["pods_bound"] = bound
         except Exception as exc:  # a broken engine is a result too, not the end of the run
@@ -408,7 +437,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for name, scale in SCALES.items():
         budget = Budget(n=20, seconds=30, warmup=2)
-        samples, _ = measure(scale, budget, BIND_MODEL[name], prioritize=name in PRIORITIZED)
+        samples, _ = measure(
+            scale,
+            budget,
+            BIND_MODEL[name],
+            prioritize=name in PRIORITIZED,
+            live=name in LIVE,
+            running=RUNNING.get(name, 0),
+        )
         samples.sort()
         print(f"{name}: p50 {samples[len(samples) // 2]:.0f} us CPU a pod")
     return 0

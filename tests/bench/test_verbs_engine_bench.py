@@ -152,3 +152,29 @@ def test_the_exact_row_scores_each_pod_on_the_nodes_its_filter_passed() -> None:
         assert all(0 <= entry["Score"] <= 10 for entry in scored)
         assert any(entry["Score"] > 0 for entry in scored)  # scored, not the neutral answer
     assert set(verbs_engine_bench.SCALES) >= verbs_engine_bench.PRIORITIZED
+
+
+def test_the_churn_row_starts_with_pods_running_and_deletes_one_as_each_pod_arrives() -> None:
+    running = 5
+    fixture = verbs_engine_bench.build(SMALL, live=True, running=running)
+    state = fixture.state
+
+    def status(index: int) -> TaskStatus | None:
+        task = state.task(f"{NAMESPACE}/p-{index:05d}")
+        return None if task is None else task.status
+
+    assert [status(i) for i in range(running + 1)] == [TaskStatus.BOUND] * running + [None]
+
+    async def replay() -> list[bytes]:
+        conn = Connection(asyncio.get_running_loop(), fixture.backend)
+        one = verbs_engine_bench.driver(fixture, conn, lag=1, batch=1, live=True)
+        for index in range(running, SMALL.pods):
+            await one(index)
+            assert status(index - running) is None  # the pod that arrived 5 before: gone
+            assert status(index - running + 1) == TaskStatus.BOUND
+        return conn.transport.written
+
+    answers = asyncio.run(replay())
+    assert len(answers) == SMALL.pods - running
+    assert all(orjson.loads(a.split(b"\r\n\r\n", 1)[1])["NodeNames"] for a in answers)
+    assert verbs_engine_bench.RUNNING.keys() <= verbs_engine_bench.LIVE
