@@ -36,12 +36,13 @@ def follow(
     queues: Collection[str],
     nodes: Collection[str],
     jobs: Collection[str],
+    gone: Collection[str] = (),
 ) -> bool:
     """Re-derive what the plugins of ``ssn`` hold of ``queues`` (from the live ``usage``),
     of ``jobs`` and of ``nodes``, as a session opened now would have it before the open
-    assumptions are charged back. False, having changed nothing, when a plugin cannot: the
-    caller then opens a new session."""
-    change = UsageChange(usage, queues, nodes, jobs)
+    assumptions are charged back; ``gone``: the jobs just taken out of ``ssn``. False,
+    having changed nothing, when a plugin cannot: the caller then opens a new session."""
+    change = UsageChange(usage, queues, nodes, jobs, gone)
     # Every plugin is asked before any step runs (asking changes nothing), in one
     # comprehension: this runs before most verb calls.
     steps: list[FollowStep | None] = [plugin.follow(ssn, change) for plugin in ssn.plugins.values()]

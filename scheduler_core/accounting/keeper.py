@@ -29,7 +29,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from scheduler_core.accounting.domains import DomainChoices
@@ -237,17 +237,24 @@ class QueueAccounting:
             changes = self.state.changes.since(self._version)
             if changes is None or not self._followable or not self._can_follow(ssn):
                 return False
+            gone: list[JobInfo] = []
+            if changes.gone:
+                if changes.gone.keys() & changes.appeared.keys():
+                    return False  # came and went, or went and came back: where it is, unsaid
+                gone = self._let_go(ssn, changes.gone)
             if changes.appeared and not self._take_in(ssn, changes.appeared):
                 return False
             version = self.state.decision_version
             ended = self._reconcile(now)
             jobs = ssn.jobs
             queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
+            if gone:
+                queues.update(job.queue for job in gone)
             queues |= _queues_of(ssn, ended)
             moved = {*changes.jobs, *(a.task.job for a in ended)}
             # (Checked just above that the session can follow; ending assumptions does
             # not change that.)
-            if not self._recount_in_place(ssn, queues, changes.nodes, moved):
+            if not self._recount_in_place(ssn, queues, changes.nodes, moved, gone):
                 # Nothing was changed, but the ended assumptions are gone: only a new
                 # session counts the rest right now.
                 self._rebuild(now)
@@ -283,6 +290,19 @@ class QueueAccounting:
             jobs[job.uid] = job
         return True
 
+    def _let_go(self, ssn: Session, gone: Iterable[str]) -> list[JobInfo]:
+        """Take the plain pods' groups of one that went since ``ssn`` was current out of it,
+        as a session opened now would not have them: the others keep their order. Returns
+        those it held, whose queues must be derived again (one it did not hold was of a
+        queue it leaves out). Call with the cluster state's lock held."""
+        jobs = ssn.jobs
+        let_go: list[JobInfo] = []
+        for uid in gone:
+            job = jobs.pop(uid, None)
+            if job is not None:
+                let_go.append(job)
+        return let_go
+
     def _recount(self, ssn: Session, queues: set[str], nodes: set[str], jobs: set[str]) -> bool:
         """Re-derive ``queues``, ``jobs`` and ``nodes`` in ``ssn`` from the cache, as a
         session opened now would have them, and charge those queues' assumptions again.
@@ -304,13 +324,20 @@ class QueueAccounting:
         return True
 
     def _recount_in_place(
-        self, ssn: Session, queues: set[str], nodes: set[str], jobs: set[str]
+        self,
+        ssn: Session,
+        queues: set[str],
+        nodes: set[str],
+        jobs: set[str],
+        gone: Collection[JobInfo] = (),
     ) -> bool:
         """``_recount`` of a session already known to be followable: following a bind
-        asked every plugin twice whether it can follow, once is enough."""
+        asked every plugin twice whether it can follow, once is enough. ``gone``: the jobs
+        just let go of (``_let_go``)."""
         if not queues and not nodes:
             return True
-        if not follow(ssn, self.state.queue_usage_view(), queues, nodes, jobs):
+        left = {job.uid for job in gone} if gone else ()
+        if not follow(ssn, self.state.queue_usage_view(), queues, nodes, jobs, left):
             return False
         session_jobs = ssn.jobs
         charged = []

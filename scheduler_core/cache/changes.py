@@ -22,10 +22,13 @@ Every event is classified against that list:
   does. A session follows it by taking the new job in where a new session would have it
   (last of the jobs), then re-deriving its queue as for any change of sums. Pods arrive
   all the time on a live cluster; were each creation structural, the next verb call would
-  open a new session over every job.
-- *structural*: anything else (a PodGroup's job appearing, any job disappearing, a node,
-  queue, budget or priority class event, a PodGroup moving queues). Only a new session is
-  sure to be right.
+  open a new session over every job. So does a plain pod's deletion: its group of one
+  *goes*. A session follows it by letting the job go, then re-deriving its queue (and,
+  where the job was its queue's first, the queues' order). Finished pods are deleted all
+  the time on a busy cluster.
+- *structural*: anything else (a PodGroup's job appearing or disappearing, a node, queue,
+  budget or priority class event, a PodGroup moving queues). Only a new session is sure
+  to be right.
 
 Anything not proven inert or sums-only is structural.
 """
@@ -44,12 +47,13 @@ LOG_LIMIT = 512
 @dataclass(slots=True)
 class SumChanges:
     """Job ids whose usage and node names whose amounts changed, over a run of events, and
-    the plain pods' groups of one that appeared among them, in the order they appeared
-    (each is in ``jobs`` too)."""
+    the plain pods' groups of one that appeared and went among them, each in the order it
+    happened (each is in ``jobs`` too)."""
 
     jobs: set[str] = field(default_factory=set)
     nodes: set[str] = field(default_factory=set)
     appeared: dict[str, None] = field(default_factory=dict)
+    gone: dict[str, None] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.jobs or self.nodes)
@@ -62,9 +66,9 @@ class ChangeLog:
     def __init__(self, version: int = 0) -> None:
         self.version = version
         self._structural = version
-        self._entries: deque[tuple[frozenset[str], frozenset[str], tuple[str, ...]]] = deque(
-            maxlen=LOG_LIMIT
-        )
+        self._entries: deque[
+            tuple[frozenset[str], frozenset[str], tuple[str, ...], tuple[str, ...]]
+        ] = deque(maxlen=LOG_LIMIT)
 
     def structural(self) -> None:
         self.version += 1
@@ -72,11 +76,16 @@ class ChangeLog:
         self._entries.clear()
 
     def sums(
-        self, jobs: Iterable[str], nodes: Iterable[str], appeared: tuple[str, ...] = ()
+        self,
+        jobs: Iterable[str],
+        nodes: Iterable[str],
+        appeared: tuple[str, ...] = (),
+        gone: tuple[str, ...] = (),
     ) -> None:
-        """A sums-only event; ``appeared``: the groups of one it created (also in ``jobs``)."""
+        """A sums-only event; ``appeared`` and ``gone``: the groups of one it created and
+        removed (also in ``jobs``)."""
         self.version += 1
-        self._entries.append((frozenset(jobs), frozenset(nodes), appeared))
+        self._entries.append((frozenset(jobs), frozenset(nodes), appeared, gone))
 
     def since(self, version: int) -> SumChanges | None:
         """What changed after ``version``, or None when that takes a new session (a
@@ -86,9 +95,11 @@ class ChangeLog:
             return None
         changes = SumChanges()
         for i in range(len(self._entries) - behind, len(self._entries)):
-            jobs, nodes, appeared = self._entries[i]
+            jobs, nodes, appeared, gone = self._entries[i]
             changes.jobs |= jobs
             changes.nodes |= nodes
             if appeared:
                 changes.appeared.update(dict.fromkeys(appeared))
+            if gone:
+                changes.gone.update(dict.fromkeys(gone))
         return changes

@@ -203,10 +203,11 @@ class ClusterStore:
         self, old: TaskInfo | None, new: TaskInfo | None, before: dict[str, JobInfo | None]
     ) -> None:
         """Inert when the pod kept everything a sum reads; sums-only when its jobs are the
-        same objects before and after, or the one that is new is a plain pod's group of one
-        that came with it (none went); else left structural."""
+        same objects before and after, or one that is not is a plain pod's group of one
+        that came or went with it; else left structural."""
         now = self.jobs
         appeared: tuple[str, ...] = ()
+        gone: tuple[str, ...] = ()
         for uid, job in before.items():
             current = now.get(uid)
             if current is job:
@@ -214,13 +215,16 @@ class ClusterStore:
             if job is None and current is not None and current.synthesized:
                 appeared += (uid,)
                 continue
+            if job is not None and current is None and job.synthesized:
+                gone += (uid,)
+                continue
             return
         self.classified = True
         if old is not None and new is not None and same_sums(old, new):
             return
         jobs = [uid for uid, job in before.items() if job is not None]
         nodes = [t.node_name for t in (old, new) if t is not None and t.node_name]
-        self.changes.sums((*jobs, *appeared), nodes, appeared)
+        self.changes.sums((*jobs, *appeared), nodes, appeared, gone)
 
     def _place(self, task: TaskInfo) -> None:
         if not task.node_name or completed_status(task.status):

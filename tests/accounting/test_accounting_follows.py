@@ -71,12 +71,14 @@ def _amounts(r: Resource) -> tuple[float, float, tuple[tuple[str, float], ...]]:
 
 
 def _derived(ssn: Session) -> dict[str, Any]:
-    """What the plugins derived for the session: queue records, jobs' dominant shares."""
+    """What the plugins derived for the session: queue records, jobs' dominant shares; the
+    jobs and the queue records in their order (proportion's deserved loop runs in it)."""
     proportion = ssn.plugins["proportion"]
     drf = ssn.plugins["drf"]
     assert isinstance(proportion, ProportionPlugin) and isinstance(drf, DrfPlugin)
     return {
-        "jobs": sorted(ssn.jobs),
+        "jobs": list(ssn.jobs),
+        "queue order": list(proportion.queue_opts),
         "nodes": sorted(ssn.nodes),
         "queues": {
             name: (
@@ -225,6 +227,67 @@ def test_a_plain_pod_that_brings_its_queue_its_first_job_opens_a_new_session() -
     assert _derived(acct.session()) == _derived(_rebuilt(acct).session())
 
 
+def test_a_plain_pods_deletion_is_followed_its_group_let_go_as_a_new_session_would() -> None:
+    acct, _ = _start()
+    for name, node_name in (("done", "n1"), ("waiting", ""), ("stays", "n2")):
+        acct.state.upsert("Pod", pod(name, cpu="1", queue="q1", node_name=node_name))
+    ssn = acct.session()
+    acct.state.delete("Pod", "ns/done")
+    acct.state.delete("Pod", "ns/waiting")
+    assert acct.session() is ssn and acct.follows == 1
+    rebuilt = _rebuilt(acct).session()
+    assert _derived(ssn) == _derived(rebuilt)
+    probes = [pod("next", cpu="2", queue="q1"), pod("big", cpu="5", queue="q1")]
+    assert _answers(acct, probes) == _answers(_rebuilt(acct), probes)
+
+
+def _start_plain() -> tuple[QueueAccounting, Clock]:
+    """Two queues whose every job is a plain pod's group of one: the first comes first."""
+    return accounting(
+        [
+            host("n1", "4"),
+            host("n2", "8"),
+            queue("q1", 1),
+            queue("q2", 3, capability={"cpu": "6"}),
+            pod("a", cpu="1", queue="q1", node_name="n1"),
+            pod("b", cpu="2", queue="q2"),
+            pod("c", cpu="1", queue="q1"),
+        ]
+    )
+
+
+def test_a_queues_first_job_let_go_puts_the_queues_in_the_order_a_new_session_takes() -> None:
+    acct, _ = _start_plain()
+    ssn = acct.session()
+    assert _derived(ssn)["queue order"] == ["q1", "q2"]
+    acct.state.delete("Pod", "ns/a")  # q1's first job: q2's now comes first
+    assert acct.session() is ssn and acct.follows == 1
+    assert _derived(ssn)["queue order"] == ["q2", "q1"]
+    assert _derived(ssn) == _derived(_rebuilt(acct).session())
+
+
+def test_a_queues_last_job_let_go_opens_a_new_session() -> None:
+    # proportion keeps records only of queues with jobs, as for a queue's first job.
+    acct, _ = _start_plain()
+    ssn = acct.session()
+    acct.state.delete("Pod", "ns/b")
+    assert acct.session() is not ssn and acct.follows == 0
+    assert _derived(acct.session()) == _derived(_rebuilt(acct).session())
+
+
+def test_a_group_of_one_that_went_and_came_back_between_two_calls_is_last_as_in_the_cache() -> None:
+    # The log keeps each group's first appearance: "u" came before "x", but is last now.
+    acct, _ = _start_plain()
+    acct.session()
+    acct.state.upsert("Pod", pod("u", cpu="1", queue="q1"))
+    acct.state.upsert("Pod", pod("x", cpu="1", queue="q2"))
+    acct.state.delete("Pod", "ns/u")
+    acct.state.upsert("Pod", pod("u", cpu="1", queue="q1"))  # the same pod (and uid), again
+    kept = acct.session()
+    assert list(kept.jobs)[-2:] == list(_rebuilt(acct).session().jobs)[-2:]
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
+
+
 def test_structural_changes_rebuild() -> None:
     acct, _ = _start()
     for obj in (node("n3", cpu="2"), queue("q1", 5), podgroup("g3", queue="q1")):
@@ -281,7 +344,7 @@ EVENT = st.one_of(
         st.sampled_from([None, *GROUPS]),
         st.sampled_from(["", "", "n1", "n2", "n3"]),
         st.sampled_from(["1", "2", "500m"]),
-        st.sampled_from(["", "q1"]),
+        st.sampled_from(["", "q1", "q2"]),
     ),
     st.tuples(st.just("relabel"), st.sampled_from(NAMES), st.integers(0, 3)),
     st.tuples(st.just("guard"), st.sampled_from(NAMES), st.sampled_from(NODES)),
@@ -352,15 +415,23 @@ def _apply(
 
 
 @settings(max_examples=150, deadline=None, derandomize=True)
-@given(st.lists(EVENT, max_size=30))
+@given(
+    st.sampled_from([_start, _start_plain]),
+    st.lists(st.tuples(EVENT, st.booleans()), max_size=30),
+)
 def test_a_followed_session_answers_as_a_rebuilt_one_after_any_events(
-    events: list[tuple[Any, ...]],
+    start: Any, events: list[tuple[tuple[Any, ...], bool]]
 ) -> None:
-    acct, clock = _start()
+    """After any events, the session a verb call would read answers as a new one. It is
+    asked after some events only (``ask``): the others pile up in the change log, to be
+    followed together."""
+    acct, clock = start()
     pods: dict[str, Obj] = {}
     acct.session()
-    for event in events:
+    for event, ask in events:
         _apply(acct, clock, pods, event)
+        if not ask:
+            continue
         kept = acct.session()
         ref = _rebuilt(acct)
         assert _derived(kept) == _derived(ref.session()), event

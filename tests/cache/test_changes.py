@@ -109,8 +109,24 @@ def test_node_queue_and_new_job_events_are_structural() -> None:
         version = state.decision_version
         state.upsert(kind, obj)
         assert state.changes.since(version) is None, kind
-    state.delete("Pod", "ns/solo")  # its group of one goes with it
-    assert state.changes.since(state.decision_version - 1) is None
+    version = state.decision_version
+    state.delete("PodGroup", "ns/g1")  # a PodGroup's job goes
+    assert state.changes.since(version) is None
+
+
+def test_a_plain_pods_deletion_is_a_sum_change_its_group_of_one_gone() -> None:
+    state = _state()
+    solo = next(uid for uid, job in state.snapshot().jobs.items() if job.synthesized)
+    state.upsert("Pod", pod("later", queue="q1", node_name="n1"))
+    later = [uid for uid, job in state.snapshot().jobs.items() if job.synthesized][-1]
+    version = state.decision_version
+    state.delete("Pod", "ns/solo")  # waiting: its group of one goes with it
+    assert state.changes.since(version) == SumChanges({solo}, set(), gone=dict.fromkeys([solo]))
+    state.delete("Pod", "ns/later")  # running on n1
+    assert state.changes.since(version) == SumChanges(
+        {solo, later}, {"n1"}, gone=dict.fromkeys([solo, later])
+    )
+    assert list(state.changes.since(version).gone) == [solo, later]  # in the order they went
 
 
 def test_an_unusable_object_moves_no_version() -> None:

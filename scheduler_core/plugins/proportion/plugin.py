@@ -128,7 +128,11 @@ class ProportionPlugin(ProportionRules):
         Deserved shares are worked out again only when a request moved (they depend on the
         requests, never on what is allocated). The caller charges again what it had charged
         to these queues (assumed pods). None when a queue has no record or no sum (a queue
-        gained or lost its jobs: open a new session)."""
+        gained or lost its jobs: open a new session).
+
+        When jobs went (``change.gone``), a queue whose first job went may come later in
+        the order a new session takes the queues in (that of their first jobs), and the
+        deserved loop runs in that order: the records are put in it again."""
         fresh: dict[str, QueueAttr] = {}
         opts, usage = self.queue_opts, change.usage
         for name in change.queues:
@@ -136,9 +140,29 @@ class ProportionPlugin(ProportionRules):
             if attr is None or total is None:
                 return None
             fresh[name] = _attr_from_spec(attr, total, attr.deserved)
-        return partial(self._take_fresh, fresh)
+        order = None
+        if change.gone:
+            order = self._order_of_first_jobs(ssn)
+            if order is None:
+                return None
+        return partial(self._take_fresh, fresh, order)
 
-    def _take_fresh(self, fresh: dict[str, QueueAttr]) -> None:
+    def _order_of_first_jobs(self, ssn: Session) -> list[str] | None:
+        """The queues with records in the order a session opening now would take them (that
+        of their first jobs), or None when the queues with jobs are not those with records.
+        Stops at the job that brings the last of them."""
+        opts = self.queue_opts
+        seen: dict[str, None] = {}
+        for job in ssn.jobs.values():
+            if job.queue not in seen:
+                seen[job.queue] = None
+                if len(seen) == len(opts):
+                    break
+        if seen.keys() != opts.keys():
+            return None
+        return list(seen)
+
+    def _take_fresh(self, fresh: dict[str, QueueAttr], order: list[str] | None = None) -> None:
         opts = self.queue_opts
         # A loop, not ``any`` over a generator: this runs after every bind.
         moved = False
@@ -146,6 +170,11 @@ class ProportionPlugin(ProportionRules):
             if not record.request.semantic_equal(opts[name].request):
                 moved = True
                 break
+        if order is not None and order != list(opts):
+            records = [(name, opts[name]) for name in order]
+            opts.clear()
+            opts.update(records)
+            moved = True  # the deserved loop's order moved
         opts.update(fresh)  # an existing key keeps its place: the loop's order
         if moved:
             for attr in self.queue_opts.values():
