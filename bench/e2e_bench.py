@@ -222,7 +222,9 @@ class Round:
         rejected = {
             k: v
             for k, v in self.extender_counts.items()
-            if v and not k.endswith(("/passed", "/scored", "/no_victims", "/unmanaged"))
+            if v
+            and not k.endswith(("/passed", "/scored", "/no_victims", "/unmanaged"))
+            and not k.startswith("sessions/")  # how, not what: in the report's totals
         }
         if rejected:
             parts.append("extender " + ", ".join(f"{k}={v:g}" for k, v in sorted(rejected.items())))
@@ -364,7 +366,9 @@ def failed_scheduling(core: Any, namespace: str) -> tuple[int, str]:
 
 
 METRIC_LINE = re.compile(
-    r"^queue_extender_(decisions|errors|filter_rejections)_total\{([^}]*)\}\s+(\S+)$", re.M
+    r"^queue_extender_(decisions|errors|filter_rejections|accounting_sessions)_total"
+    r"\{([^}]*)\}\s+(\S+)$",
+    re.M,
 )
 
 
@@ -391,7 +395,9 @@ def filter_answer_seconds(metrics_text: str) -> float | None:
 
 def extender_counts(metrics_text: str) -> dict[str, float]:
     """Our extender's answers by verb and outcome, its errors and its filter rejections, from
-    its /metrics (``--on-error pass`` turns a backend error into a pass: only this shows it)."""
+    its /metrics (``--on-error pass`` turns a backend error into a pass: only this shows it);
+    and how its accounting session was kept current (``sessions/opened`` rising with the
+    pods is a new session over every job, again and again)."""
     counts: dict[str, float] = {}
     for kind, labels, value in METRIC_LINE.findall(metrics_text):
         fields = dict(re.findall(r'(\w+)="([^"]*)"', labels))
@@ -399,6 +405,7 @@ def extender_counts(metrics_text: str) -> dict[str, float]:
             "decisions": f"{fields.get('verb')}/{fields.get('outcome')}",
             "errors": f"errors/{fields.get('verb')}",
             "filter_rejections": f"filter_rejected/{fields.get('reason')}",
+            "accounting_sessions": f"sessions/{fields.get('way')}",
         }[kind]
         counts[key] = counts.get(key, 0.0) + float(value)
     return counts

@@ -277,6 +277,9 @@ class EngineBackend:
                 acct.unseen_refused,
                 acct.unseen_dropped,
                 acct.group_released,
+                acct.refreshes,
+                acct.follows,
+                acct.one_off_sessions,
             )
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:

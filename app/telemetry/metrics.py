@@ -64,7 +64,9 @@ class AssumptionCounts:
     """Pods filter passed that the cluster does not show bound yet (`assumed`), and how many
     assumptions ran out their TTL instead (`expired`, since start). Of pods the cache had not
     shown: those passed without being assumed (`unseen_refused`: implausible, or their queue
-    held its cap) and assumptions dropped on the API server's word (`unseen_dropped`)."""
+    held its cap) and assumptions dropped on the API server's word (`unseen_dropped`).
+    And how the accounting session that counts them was kept current with the cluster,
+    since start: opened over every job, followed in place, opened for one unseen pod."""
 
     assumed: int
     expired: int
@@ -72,6 +74,9 @@ class AssumptionCounts:
     unseen_dropped: int = 0
     #: Assumptions of native gangs released together because their group cycle failed.
     group_released: int = 0
+    sessions_opened: int = 0
+    sessions_followed: int = 0
+    sessions_one_off: int = 0
 
 
 METRICS_CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
@@ -292,13 +297,25 @@ class AssumptionCollector(Collector):
             "group's cycle failed (a member reported unschedulable, or none bound within the "
             "group window).",
         )
+        sessions = CounterMetricFamily(
+            "queue_extender_accounting_sessions",
+            "How the accounting session the verbs read was brought up to date with the "
+            "cluster: opened anew over every job (way=opened), followed in place "
+            "(way=followed), or opened for one pod the cache had not shown yet "
+            "(way=one_off). Opened or one_off rising with every pod means each verb call "
+            "pays for a session over the whole cluster.",
+            labels=["way"],
+        )
         if counts is not None:
+            sessions.add_metric(["opened"], counts.sessions_opened)
+            sessions.add_metric(["followed"], counts.sessions_followed)
+            sessions.add_metric(["one_off"], counts.sessions_one_off)
             released.add_metric([], counts.group_released)
             assumed.add_metric([], counts.assumed)
             expired.add_metric([], counts.expired)
             refused.add_metric([], counts.unseen_refused)
             dropped.add_metric([], counts.unseen_dropped)
-        return [assumed, expired, refused, dropped, released]
+        return [assumed, expired, refused, dropped, released, sessions]
 
 
 @dataclass(frozen=True, slots=True)

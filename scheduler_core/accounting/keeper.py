@@ -151,9 +151,12 @@ class QueueAccounting:
         #: An assumption counted through a job added for its unseen pod ended: the job is
         #: still in the session, so the next verb gets a new one.
         self._unseen_ended = False
+        #: Sessions opened over every job (the first, and each rebuild).
         self.refreshes = 0
         #: Cluster changes the session followed in place instead of being rebuilt.
         self.follows = 0
+        #: Sessions opened for one pod the cache had not shown yet (``PodContext``).
+        self.one_off_sessions = 0
         # Assumptions that ran out their TTL without the cluster showing the pod bound or
         # deleted (kube-scheduler gave up on the cycle, or timed out waiting for the answer).
         self.expired = 0

@@ -71,6 +71,7 @@ class PodContext:
                 snapshot, self.acct.conf, clone=False, read_only=True, memos=self.acct.memos
             )
             self.acct.replay_assumptions(ssn)
+            self.acct.one_off_sessions += 1
         log.log(
             v(4), "Pod <%s> is not in the cache yet: one-off session %d", self.task.key, ssn.uid
         )

@@ -36,6 +36,8 @@ queue_extender_decisions_total{outcome="failed",verb="filter"} 2.0
 queue_extender_decisions_total{outcome="scored",verb="prioritize"} 1000.0
 queue_extender_errors_total{verb="filter"} 1.0
 queue_extender_filter_rejections_total{reason="capability"} 2.0
+queue_extender_accounting_sessions_total{way="opened"} 3.0
+queue_extender_accounting_sessions_total{way="followed"} 990.0
 queue_extender_request_duration_seconds_count{verb="filter"} 1000.0
 queue_extender_request_duration_seconds_sum{verb="filter"} 0.25
 queue_extender_request_duration_seconds_count{verb="prioritize"} 10.0
@@ -90,12 +92,18 @@ def test_extender_counts_read_decisions_errors_and_rejections() -> None:
         "prioritize/scored": 1000.0,
         "errors/filter": 1.0,
         "filter_rejected/capability": 2.0,
+        "sessions/opened": 3.0,
+        "sessions/followed": 990.0,
     }
 
 
 def test_clean_rounds_carry_no_notes() -> None:
     clean = bound_round("ours", 1, [0.0, 1.0])
-    clean.extender_counts = {"filter/passed": 2.0, "prioritize/scored": 2.0}
+    clean.extender_counts = {
+        "filter/passed": 2.0,
+        "prioritize/scored": 2.0,
+        "sessions/opened": 1.0,  # how the answers were reached, not what they were
+    }
     assert clean.notes() == ""
 
 

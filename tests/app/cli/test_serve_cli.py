@@ -257,6 +257,38 @@ def test_assumed_pods_show_as_a_gauge_that_falls_back_when_they_expire() -> None
         assert last["queue_extender_unseen_assumptions_dropped_total"] == 0
 
 
+def accounting_sessions(url: str) -> dict[str, float]:
+    text = httpx.get(url + "/metrics").text
+    return {
+        s.labels["way"]: s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+        if s.name == "queue_extender_accounting_sessions_total"
+    }
+
+
+def test_how_the_accounting_session_was_kept_current_shows_as_a_counter_by_way() -> None:
+    port = free_port()
+    args = parse("--demo", "--port", str(port))
+    server, _, _ = build_servers(args, listening_from_args(args), backend_from_args)
+    url = f"http://127.0.0.1:{port}"
+    unseen = {
+        "metadata": {"name": "unseen", "namespace": "default", "uid": "u-unseen"},
+        "spec": {
+            "schedulerName": "queue-scheduler",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}],
+        },
+    }
+    with running(server):
+        before = accounting_sessions(url)
+        assert set(before) == {"opened", "followed", "one_off"}
+        answer = httpx.post(url + "/filter", json={"Pod": unseen, "NodeNames": ["cpu-node-1"]})
+        assert answer.json()["NodeNames"] == ["cpu-node-1"], answer.text
+        after = accounting_sessions(url)
+        assert after["one_off"] == before["one_off"] + 1  # the cache has not shown the pod
+        assert after["opened"] >= 1
+
+
 def test_run_serve_refuses_half_tls(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], restore_root: None
 ) -> None:
