@@ -173,6 +173,8 @@ class Round:
     failed_scheduling: int = 0
     failed_sample: str = ""
     extender_counts: dict[str, float] = field(default_factory=dict)
+    #: Bound pods deleted while the round ran (``--churn``).
+    deleted: int = 0
     #: The serving process's peak resident memory (``VmHWM``, MiB), for ours and the baseline.
     peak_rss_mib: float | None = None
     #: kube-scheduler's mean seconds a pod in its scheduling algorithm (its filters, the
@@ -327,6 +329,50 @@ def in_parallel(items: Sequence[Any], work: Callable[[Any], None]) -> None:
             pass
 
 
+class FinishedPods:
+    """Deletes bound pods while the round runs, as a busy cluster deletes pods that ran and
+    finished: each pod once ``keep`` pods were bound after it (``--churn``), in the order
+    they were bound, with grace 0. Four threads, so the deletions keep up with the binds."""
+
+    def __init__(self, core: Any, namespace: str, watch: BindWatch, keep: int) -> None:
+        self.core = core
+        self.namespace = namespace
+        self.watch = watch
+        self.keep = keep
+        self.deleted = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="finished-pods", daemon=True)
+
+    def start(self) -> FinishedPods:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def due(self, bound_in_order: list[str]) -> list[str]:
+        """The pods to delete now: all but the ``keep`` bound last, after those deleted."""
+        return bound_in_order[self.deleted : max(self.deleted, len(bound_in_order) - self.keep)]
+
+    def _delete(self, name: str) -> None:
+        with contextlib.suppress(Exception):  # gone already: the round's end deletes the rest
+            response = self.core.delete_namespaced_pod(
+                name, self.namespace, grace_period_seconds=0, _preload_content=False
+            )
+            response.read()
+            response.release_conn()
+
+    def _run(self) -> None:
+        with ThreadPoolExecutor(4) as pool:
+            while not self._stop.is_set() and not self.watch.done.is_set():
+                due = self.due(list(self.watch.bound))
+                self.deleted += len(due)
+                for _ in pool.map(self._delete, due):
+                    pass
+                self._stop.wait(0.05)
+
+
 def create_pods(core: Any, namespace: str, count: int, cpu: str) -> None:
     def create(index: int) -> None:
         response = core.create_namespaced_pod(
@@ -421,6 +467,7 @@ class Bench:
         log: Callable[[str], None],
         baseline: str | None = None,
         live: bool = False,
+        churn: int = 0,
     ) -> None:
         self.cp = cp
         self.log = log
@@ -431,6 +478,9 @@ class Bench:
         self.baseline = baseline
         #: Pods created while kube-scheduler runs (``--live``), not a backlog before it starts.
         self.live = live
+        #: With ``--churn K``, the bound pods beyond the K bound last are deleted while the
+        #: round runs (they ran and finished); 0: none is.
+        self.churn = churn
 
     def warm_up(self, scale: Scale) -> None:
         """A burst of creations and deletions, so the API server's watch cache has grown before
@@ -501,9 +551,12 @@ class Bench:
                 self.core, namespace, listed.metadata.resource_version, scale.pods
             ).start()
             scheduler: Process | None = None
+            deleter = FinishedPods(self.core, namespace, watch, self.churn) if self.churn else None
             threads_before = thread_cpu_seconds(pid)
             try:
                 scheduler = self.scheduler(config, url)
+                if deleter is not None:
+                    deleter.start()
                 if self.live:
                     create_pods(self.core, namespace, scale.pods, scale.pod_cpu)
                 watch.done.wait(timeout)
@@ -512,6 +565,9 @@ class Bench:
             finally:
                 if scheduler is not None:
                     scheduler.stop()
+                if deleter is not None:
+                    deleter.stop()
+                    result.deleted = deleter.deleted
                 watch.stop()
             if pid is not None and threads_before is not None and threads_after is not None:
                 main, other = split_main_thread(pid, threads_before, threads_after)
@@ -772,6 +828,11 @@ def render(scale: Scale, rounds: Sequence[Round]) -> str:
         lambda seconds: f"{1000 * seconds:.2f} ms",
     )
     lines += medians_line(
+        "bound pods deleted while the round ran, --churn (median of rounds): ",
+        per_config(rounds, configs, lambda r: r.deleted or None),
+        lambda deleted: f"{deleted:,.0f}",
+    )
+    lines += medians_line(
         "our handler's own time a filter call, mean (median of rounds): ",
         per_config(rounds, configs, lambda r: r.filter_answer_s),
         lambda seconds: f"{1000 * seconds:.2f} ms",
@@ -867,6 +928,14 @@ def main(argv: list[str] | None = None) -> int:
         "instead of a backlog before it starts",
     )
     parser.add_argument(
+        "--churn",
+        type=int,
+        default=0,
+        metavar="K",
+        help="delete each bound pod once K more were bound after it, while the round runs, "
+        "as a busy cluster deletes pods that finished (default 0: none)",
+    )
+    parser.add_argument(
         "--configs",
         help=f"comma-separated, of {', '.join(ALL_CONFIGS)} (default: {','.join(DEFAULT_CONFIGS)}"
         ", plus base and base-exact with --baseline)",
@@ -896,6 +965,8 @@ def main(argv: list[str] | None = None) -> int:
     rounds = args.rounds or (1 if args.quick else 3)
     if rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.churn < 0:
+        parser.error("--churn must be at least 0")
 
     facts = machine_facts()
     with contextlib.ExitStack() as stack:
@@ -905,7 +976,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             log(f"starting etcd and kube-apiserver under {workdir}")
             cp.start()
-            bench = Bench(cp, log, args.baseline, live=args.live)
+            bench = Bench(cp, log, args.baseline, live=args.live, churn=args.churn)
             for name in names:
                 reports.append(
                     render(SCALES[name], run_scale(bench, SCALES[name], rounds, configs))
@@ -924,6 +995,11 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"{rounds} round(s) each, alternating, each round in another order; "
         + ("pods created while kube-scheduler runs (--live); " if args.live else "")
+        + (
+            f"each bound pod deleted once {args.churn} more were bound (--churn); "
+            if args.churn
+            else ""
+        )
         + f"ours runs `queue-extender serve {serve}`:"
     )
     for name in configs:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import time
 
 import pytest
 
 from bench.e2e_bench import (
     ALL_CONFIGS,
     SCALES,
+    FinishedPods,
     Round,
     algorithm_seconds,
     cpu_seconds,
@@ -281,3 +283,59 @@ def test_bad_flags_are_refused(
         main(argv)
     assert refused.value.code == 2
     assert message in capsys.readouterr().err
+
+
+class _Core:
+    """The two calls ``FinishedPods`` makes, noted."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    def delete_namespaced_pod(self, name: str, namespace: str, **_: object) -> _Core:
+        self.deleted.append(name)
+        return self
+
+    def read(self) -> bytes:
+        return b""
+
+    def release_conn(self) -> None:
+        pass
+
+
+def test_churn_deletes_each_bound_pod_once_keep_more_were_bound_after_it_in_bind_order() -> None:
+    class Watch:
+        def __init__(self) -> None:
+            self.bound: dict[str, float] = {}
+            self.done = threading.Event()
+
+    core, watch = _Core(), Watch()
+    finished = FinishedPods(core, "ns", watch, keep=2)  # type: ignore[arg-type]
+    assert finished.due(["a", "b"]) == []  # two bound, two kept
+    assert finished.due(["a", "b", "c", "d"]) == ["a", "b"]
+    finished.deleted = 2
+    assert finished.due(["a", "b", "c", "d"]) == []
+    assert finished.due(["a", "b", "c", "d", "e"]) == ["c"]
+
+    watch.bound = {name: float(i) for i, name in enumerate("pqrst")}
+    running = FinishedPods(core, "ns", watch, keep=3).start()  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10
+    while len(core.deleted) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # (passes after the first find nothing more to delete)
+    running.stop()
+    assert core.deleted == ["p", "q"] and running.deleted == 2
+
+
+def test_the_report_says_how_many_pods_churn_deleted() -> None:
+    rounds = [bound_round("ours", 1, [0.0, 0.01]), bound_round("plain", 1, [0.0, 0.01])]
+    assert "deleted" not in render(SCALES["small"], rounds)
+    rounds[0].deleted = 940
+    assert "bound pods deleted while the round ran, --churn (median of rounds): ours 940" in (
+        render(SCALES["small"], rounds)
+    )
+
+
+def test_a_negative_churn_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--churn", "-1"])
+    assert "--churn must be at least 0" in capsys.readouterr().err
