@@ -276,11 +276,11 @@ class QueueAccounting:
         return True
 
     def _take_in(self, ssn: Session, appeared: Iterable[str]) -> bool:
-        """Put the plain pods' groups of one that appeared since ``ssn`` was current where a
-        session opened now would have them: after the jobs it has, in the order they came,
-        those of a queue it knows (the others it would leave out too). False, changing
-        nothing, when one is not the cache's job or the session holds it already. Call with
-        the cluster state's lock held."""
+        """Put the jobs that appeared since ``ssn`` was current (plain pods' groups of one,
+        PodGroups' jobs) where a session opened now would have them: after the jobs it has,
+        in the order they came, those of a queue it knows (the others it would leave out
+        too). False, changing nothing, when one is not the cache's job or the session holds
+        it already. Call with the cluster state's lock held."""
         jobs, queues = ssn.jobs, ssn.queues
         taken: list[JobInfo] = []
         for uid in appeared:
@@ -294,10 +294,11 @@ class QueueAccounting:
         return True
 
     def _let_go(self, ssn: Session, gone: Iterable[str]) -> list[JobInfo]:
-        """Take the plain pods' groups of one that went since ``ssn`` was current out of it,
-        as a session opened now would not have them: the others keep their order. Returns
-        those it held, whose queues must be derived again (one it did not hold was of a
-        queue it leaves out). Call with the cluster state's lock held."""
+        """Take the jobs that went since ``ssn`` was current (plain pods' groups of one,
+        PodGroups' jobs) out of it, as a session opened now would not have them: the others
+        keep their order. Returns those it held, whose queues must be derived again (one it
+        did not hold was of a queue it leaves out). Call with the cluster state's lock
+        held."""
         jobs = ssn.jobs
         let_go: list[JobInfo] = []
         for uid in gone:

@@ -25,10 +25,12 @@ Every event is classified against that list:
   open a new session over every job. So does a plain pod's deletion: its group of one
   *goes*. A session follows it by letting the job go, then re-deriving its queue (and,
   where the job was its queue's first, the queues' order). Finished pods are deleted all
-  the time on a busy cluster.
-- *structural*: anything else (a PodGroup's job appearing or disappearing, a node, queue,
-  budget or priority class event, a PodGroup moving queues). Only a new session is sure
-  to be right.
+  the time on a busy cluster. A PodGroup's creation and deletion are followed the same way:
+  its job appears (with the members that waited for it) or goes (its members wait again,
+  on the nodes they hold).
+- *structural*: anything else (a node, queue, budget or priority class event, a PodGroup
+  moving queues or changing its network topology, a pod changing its group). Only a new
+  session is sure to be right.
 
 Anything not proven inert or sums-only is structural.
 """
@@ -47,8 +49,8 @@ LOG_LIMIT = 512
 @dataclass(slots=True)
 class SumChanges:
     """Job ids whose usage and node names whose amounts changed, over a run of events, and
-    the plain pods' groups of one that appeared and went among them, each in the order it
-    happened (each is in ``jobs`` too)."""
+    the jobs that appeared and went among them (plain pods' groups of one, PodGroups' jobs),
+    each in the order it happened (each is in ``jobs`` too)."""
 
     jobs: set[str] = field(default_factory=set)
     nodes: set[str] = field(default_factory=set)
@@ -82,8 +84,8 @@ class ChangeLog:
         appeared: tuple[str, ...] = (),
         gone: tuple[str, ...] = (),
     ) -> None:
-        """A sums-only event; ``appeared`` and ``gone``: the groups of one it created and
-        removed (also in ``jobs``)."""
+        """A sums-only event; ``appeared`` and ``gone``: the jobs it created and removed
+        (also in ``jobs``)."""
         self.version += 1
         self._entries.append((frozenset(jobs), frozenset(nodes), appeared, gone))
 

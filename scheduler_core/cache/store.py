@@ -340,6 +340,10 @@ class ClusterStore:
             self.jobs[pg.uid] = job
             for task in self.orphans.pop(pg.uid, {}).values():
                 job.add_task_info(task)
+            # A job appearing, with the members that waited for it: its queue's sums move,
+            # and no node's amounts (the members were placed on their nodes already).
+            self.classified = True
+            self.changes.sums([pg.uid], (), appeared=(pg.uid,))
         else:
             apply_podgroup(job, pg, self.priority_values(), self.global_default())
         self.touch(pg.uid)
@@ -359,8 +363,11 @@ class ClusterStore:
     def remove_podgroup(self, key: str) -> None:
         self.podgroups.pop(key, None)
         job = self.jobs.pop(key, None)
-        if job is not None and job.tasks:
-            self.orphans[key] = dict(job.tasks)
+        if job is not None:
+            if job.tasks:
+                self.orphans[key] = dict(job.tasks)  # they stay on their nodes
+            self.classified = True
+            self.changes.sums([key], (), gone=(key,))
         self.touch(key)
 
     def touch(self, job_id: str) -> None:

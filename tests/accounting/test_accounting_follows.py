@@ -290,11 +290,38 @@ def test_a_group_of_one_that_went_and_came_back_between_two_calls_is_last_as_in_
 
 def test_structural_changes_rebuild() -> None:
     acct, _ = _start()
-    for obj in (node("n3", cpu="2"), queue("q1", 5), podgroup("g3", queue="q1")):
+    for obj in (node("n3", cpu="2"), queue("q1", 5), podgroup("g1", 2, queue="q2")):
         ssn = acct.session()
         acct.state.upsert(str(obj["kind"]), obj)
         assert acct.session() is not ssn, obj["kind"]
     assert acct.follows == 0
+
+
+def test_a_podgroups_creation_is_followed_its_job_taken_in_with_the_members_that_waited() -> None:
+    acct, _ = _start()
+    acct.state.upsert("Pod", pod("m1", group="g3", cpu="1", node_name="n2"))
+    acct.state.upsert("Pod", pod("m2", group="g3", cpu="1"))
+    ssn = acct.session()
+    assert "ns/g3" not in ssn.jobs  # its members wait for it
+    acct.state.upsert("PodGroup", podgroup("g3", 2, queue="q1"))
+    assert acct.session() is ssn and acct.follows == 1
+    assert list(ssn.jobs)[-1] == "ns/g3"
+    assert _derived(ssn) == _derived(_rebuilt(acct).session())
+    probes = [pod("m2", group="g3", cpu="1"), pod("big", group="g1", cpu="4")]
+    assert _answers(acct, probes) == _answers(_rebuilt(acct), probes)
+
+
+def test_a_podgroups_deletion_is_followed_its_job_let_go_its_members_waiting_again() -> None:
+    acct, _ = _start()
+    acct.state.upsert("PodGroup", podgroup("g3", 1, queue="q1"))
+    acct.state.upsert("Pod", pod("m1", group="g3", cpu="2", node_name="n2"))
+    ssn = acct.session()
+    acct.state.delete("PodGroup", "ns/g3")
+    assert acct.session() is ssn and acct.follows == 1
+    assert "ns/g3" not in ssn.jobs
+    assert _derived(ssn) == _derived(_rebuilt(acct).session())
+    probes = [pod("next", group="g1", cpu="2"), pod("big", group="g1", cpu="5")]
+    assert _answers(acct, probes) == _answers(_rebuilt(acct), probes)
 
 
 def test_a_bound_assumed_pod_is_counted_once_after_following() -> None:

@@ -98,20 +98,32 @@ def test_a_podgroup_update_in_its_queue_is_a_sum_change_moving_queues_is_structu
     assert state.changes.since(version) is None
 
 
-def test_node_queue_and_new_job_events_are_structural() -> None:
+def test_node_and_queue_events_are_structural() -> None:
     state = _state()
-    state.upsert("Pod", pod("new", group="g2"))  # waits for its PodGroup: in no job's sums
-    for kind, obj in (
-        ("Node", node("n2")),
-        ("Queue", queue("q2")),
-        ("PodGroup", podgroup("g2", queue="q1")),  # a job appears, adopting its pod
-    ):
+    for kind, obj in (("Node", node("n2")), ("Queue", queue("q2"))):
         version = state.decision_version
         state.upsert(kind, obj)
         assert state.changes.since(version) is None, kind
+
+
+def test_a_podgroups_creation_and_deletion_are_sum_changes_its_job_appeared_and_gone() -> None:
+    state = _state()
+    state.upsert("Pod", pod("new", group="g2"))  # waits for its PodGroup: in no job's sums
     version = state.decision_version
-    state.delete("PodGroup", "ns/g1")  # a PodGroup's job goes
-    assert state.changes.since(version) is None
+    state.upsert("PodGroup", podgroup("g2", queue="q1"))  # a job appears, adopting its pod
+    assert state.changes.since(version) == SumChanges(
+        {"ns/g2"}, set(), appeared=dict.fromkeys(["ns/g2"])
+    )
+    assert state.job("ns/g2") is not None and "ns/new" in {
+        t.key
+        for t in state.job("ns/g2").tasks.values()  # type: ignore[union-attr]
+    }
+    version = state.decision_version
+    state.delete("PodGroup", "ns/g1")  # its members wait again, on the nodes they hold
+    assert state.changes.since(version) == SumChanges(
+        {"ns/g1"}, set(), gone=dict.fromkeys(["ns/g1"])
+    )
+    assert state.task("ns/a") is not None and state.task("ns/a").node_name == "n1"  # type: ignore[union-attr]
 
 
 def test_a_plain_pods_deletion_is_a_sum_change_its_group_of_one_gone() -> None:
