@@ -77,6 +77,7 @@ BUDGETS: dict[str, Budget] = {
     "verbs-engine-exact-200": Budget(n=18, seconds=30, warmup=2),
     "verbs-engine-live-1000": Budget(n=18, seconds=60, warmup=2),
     "verbs-engine-churn-1000": Budget(n=18, seconds=60, warmup=2),
+    "verbs-engine-gangs-1000": Budget(n=18, seconds=60, warmup=2),
     # One sample is a batch of pods (``watch_bench.PODS_PER_SAMPLE``), each pod's two events.
     "watch-decode-200": Budget(n=18, seconds=20, warmup=2),
     "watch-apply-200": Budget(n=18, seconds=20, warmup=2),

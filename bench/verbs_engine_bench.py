@@ -21,6 +21,9 @@ backlog before kube-scheduler starts, so its pods are all in the cache first).
 ``verbs-engine-churn-1000`` adds what a busy cluster also has: pods that finish and are
 deleted. It starts with 1,000 pods running, and each pod that arrives is followed by the
 deletion of the pod that arrived 1,000 before it, so that the cluster holds ~1,000 jobs.
+``verbs-engine-gangs-1000`` is the same with each pod in a PodGroup of its own (a gang of
+one), created just before its pod and deleted with it, as a job controller creates and
+deletes its PodGroup: a job appearing and going with each pod.
 
 What it leaves out, and ``bench-e2e`` includes: the sockets' system calls, the informers'
 reading of the watch stream, the creation event of each pod, the leader's loops and the
@@ -52,6 +55,7 @@ from bench.cycle_bench import NAMESPACE, SCHEDULER, CycleScale
 from bench.cycle_bench import SCALES as CYCLE_SCALES
 from bench.synthetic import token_volume
 from bench.verbs_bench import BATCH, Connection, request
+from scheduler_core.cache.convert import GROUP_NAME_ANNOTATION
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import default_configuration
 
@@ -68,6 +72,7 @@ SCALES: dict[str, CycleScale] = {
     "verbs-engine-exact-200": CYCLE_SCALES["cycle-200"],
     "verbs-engine-live-1000": CYCLE_SCALES["cycle-1000"],
     "verbs-engine-churn-1000": CYCLE_SCALES["cycle-1000"],
+    "verbs-engine-gangs-1000": CYCLE_SCALES["cycle-1000"],
 }
 
 #: The rows that replay ``bench-e2e``'s ``ours-exact``: each filter call followed by the
@@ -75,10 +80,14 @@ SCALES: dict[str, CycleScale] = {
 PRIORITIZED: frozenset[str] = frozenset({"verbs-engine-exact-200"})
 #: The rows whose pods arrive while kube-scheduler runs: each pod's creation event is applied
 #: to the cache just before its filter call.
-LIVE: frozenset[str] = frozenset({"verbs-engine-live-1000", "verbs-engine-churn-1000"})
+LIVE: frozenset[str] = frozenset(
+    {"verbs-engine-live-1000", "verbs-engine-churn-1000", "verbs-engine-gangs-1000"}
+)
 #: The rows whose cluster starts with so many pods running, one of which is deleted (it ran
 #: and finished) after each pod that arrives: the steady state of a busy cluster.
-RUNNING: dict[str, int] = {"verbs-engine-churn-1000": 1_000}
+RUNNING: dict[str, int] = {"verbs-engine-churn-1000": 1_000, "verbs-engine-gangs-1000": 1_000}
+#: The rows whose every pod is in a PodGroup of its own, created before it, deleted with it.
+GANGS: frozenset[str] = frozenset({"verbs-engine-gangs-1000"})
 
 
 def offered(nodes: int, percentage: int = RENDERED_PERCENTAGE) -> int:
@@ -114,6 +123,10 @@ BENCHES: dict[str, str] = {
     name: (
         "CPU per pod as bench-e2e's ours-exact spends it: one filter and one prioritize call"
         if name in PRIORITIZED
+        else f"CPU per pod as ours spends it on a busy cluster of gangs of one ({RUNNING[name]:,}"
+        " running, one deleted with its PodGroup as each arrives): its PodGroup's and its own "
+        "creation events applied to the cache, then one filter call"
+        if name in GANGS
         else f"CPU per pod as ours spends it on a busy cluster ({RUNNING[name]:,} pods running,"
         " one deleted as each arrives): its creation event applied to the cache, then one "
         "filter call"
@@ -142,6 +155,8 @@ TARGETS_US: dict[str, float] = {
     "verbs-engine-live-1000": 400.0,
     # The live row's target: a finished pod deleted must not cost more than a pod created.
     "verbs-engine-churn-1000": 400.0,
+    # The same for a PodGroup created and deleted with each pod.
+    "verbs-engine-gangs-1000": 400.0,
 }
 
 #: Pods per sample: each pod is filtered and bound once, so a sample is a batch of them.
@@ -234,6 +249,9 @@ class PodFixture:
     #: The pods running from the start (the first so many, bound): pod ``i``'s arrival is
     #: followed by the deletion of pod ``i - running``. None running: nothing is deleted.
     running: int = 0
+    #: Per pod, its own PodGroup (``gangs`` only): created just before the pod, deleted
+    #: with it.
+    podgroups: list[dict[str, Any]] | None = None
 
     def prioritize_request(self, index: int) -> bytes:
         """Pod ``index``'s prioritize request: its filter request's body, which names the
@@ -241,10 +259,37 @@ class PodFixture:
         return self.requests[index].replace(b"POST /filter ", b"POST /prioritize ", 1)
 
 
-def build(scale: CycleScale, live: bool = False, running: int = 0) -> PodFixture:
+def gang_pod(index: int) -> dict[str, Any]:
+    """``served_pod`` in a PodGroup of its own (``podgroup_of``)."""
+    pod = served_pod(index)
+    pod["metadata"]["annotations"] = {GROUP_NAME_ANNOTATION: f"pg-{index:05d}"}
+    return pod
+
+
+def podgroup_of(index: int) -> dict[str, Any]:
+    """The Volcano PodGroup of ``gang_pod(index)``: a gang of one in the default queue."""
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {
+            "name": f"pg-{index:05d}",
+            "namespace": NAMESPACE,
+            "uid": f"uid-pg-{index:05d}",
+            "resourceVersion": str(1_000 + index),
+        },
+        "spec": {"minMember": 1, "queue": "default"},
+        "status": {"phase": "Pending"},
+    }
+
+
+def build(
+    scale: CycleScale, live: bool = False, running: int = 0, gangs: bool = False
+) -> PodFixture:
     """The cluster with its pods waiting; with ``live``, with none of them yet (each comes
-    with its creation event, ``creations``) but the first ``running``, bound."""
-    cluster = cycle_bench.build(scale.nodes, scale.pods, served_pod)
+    with its creation event, ``creations``) but the first ``running``, bound; with
+    ``gangs``, each in a PodGroup of its own (there with its pod)."""
+    cluster = cycle_bench.build(scale.nodes, scale.pods, gang_pod if gangs else served_pod)
+    podgroups = [podgroup_of(i) for i in range(scale.pods)] if gangs else None
     names, pods = cluster.names, cluster.pods
     requests, binds, creations = [], [], []
     offered_lists = offered_names(list(names)[: offered(scale.nodes)], len(pods))
@@ -260,7 +305,11 @@ def build(scale: CycleScale, live: bool = False, running: int = 0) -> PodFixture
                 cluster.state.upsert("Pod", orjson.loads(binds[-1])["object"])
             else:
                 cluster.state.delete("Pod", pod_key(pod))
-    return PodFixture(cluster.state, cluster.backend, requests, binds, creations, running)
+        if podgroups is not None and (not live or index < running):
+            cluster.state.upsert("PodGroup", podgroups[index])
+    return PodFixture(
+        cluster.state, cluster.backend, requests, binds, creations, running, podgroups
+    )
 
 
 def pod_key(pod: dict[str, Any]) -> str:
@@ -280,6 +329,7 @@ BIND_MODEL: dict[str, tuple[int, int]] = {
     "verbs-engine-exact-200": (32, 5),
     "verbs-engine-live-1000": (1, 1),
     "verbs-engine-churn-1000": (1, 1),
+    "verbs-engine-gangs-1000": (1, 1),
 }
 BIND_LAG, BIND_BATCH = BIND_MODEL["verbs-engine-200"]
 
@@ -306,9 +356,11 @@ def driver(
     (``binds_after``) applied as the informer applies watch events (decoded, then
     upserted); last, with pods running from the start, the deletion of the one that arrived
     that many pods before."""
-    state, running = fixture.state, fixture.running
+    state, running, podgroups = fixture.state, fixture.running, fixture.podgroups
 
     async def one(index: int) -> None:
+        if live and podgroups is not None:
+            state.upsert("PodGroup", podgroups[index])
         if live:
             state.upsert("Pod", orjson.loads(fixture.creations[index])["object"])
         answer = await conn.call(fixture.requests[index])
@@ -323,6 +375,8 @@ def driver(
             state.upsert("Pod", event["object"])
         if running:
             state.delete("Pod", pod_key(orjson.loads(fixture.binds[index - running])["object"]))
+            if podgroups is not None:
+                state.delete("PodGroup", f"{NAMESPACE}/pg-{index - running:05d}")
 
     return one
 
@@ -334,10 +388,11 @@ def measure(
     prioritize: bool = False,
     live: bool = False,
     running: int = 0,
+    gangs: bool = False,
 ) -> tuple[list[float], int]:
     """Microseconds of CPU per pod, one sample a batch of ``PODS_PER_SAMPLE`` pods; and how
     many pods were bound (those running from the start included)."""
-    fixture = build(scale, live, running)
+    fixture = build(scale, live, running, gangs)
 
     async def run() -> tuple[list[float], int]:
         conn = Connection(asyncio.get_running_loop(), fixture.backend)
@@ -384,6 +439,7 @@ def run(selected: set[str], budgets: dict[str, Budget]) -> list[Measurement]:
                 prioritize=name in PRIORITIZED,
                 live=name in LIVE,
                 running=RUNNING.get(name, 0),
+                gangs=name in GANGS,
             )
             row.extra["pods_bound"] = bound
         except Exception as exc:  # a broken engine is a result too, not the end of the run
@@ -444,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             prioritize=name in PRIORITIZED,
             live=name in LIVE,
             running=RUNNING.get(name, 0),
+            gangs=name in GANGS,
         )
         samples.sort()
         print(f"{name}: p50 {samples[len(samples) // 2]:.0f} us CPU a pod")

@@ -29,7 +29,7 @@ Every event is classified against that list:
   its job appears (with the members that waited for it) or goes (its members wait again,
   on the nodes they hold).
 - *structural*: anything else (a node, queue, budget or priority class event, a PodGroup
-  moving queues or changing its network topology, a pod changing its group). Only a new
+  moving queues or changing its network topology, a plain pod moving queues). Only a new
   session is sure to be right.
 
 Anything not proven inert or sums-only is structural.

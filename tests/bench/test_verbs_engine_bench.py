@@ -178,3 +178,30 @@ def test_the_churn_row_starts_with_pods_running_and_deletes_one_as_each_pod_arri
     assert len(answers) == SMALL.pods - running
     assert all(orjson.loads(a.split(b"\r\n\r\n", 1)[1])["NodeNames"] for a in answers)
     assert verbs_engine_bench.RUNNING.keys() <= verbs_engine_bench.LIVE
+
+
+def test_the_gangs_row_puts_each_pod_in_a_podgroup_of_its_own_created_and_deleted_with_it() -> None:
+    running = 4
+    fixture = verbs_engine_bench.build(SMALL, live=True, running=running, gangs=True)
+    state = fixture.state
+
+    def job_of(index: int) -> str | None:
+        task = state.task(f"{NAMESPACE}/p-{index:05d}")
+        return None if task is None else task.job
+
+    assert [job_of(i) for i in range(running)] == [f"{NAMESPACE}/pg-{i:05d}" for i in range(4)]
+    assert state.job(f"{NAMESPACE}/pg-{running:05d}") is None  # not yet
+
+    async def replay() -> list[bytes]:
+        conn = Connection(asyncio.get_running_loop(), fixture.backend)
+        one = verbs_engine_bench.driver(fixture, conn, lag=1, batch=1, live=True)
+        for index in range(running, SMALL.pods):
+            await one(index)
+            assert job_of(index) == f"{NAMESPACE}/pg-{index:05d}"
+            assert state.job(f"{NAMESPACE}/pg-{index:05d}") is not None
+            assert state.job(f"{NAMESPACE}/pg-{index - running:05d}") is None  # gone with it
+        return conn.transport.written
+
+    answers = asyncio.run(replay())
+    assert all(orjson.loads(a.split(b"\r\n\r\n", 1)[1])["NodeNames"] for a in answers)
+    assert set(verbs_engine_bench.RUNNING) >= verbs_engine_bench.GANGS
