@@ -34,9 +34,9 @@ class UsageChange:
     nodes: Collection[str]
     jobs: Collection[str]
     #: Jobs taken out of the session (a plain pod's group of one, its pod deleted; a
-    #: PodGroup's job, the PodGroup deleted): their
-    #: queues are in ``queues``, and a plugin that keeps its queues in the order of their
-    #: first jobs must see whether that order moved.
+    #: PodGroup's job, the PodGroup deleted): their queues are in ``queues``, and a plugin
+    #: that keeps its queues in the order of their first jobs must see whether that order
+    #: moved.
     gone: Collection[str] = ()
 
 
