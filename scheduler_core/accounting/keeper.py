@@ -95,6 +95,10 @@ class Assumption:
     #: The cache's task of the pod when it was assumed (the cache replaces a task on every
     #: update, never changes one): a different one later is news from the cluster.
     cached: TaskInfo | None = None
+    #: The uid of the accounting session the assumption is charged to, -1 for none: it is
+    #: not charged where the session counts the pod already (the cache shows it bound), so
+    #: only a charge made is taken back (``_settle``).
+    charged_in: int = -1
 
 
 class QueueAccounting:
@@ -200,6 +204,18 @@ class QueueAccounting:
             return False
         return history.epoch() != self._usage_epoch
 
+    def _unseen_all_shown(self) -> bool:
+        """Whether the cache shows every pod assumed while unseen in the job it was judged
+        in (a new session would then add no job for one: ``add_unseen_jobs``)."""
+        with self.state.locked():
+            for assumption in self.assumed.values():
+                if assumption.job is None:
+                    continue
+                job = self.state.job(assumption.task.job)
+                if job is None or assumption.task.uid not in job.tasks:
+                    return False
+        return True
+
     def _rebuild(self, now: float) -> None:
         if self._session is not None:
             close_session(self._session, update_phases=False)
@@ -215,7 +231,7 @@ class QueueAccounting:
             # is not the cache's, and cannot follow the cache's changes in place.
             self._followable = not self.add_unseen_jobs(snapshot)
             ssn = open_session(snapshot, self.conf, clone=False, read_only=True, memos=self.memos)
-            self.replay_assumptions(ssn)
+            self.replay_assumptions(ssn, accounting=True)
         self._session, self._version, self._built_at = ssn, version, now
         history = self.state.usage_history
         self._usage_epoch = history.epoch() if history is not None else 0
@@ -239,6 +255,10 @@ class QueueAccounting:
         with self.state.locked():
             changes = self.state.changes.since(self._version)
             if changes is None or not self._followable or not self._can_follow(ssn):
+                return False
+            if not self._unseen_all_shown():
+                # A pod assumed unseen is not (or no longer) in the job it was judged in: a
+                # new session adds that job for it (``add_unseen_jobs``).
                 return False
             gone: list[JobInfo] = []
             if changes.gone:
@@ -347,16 +367,21 @@ class QueueAccounting:
         charged = []
         for assumption in self.assumed.values():
             job = session_jobs.get(assumption.task.job)
-            if job is not None and job.queue in queues and _uncounted(job, assumption):
-                charged.append(assumption)
+            if job is not None and job.queue in queues:
+                if _uncounted(job, assumption):
+                    charged.append(assumption)
+                    assumption.charged_in = ssn.uid
+                else:
+                    assumption.charged_in = -1  # (its queue derived again, without it)
         self._fire_all(ssn, charged, charge_back=True)
         return True
 
     def _settle(self, ended: list[Assumption]) -> None:
         """Take assumptions that just ended out of the accounting session. While it is
         current with the cluster, their queues are counted again from the cache (exactly
-        what a new session would hold); else each is uncharged through the plugins'
-        deallocate events (a rate-limited session catches up at its next refresh)."""
+        what a new session would hold); else each charged to it is uncharged through the
+        plugins' deallocate events (a rate-limited session catches up at its next
+        refresh)."""
         ssn = self._session
         if ssn is None or not ended:
             return
@@ -366,7 +391,9 @@ class QueueAccounting:
             ):
                 return
         for assumption in ended:
-            self._fire(ssn, assumption, allocate=False)
+            if assumption.charged_in == ssn.uid:
+                self._fire(ssn, assumption, allocate=False)
+                assumption.charged_in = -1
         if not self._followable:
             self._unseen_ended = self._unseen_ended or any(a.job is not None for a in ended)
 
@@ -466,11 +493,12 @@ class QueueAccounting:
             )
         self._settle(ended)
 
-    def replay_assumptions(self, ssn: Session) -> None:
+    def replay_assumptions(self, ssn: Session, *, accounting: bool = False) -> None:
         """Count every assumed pod in a freshly opened session, except those the session
         already counts: an assumed pod the cache has meanwhile shown bound is in its job's
         allocation already, and counting it twice would hold back the next pod of its queue.
-        Call with the cluster state's lock held.
+        ``accounting``: ``ssn`` is to be the accounting session (each assumption records
+        whether it is charged to it). Call with the cluster state's lock held.
 
         Assumptions that end here (a one-off session's replay) are taken out of the
         accounting session too: it keeps no charge for an assumption it no longer holds."""
@@ -478,14 +506,18 @@ class QueueAccounting:
         if ssn is not self._session:
             self._settle(ended)
         jobs = ssn.jobs
-        self._fire_all(
-            ssn,
-            [
-                assumption
-                for assumption in self.assumed.values()
-                if (job := jobs.get(assumption.task.job)) is None or _uncounted(job, assumption)
-            ],
-        )
+        replayed = [
+            assumption
+            for assumption in self.assumed.values()
+            if (job := jobs.get(assumption.task.job)) is None or _uncounted(job, assumption)
+        ]
+        self._fire_all(ssn, replayed)
+        if accounting:
+            for assumption in self.assumed.values():
+                assumption.charged_in = -1
+            for assumption in replayed:
+                if assumption.task.job in jobs:
+                    assumption.charged_in = ssn.uid
 
     def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> int:
         """Adds to ``snapshot`` the assumed pods the cache has not shown yet, with their jobs.
@@ -596,6 +628,7 @@ class QueueAccounting:
             # (Else the cache shows it bound already, so counts it: a new session would not
             # charge it either, and the next reconciliation ends it.)
             self._fire(ssn, assumption, allocate=True)
+            assumption.charged_in = ssn.uid
         if log.isEnabledFor(_V4):  # every passed pod's: no call below -v 4
             log.log(
                 _V4,
