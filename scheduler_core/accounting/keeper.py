@@ -141,6 +141,13 @@ class QueueAccounting:
         #: What the plugins remember from one of this accounting's sessions to the next.
         self.memos = SessionMemos()
         self._session: Session | None = None
+        #: The session put aside when a pod the cache had not shown was assumed (it does not
+        #: count that pod's job): taken up again and followed once the cache shows every
+        #: such pod (``_resume``), else closed. With it, the assumptions whose queues it
+        #: must derive again then: the one that put it aside (never charged to it) and
+        #: those that ended meanwhile (still charged to it).
+        self._suspended: Session | None = None
+        self._recount_on_resume: list[Assumption] = []
         #: The session every plugin said it can follow (asked once a session, see
         #: ``_can_follow``); None until asked, and again once that session is replaced.
         self._follows_session: Session | None = None
@@ -178,6 +185,8 @@ class QueueAccounting:
         """The current read-only session, kept current with the cluster's decisions-relevant
         changes (rate-limited): followed in place where it can be, else rebuilt."""
         now = self.clock()
+        if self._suspended is not None:
+            self._resume(now)
         usage_moved = self._usage_moved() and now - self._built_at >= self.min_refresh_interval
         if self._session is None or self._reconfigured or self._unseen_ended or usage_moved:
             self._rebuild(now)
@@ -204,6 +213,33 @@ class QueueAccounting:
             return False
         return history.epoch() != self._usage_epoch
 
+    def _suspend(self, ssn: Session, assumption: Assumption) -> None:
+        """Put ``ssn`` aside: the pod of ``assumption``, not shown by the cache, was just
+        assumed, and ``ssn`` does not count its job. kube-scheduler mostly asks about a new
+        pod a moment before the watch delivers it; once delivered, the pod's job is the
+        cache's again, and following the session costs a fraction of opening a new one
+        over every job."""
+        self._session = None
+        self._suspended = ssn
+        self._recount_on_resume = [assumption]
+
+    def _resume(self, now: float) -> None:
+        """Take the suspended session up again, followed to now, when a new one would count
+        only the cache's jobs (the cache shows every pod assumed unseen, in the job it was
+        judged in: ``add_unseen_jobs`` would add none); else close it, and the caller opens
+        a new one. Followed whatever the refresh interval: it lacks an assumption's
+        charge, which the follow puts back (the pod's job changed, so its queue is derived
+        again and its open assumptions charged)."""
+        ssn, self._suspended = self._suspended, None
+        recount, self._recount_on_resume = self._recount_on_resume, []
+        assert ssn is not None
+        if not self._reconfigured and not self._unseen_ended:
+            self._session = ssn
+            if self._follow(now, recount):
+                return
+            self._session = None
+        close_session(ssn, update_phases=False)
+
     def _unseen_all_shown(self) -> bool:
         """Whether the cache shows every pod assumed while unseen in the job it was judged
         in (a new session would then add no job for one: ``add_unseen_jobs``)."""
@@ -220,6 +256,10 @@ class QueueAccounting:
         if self._session is not None:
             close_session(self._session, update_phases=False)
             self._session = None
+        if self._suspended is not None:
+            close_session(self._suspended, update_phases=False)
+            self._suspended = None
+            self._recount_on_resume = []
         self._follows_session = None
         with self.state.locked():
             version = self.state.decision_version
@@ -245,11 +285,12 @@ class QueueAccounting:
             len(self.assumed),
         )
 
-    def _follow(self, now: float) -> bool:
+    def _follow(self, now: float, recount: Collection[Assumption] = ()) -> bool:
         """Bring the session up to date in place with the changes since it was last current:
         the plugins re-derive the queues of the jobs whose usage changed (and of assumptions
         that ended), then those queues' assumptions are charged again, as replaying them in
-        a new session would. False when only a new session will do (a structural change)."""
+        a new session would. ``recount``: assumptions whose queues are derived again too
+        (``_resume``). False when only a new session will do (a structural change)."""
         ssn = self._session
         assert ssn is not None
         with self.state.locked():
@@ -269,6 +310,8 @@ class QueueAccounting:
                 return False
             version = self.state.decision_version
             ended = self._reconcile(now)
+            if recount:
+                ended = [*recount, *ended]  # (only their queues and jobs are read below)
             jobs = ssn.jobs
             queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
             if gone:
@@ -383,6 +426,9 @@ class QueueAccounting:
         plugins' deallocate events (a rate-limited session catches up at its next
         refresh)."""
         ssn = self._session
+        if ssn is None and self._suspended is not None:
+            self._recount_on_resume.extend(ended)  # charged there: derived again on resume
+            return
         if ssn is None or not ended:
             return
         with self.state.locked():
@@ -615,10 +661,14 @@ class QueueAccounting:
             self.domains.extend(task.job, assumption.expires)
         counted = ssn.jobs.get(task.job)
         if counted is None or task.uid not in counted.tasks:
-            # Not in the cache yet: the next session is opened with its job added.
+            # Not in the cache yet: the session is set aside until the cache shows the pod
+            # (else the next one is opened with its job added).
             assumption.job = job.clone()
-            self._session = self._follows_session = None
-            close_session(ssn, update_phases=False)
+            if self._followable:
+                self._suspend(ssn, assumption)
+            else:
+                self._session = self._follows_session = None
+                close_session(ssn, update_phases=False)
             return True
         if cached is None:
             # Judged again in a session that counts it only through the job added for it

@@ -494,6 +494,56 @@ def test_a_followed_session_answers_as_a_rebuilt_one_after_any_events(
     _check_events(start, events)
 
 
+#: Events that call no verb (so they leave a session set aside as it is): pods created,
+#: bound, finished or deleted, assumptions released, time passing.
+QUIET_EVENT = st.one_of(
+    st.tuples(
+        st.just("pod"),
+        st.sampled_from(NAMES),
+        st.sampled_from([None, *GROUPS]),
+        st.sampled_from(["", "n1", "n2"]),
+        st.just("1"),
+        st.sampled_from(["", "q1", "q2"]),
+    ),
+    st.tuples(st.just("finish"), st.sampled_from(NAMES)),
+    st.tuples(st.just("del-pod"), st.sampled_from(NAMES)),
+    st.tuples(st.just("release"), st.sampled_from(NAMES)),
+    st.tuples(st.just("tick"), st.just(5.0)),
+)
+
+#: One pod kube-scheduler asks about before the watch shows it: filtered unseen, other
+#: events, then (mostly) the watch delivers it, other events, and the next verb call.
+WATCH_LAG_ROUND = st.tuples(
+    st.tuples(
+        st.just("filter-unseen"),
+        st.sampled_from(NAMES),
+        st.sampled_from([None, *GROUPS]),
+        st.sampled_from(["", "q1", "q2"]),
+    ),
+    st.lists(QUIET_EVENT, max_size=3),
+    st.sampled_from([True, True, False]),
+    st.lists(QUIET_EVENT, max_size=3),
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.sampled_from([_start, _start_plain]), st.lists(WATCH_LAG_ROUND, max_size=6))
+def test_a_session_set_aside_for_an_unseen_pod_answers_as_a_rebuilt_one_when_taken_up(
+    start: Any, rounds: list[tuple[Any, list[Any], bool, list[Any]]]
+) -> None:
+    """A session put aside when a pod the cache had not shown was assumed, and taken up
+    again once the cache shows it (``QueueAccounting._resume``), answers as a new one."""
+    events: list[tuple[tuple[Any, ...], bool]] = []
+    for unseen, before, delivered, after in rounds:
+        events.append((unseen, False))
+        events.extend((event, False) for event in before)
+        if delivered:
+            events.append((("deliver",), False))
+        events.extend((event, False) for event in after)
+        events.append((("tick", 0.0), True))  # the next verb call
+    _check_events(start, events)
+
+
 def test_an_assumption_ending_in_a_one_off_sessions_replay_leaves_the_kept_session_too() -> None:
     acct, clock = _start()
     assert filter_pod(acct, pod("p1", group="g2", cpu="2"), NODES).passed
@@ -543,6 +593,49 @@ def test_the_plugins_are_asked_once_a_session_whether_it_can_follow(
     acct.state.upsert("Pod", pod("p4", group="g2", cpu="1", node_name="n2"))
     assert acct.session() is second
     assert asked == [first.uid, second.uid]
+
+
+def _unseen_filtered(acct: QueueAccounting, name: str, queue_name: str) -> Obj:
+    """A plain pod of ``queue_name`` filtered before the cache shows it (it passes)."""
+    obj = pod(name, cpu="1", queue=queue_name)
+    assert filter_pod(acct, obj, NODES).passed
+    return obj
+
+
+def test_a_session_set_aside_for_an_unseen_pod_is_taken_up_once_the_watch_delivers_it() -> None:
+    acct, _ = _start()
+    acct.session()
+    obj = _unseen_filtered(acct, "u", "q1")
+    refreshes = acct.refreshes
+    acct.state.upsert("Pod", obj)  # the watch catches up
+    kept = acct.session()
+    assert acct.refreshes == refreshes  # followed, not opened anew
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
+
+
+def test_a_session_set_aside_is_opened_anew_while_the_watch_has_not_delivered_the_pod() -> None:
+    acct, _ = _start()
+    acct.session()
+    _unseen_filtered(acct, "u", "q1")
+    refreshes = acct.refreshes
+    kept = acct.session()
+    assert acct.refreshes == refreshes + 1  # counting the unseen pod's job as its own
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
+
+
+def test_an_assumption_released_while_the_session_is_set_aside_leaves_its_queue() -> None:
+    acct, _ = _start()
+    acct.session()
+    other = _unseen_filtered(acct, "x", "q2")
+    acct.state.upsert("Pod", other)
+    acct.session()  # x is charged to q2 in the session
+    obj = _unseen_filtered(acct, "u", "q1")  # the session is set aside
+    acct.release("ns/x")  # kube-scheduler filters x again, say
+    acct.state.upsert("Pod", obj)
+    refreshes = acct.refreshes
+    kept = acct.session()
+    assert acct.refreshes == refreshes
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
 
 
 def test_an_assumption_the_session_counts_already_is_not_uncharged_when_released() -> None:
