@@ -280,6 +280,7 @@ class EngineBackend:
                 acct.refreshes,
                 acct.follows,
                 acct.one_off_sessions,
+                acct.taken_in,
             )
 
     def explain(self, pod: dict[str, Any]) -> dict[str, Any]:

@@ -77,6 +77,7 @@ class AssumptionCounts:
     sessions_opened: int = 0
     sessions_followed: int = 0
     sessions_one_off: int = 0
+    sessions_taken_in: int = 0
 
 
 METRICS_CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
@@ -301,8 +302,9 @@ class AssumptionCollector(Collector):
             "queue_extender_accounting_sessions",
             "How the accounting session the verbs read was brought up to date with the "
             "cluster: opened anew over every job (way=opened), followed in place "
-            "(way=followed), or opened for one pod the cache had not shown yet "
-            "(way=one_off). Opened or one_off rising with every pod means each verb call "
+            "(way=followed), opened for one pod the cache had not shown yet (way=one_off), "
+            "or, for such a pod's filter, followed in place with its job taken in "
+            "(way=taken_in). Opened or one_off rising with every pod means each verb call "
             "pays for a session over the whole cluster.",
             labels=["way"],
         )
@@ -310,6 +312,7 @@ class AssumptionCollector(Collector):
             sessions.add_metric(["opened"], counts.sessions_opened)
             sessions.add_metric(["followed"], counts.sessions_followed)
             sessions.add_metric(["one_off"], counts.sessions_one_off)
+            sessions.add_metric(["taken_in"], counts.sessions_taken_in)
             released.add_metric([], counts.group_released)
             assumed.add_metric([], counts.assumed)
             expired.add_metric([], counts.expired)

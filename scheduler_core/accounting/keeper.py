@@ -29,7 +29,8 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections import ChainMap
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from scheduler_core.accounting.domains import DomainChoices
@@ -40,6 +41,7 @@ from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
+from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
@@ -101,6 +103,20 @@ class Assumption:
     charged_in: int = -1
 
 
+@dataclass(slots=True)
+class _Overlay:
+    """The job of a pod the cache has not shown, as a verb judges it, in the accounting
+    session in place of the cache's (``QueueAccounting.take_in_unseen``)."""
+
+    uid: str
+    #: The cache's job it stands in for; None for a job the cache lacks (a new pod's group
+    #: of one).
+    cached: JobInfo | None
+    queue: str
+    #: The queue's sums with the job as judged in place of the cache's.
+    usage: JobUsage
+
+
 class QueueAccounting:
     def __init__(
         self,
@@ -147,7 +163,11 @@ class QueueAccounting:
         #: must derive again then: the one that put it aside (never charged to it) and
         #: those that ended meanwhile (still charged to it).
         self._suspended: Session | None = None
-        self._recount_on_resume: list[Assumption] = []
+        self._resume_queues: set[str] = set()
+        self._resume_jobs: set[str] = set()
+        #: The job a verb took into the accounting session for a pod the cache has not shown
+        #: (``take_in_unseen``), until the next ``session()``, which sets the session aside.
+        self._overlay: _Overlay | None = None
         #: The session every plugin said it can follow (asked once a session, see
         #: ``_can_follow``); None until asked, and again once that session is replaced.
         self._follows_session: Session | None = None
@@ -168,6 +188,9 @@ class QueueAccounting:
         self.follows = 0
         #: Sessions opened for one pod the cache had not shown yet (``PodContext``).
         self.one_off_sessions = 0
+        #: Pods the cache had not shown yet judged in the accounting session itself, their
+        #: job taken into it in place (``take_in_unseen``).
+        self.taken_in = 0
         # Assumptions that ran out their TTL without the cluster showing the pod bound or
         # deleted (kube-scheduler gave up on the cycle, or timed out waiting for the answer).
         self.expired = 0
@@ -185,6 +208,8 @@ class QueueAccounting:
         """The current read-only session, kept current with the cluster's decisions-relevant
         changes (rate-limited): followed in place where it can be, else rebuilt."""
         now = self.clock()
+        if self._overlay is not None:
+            self._end_overlay()
         if self._suspended is not None:
             self._resume(now)
         usage_moved = self._usage_moved() and now - self._built_at >= self.min_refresh_interval
@@ -213,15 +238,17 @@ class QueueAccounting:
             return False
         return history.epoch() != self._usage_epoch
 
-    def _suspend(self, ssn: Session, assumption: Assumption) -> None:
-        """Put ``ssn`` aside: the pod of ``assumption``, not shown by the cache, was just
-        assumed, and ``ssn`` does not count its job. kube-scheduler mostly asks about a new
-        pod a moment before the watch delivers it; once delivered, the pod's job is the
-        cache's again, and following the session costs a fraction of opening a new one
-        over every job."""
+    def _suspend(self, ssn: Session, queues: Collection[str], jobs: Collection[str]) -> None:
+        """Put ``ssn`` aside, with the ``queues`` and ``jobs`` it must derive again from the
+        cache when taken up: a pod the cache has not shown was just judged or assumed, and
+        ``ssn`` does not count its job as a new session would (it counts it as judged, or
+        not at all). kube-scheduler mostly asks about a new pod a moment before the watch
+        delivers it; once delivered, the pod's job is the cache's again, and following the
+        session costs a fraction of opening a new one over every job."""
         self._session = None
         self._suspended = ssn
-        self._recount_on_resume = [assumption]
+        self._resume_queues = set(queues)
+        self._resume_jobs = set(jobs)
 
     def _resume(self, now: float) -> None:
         """Take the suspended session up again, followed to now, when a new one would count
@@ -231,14 +258,84 @@ class QueueAccounting:
         charge, which the follow puts back (the pod's job changed, so its queue is derived
         again and its open assumptions charged)."""
         ssn, self._suspended = self._suspended, None
-        recount, self._recount_on_resume = self._recount_on_resume, []
+        queues, self._resume_queues = self._resume_queues, set()
+        jobs, self._resume_jobs = self._resume_jobs, set()
         assert ssn is not None
         if not self._reconfigured and not self._unseen_ended:
             self._session = ssn
-            if self._follow(now, recount):
+            if self._follow(now, queues, jobs):
                 return
             self._session = None
         close_session(ssn, update_phases=False)
+
+    def take_in_unseen(self, job: JobInfo, task: TaskInfo) -> tuple[Session, JobInfo] | None:
+        """The accounting session with ``job`` as judged with ``task`` in it (a pod the
+        cache has not shown yet), and that job; None when only a one-off session will do
+        (the session is not current with the cache, or cannot follow in place).
+
+        Opening a one-off session for such a pod walks every job (~6 ms at 50,000 pods);
+        here the job is put in place of the cache's (or after the session's jobs, as a new
+        session takes a new one) and its queue derived again with the job's sums in place
+        of the cache's, as a session opened on the cache with that job would have it. The
+        session keeps the job until the next ``session()``, which puts the cache's back and
+        sets it aside (``_end_overlay``). Call with the cluster state's lock held, for one
+        verb's judgement (the verb charges its assumption to this session)."""
+        ssn = self._session
+        if (
+            ssn is None
+            or self._overlay is not None
+            or not self._followable
+            or self.state.decision_version != self._version
+            or job.queue not in ssn.queues
+            or not self._can_follow(ssn)
+        ):
+            return None
+        uid, jobs = job.uid, ssn.jobs
+        with self.state.locked():
+            cached = self.state.job(uid)
+            if jobs.get(uid) is not cached:
+                return None  # (the session leaves the cache's job out: a queue it lacks)
+            own = job.clone()
+            if task.uid not in own.tasks:
+                own.add_task_info(task.clone())
+            live = self.state.queue_usage_view().get(job.queue)
+            total = live.clone() if live is not None else JobUsage.empty()
+            if cached is not None:
+                job_usage(cached).take_from(total)
+            job_usage(own).add_to(total)
+            jobs[uid] = own
+            self._overlay = _Overlay(uid, cached, job.queue, total)
+            if not self._recount_in_place(ssn, {job.queue}, set(), {uid}):
+                self._overlay = None  # (the follow changed nothing)
+                self._put_back(ssn, uid, cached)
+                return None
+        self.taken_in += 1
+        return ssn, own
+
+    def _end_overlay(self) -> None:
+        """The cache's job back in place of the one a verb took in, and the session set
+        aside: its queue's and the job's records were derived with the job as judged."""
+        overlay, self._overlay = self._overlay, None
+        ssn = self._session
+        assert overlay is not None and ssn is not None
+        self._put_back(ssn, overlay.uid, overlay.cached)
+        self._suspend(ssn, {overlay.queue}, {overlay.uid})
+
+    @staticmethod
+    def _put_back(ssn: Session, uid: str, cached: JobInfo | None) -> None:
+        if cached is not None:
+            ssn.jobs[uid] = cached  # (in its place: an existing key keeps it)
+        else:
+            del ssn.jobs[uid]
+
+    def _queue_usage(self) -> Mapping[str, JobUsage]:
+        """The per-queue sums the session is derived from: the cache's, but for the queue of
+        a job taken in for a verb (``take_in_unseen``)."""
+        usage = self.state.queue_usage_view()
+        overlay = self._overlay
+        if overlay is None:
+            return usage
+        return ChainMap({overlay.queue: overlay.usage}, dict(usage))
 
     def _unseen_all_shown(self) -> bool:
         """Whether the cache shows every pod assumed while unseen in the job it was judged
@@ -259,7 +356,7 @@ class QueueAccounting:
         if self._suspended is not None:
             close_session(self._suspended, update_phases=False)
             self._suspended = None
-            self._recount_on_resume = []
+            self._resume_queues, self._resume_jobs = set(), set()
         self._follows_session = None
         with self.state.locked():
             version = self.state.decision_version
@@ -285,11 +382,13 @@ class QueueAccounting:
             len(self.assumed),
         )
 
-    def _follow(self, now: float, recount: Collection[Assumption] = ()) -> bool:
+    def _follow(
+        self, now: float, recount_queues: Collection[str] = (), recount_jobs: Collection[str] = ()
+    ) -> bool:
         """Bring the session up to date in place with the changes since it was last current:
         the plugins re-derive the queues of the jobs whose usage changed (and of assumptions
         that ended), then those queues' assumptions are charged again, as replaying them in
-        a new session would. ``recount``: assumptions whose queues are derived again too
+        a new session would. ``recount_queues``, ``recount_jobs``: derived again too
         (``_resume``). False when only a new session will do (a structural change)."""
         ssn = self._session
         assert ssn is not None
@@ -310,14 +409,13 @@ class QueueAccounting:
                 return False
             version = self.state.decision_version
             ended = self._reconcile(now)
-            if recount:
-                ended = [*recount, *ended]  # (only their queues and jobs are read below)
             jobs = ssn.jobs
             queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
             if gone:
                 queues.update(job.queue for job in gone)
             queues |= _queues_of(ssn, ended)
-            moved = {*changes.jobs, *(a.task.job for a in ended)}
+            queues.update(recount_queues)
+            moved = {*changes.jobs, *(a.task.job for a in ended), *recount_jobs}
             # (Checked just above that the session can follow; ending assumptions does
             # not change that.)
             if not self._recount_in_place(ssn, queues, changes.nodes, moved, gone):
@@ -404,7 +502,7 @@ class QueueAccounting:
         if not queues and not nodes:
             return True
         left = {job.uid for job in gone} if gone else ()
-        if not follow(ssn, self.state.queue_usage_view(), queues, nodes, jobs, left):
+        if not follow(ssn, self._queue_usage(), queues, nodes, jobs, left):
             return False
         session_jobs = ssn.jobs
         charged = []
@@ -426,8 +524,11 @@ class QueueAccounting:
         plugins' deallocate events (a rate-limited session catches up at its next
         refresh)."""
         ssn = self._session
-        if ssn is None and self._suspended is not None:
-            self._recount_on_resume.extend(ended)  # charged there: derived again on resume
+        suspended = self._suspended
+        if ssn is None and suspended is not None:
+            # Charged there: derived again when it is taken up.
+            self._resume_queues |= _queues_of(suspended, ended)
+            self._resume_jobs.update(a.task.job for a in ended)
             return
         if ssn is None or not ended:
             return
@@ -637,7 +738,11 @@ class QueueAccounting:
         """Count ``task`` in its queue's allocation until the cluster shows its fate; returns
         whether it was assumed. A pod the cache has not shown is assumed only if it could be
         a real pod and its queue holds fewer than ``max_unseen_per_queue`` such assumptions."""
-        ssn = self.session()
+        # (A session holding the job of an unseen pod for the verb judging it is the one to
+        # charge: asking for the session would set it aside.)
+        ssn = self._session if self._overlay is not None else None
+        if ssn is None:
+            ssn = self.session()
         key = task.key
         previous = self.assumed.pop(key, None)
         if previous is not None:
@@ -665,7 +770,7 @@ class QueueAccounting:
             # (else the next one is opened with its job added).
             assumption.job = job.clone()
             if self._followable:
-                self._suspend(ssn, assumption)
+                self._suspend(ssn, {assumption.queue}, {task.job})
             else:
                 self._session = self._follows_session = None
                 close_session(ssn, update_phases=False)

@@ -36,10 +36,20 @@ class PodContext:
     informer's copy), so at a resourceVersion the cache has converted, the cache's task is
     copied instead of converting the pod again (a sixth of a filter answer). Off for the
     people's API: a pod edited by hand may keep the version it was copied at.
+
+    ``in_place``: a pod the cache has not shown is judged in the accounting session itself,
+    its job taken in until the next ``session()`` (``QueueAccounting.take_in_unseen``),
+    where it can be; for the filter verb, which asks for nothing else in between. Off
+    elsewhere: a one-off session.
     """
 
     def __init__(
-        self, acct: QueueAccounting, pod: dict[str, Any], *, as_stored: bool = False
+        self,
+        acct: QueueAccounting,
+        pod: dict[str, Any],
+        *,
+        as_stored: bool = False,
+        in_place: bool = False,
     ) -> None:
         self.acct = acct
         self.task: TaskInfo = request_task(acct, pod, as_stored=as_stored)
@@ -54,7 +64,12 @@ class PodContext:
         self.job: JobInfo | None = job
         self.ssn: Session = ssn
         if job is not None and (job_id not in ssn.jobs or self.task.uid not in job.tasks):
-            self.ssn, self.job = self._one_off_session(job)
+            taken = acct.take_in_unseen(job, self.task) if in_place else None
+            if taken is not None:
+                self.ssn, self.job = taken
+                log.log(v(4), "Pod <%s> is not in the cache yet: judged in place", self.task.key)
+            else:
+                self.ssn, self.job = self._one_off_session(job)
 
     def _one_off_session(self, job: JobInfo) -> tuple[Session, JobInfo]:
         """A session that includes this pod: the cache lags kube-scheduler by a moment."""

@@ -238,7 +238,8 @@ def room_for(wanted: Resource, nodes: Iterable[NodeInfo]) -> Resource:
 def filter_pod(
     acct: QueueAccounting, pod: dict[str, Any], node_names: Sequence[str]
 ) -> FilterResult:
-    ctx = PodContext(acct, pod, as_stored=True)  # kube-scheduler's pod, as stored
+    # kube-scheduler's pod, as stored; one the cache has not shown judged in place
+    ctx = PodContext(acct, pod, as_stored=True, in_place=True)
     key = ctx.task.key
     # A pod filtered again (its bind failed, or the scheduler retried) must not be counted
     # against itself: release its own assumption before judging it.

@@ -669,3 +669,49 @@ def test_a_pod_assumed_unseen_that_leaves_the_job_it_was_judged_in_opens_a_new_s
     _apply(acct, clock, pods, ("pod", "a", None, "", "1", "q1"), unseen)
     assert _derived(acct.session()) == _derived(_rebuilt(acct).session())
     assert acct.refreshes == refreshes + 1
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(
+    st.sampled_from([_start, _start_plain]),
+    st.lists(EVENT, max_size=20),
+    st.sampled_from([None, *GROUPS]),
+    st.sampled_from(["", "q1", "q2"]),
+    st.sampled_from(["1", "3"]),
+)
+def test_a_pod_judged_in_place_is_judged_as_in_a_one_off_session(
+    start: Any, events: list[tuple[Any, ...]], group: str | None, queue_name: str, cpu: str
+) -> None:
+    """A pod the cache has not shown, judged in the accounting session with its job taken
+    in (``take_in_unseen``), sees what a one-off session opened for it shows: the same
+    records, the same jobs in the same order, the same answer."""
+    acct, clock = start()
+    pods: dict[str, Obj] = {}
+    unseen: dict[str, Obj] = {}
+    acct.session()
+    for event in events:
+        _apply(acct, clock, pods, event, unseen)
+    obj = pod("newcomer", group=group, cpu=cpu, queue=queue_name)
+    ref = _rebuilt(acct)
+    with acct.state.locked():
+        in_place = PodContext(acct, obj, as_stored=True, in_place=True)
+        one_off = PodContext(ref, obj, as_stored=True)
+        assert _derived(in_place.ssn) == _derived(one_off.ssn)
+        assert _verdict(check_pod(in_place, NODES)) == _verdict(check_pod(one_off, NODES))
+    kept = acct.session()  # the job taken in is put back
+    assert _derived(kept) == _derived(_rebuilt(acct).session())
+
+
+def test_a_pod_judged_in_place_leaves_the_session_as_the_cache_has_it() -> None:
+    acct, _ = _start()
+    before = _derived(acct.session())
+    refreshes = acct.refreshes
+    ctx = PodContext(acct, pod("newcomer", group="g1", cpu="1"), as_stored=True, in_place=True)
+    assert acct.taken_in == 1 and acct.one_off_sessions == 0
+    assert ctx.ssn.jobs["ns/g1"] is not acct.state.job("ns/g1")  # its job as judged
+    assert _derived(acct.session()) == before  # not assumed: the cache's job back
+    assert acct.refreshes == refreshes
+
+
+def _verdict(status: Any) -> Any:
+    return None if status is None else (status.reason_code, status.message)
