@@ -364,6 +364,14 @@ def test_an_assumption_that_expires_as_the_session_follows_leaves_its_jobs_share
 
 NAMES = ["a", "b", "c", "d", "e"]
 GROUPS = ["g1", "g2", "g3"]
+#: kube-scheduler filtering a pod (plain, or of a group; in a queue or the default) before
+#: the watch shows it.
+FILTER_UNSEEN = st.tuples(
+    st.just("filter-unseen"),
+    st.sampled_from(NAMES),
+    st.sampled_from([None, *GROUPS]),
+    st.sampled_from(["", "q1", "q2"]),
+)
 EVENT = st.one_of(
     st.tuples(
         st.just("pod"),
@@ -390,12 +398,7 @@ EVENT = st.one_of(
     st.tuples(st.just("del-node"), st.sampled_from(NODES)),
     st.tuples(st.just("queue"), st.sampled_from(["q1", "q2"]), st.sampled_from([1, 3])),
     st.tuples(st.just("filter"), st.sampled_from(NAMES)),
-    st.tuples(
-        st.just("filter-unseen"),
-        st.sampled_from(NAMES),
-        st.sampled_from([None, *GROUPS]),
-        st.sampled_from(["", "q1", "q2"]),
-    ),
+    FILTER_UNSEEN,
     st.tuples(st.just("deliver")),
     st.tuples(st.just("release"), st.sampled_from(NAMES)),
     st.tuples(st.just("tick"), st.sampled_from([5.0, 40.0])),
@@ -514,12 +517,7 @@ QUIET_EVENT = st.one_of(
 #: One pod kube-scheduler asks about before the watch shows it: filtered unseen, other
 #: events, then (mostly) the watch delivers it, other events, and the next verb call.
 WATCH_LAG_ROUND = st.tuples(
-    st.tuples(
-        st.just("filter-unseen"),
-        st.sampled_from(NAMES),
-        st.sampled_from([None, *GROUPS]),
-        st.sampled_from(["", "q1", "q2"]),
-    ),
+    FILTER_UNSEEN,
     st.lists(QUIET_EVENT, max_size=3),
     st.sampled_from([True, True, False]),
     st.lists(QUIET_EVENT, max_size=3),
