@@ -358,7 +358,7 @@ def start_gang_preemption_watch(
     without asking the extender; only where the cluster serves those PodGroups, started
     when the informers watch them (at start, or once discovery finds them served)."""
     from scheduler_core.cache.native import NATIVE_KIND
-    from scheduler_core.controller.gang_preemption import GangPreemptionWatch, grant_victims
+    from scheduler_core.controller.gang_preemption import GangPreemptionWatch
 
     grants = backend.accounting.grants
 
@@ -366,7 +366,7 @@ def start_gang_preemption_watch(
         return GangPreemptionWatch(
             backend.state,
             lambda: backend.conf,
-            lambda: grant_victims(grants.grants()),
+            grants.victims_handed_out,
             controller.recorder.record,
             controller.is_leader,
             native_api_version=str(spec.api_version),

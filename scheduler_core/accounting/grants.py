@@ -7,6 +7,11 @@ would see the same victims still running and hand them out again, and a gang mem
 waiting on its freed slot would look as if it had no place at all. A grant records the
 answer: which preemptor, which node, which victims. It ends when the preemptor is bound
 or deleted, or after a timeout.
+
+A preemptor that asks again while it holds a grant (kube-scheduler preempts
+asynchronously, and may try the same pod again before the first evictions show) is
+answered from its grant alone (``held_by``), never with new victims elsewhere: the first
+answer's victims are already on their way out, and more would be evicted in vain.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.cache.state import ClusterState
@@ -30,6 +36,9 @@ class Grant:
     node: str
     victims: tuple[str, ...]  # victim pod UIDs
     expires: float
+    #: The rest of the answer, given again to a preemptor that asks again.
+    num_pdb_violations: int = 0
+    mode: Literal["preempt", "reclaim"] | None = None
 
 
 class PreemptionGrants:
@@ -40,6 +49,9 @@ class PreemptionGrants:
         self.ttl = ttl
         self.clock = clock
         self._by_preemptor: dict[str, dict[str, Grant]] = {}
+        #: Victim UID -> until when it is still reported as handed out after its grant
+        #: ended (the preemptor bound before a watcher of evictions looked).
+        self._ended: dict[str, float] = {}
 
     def __len__(self) -> int:
         return sum(len(g) for g in self._by_preemptor.values())
@@ -48,8 +60,42 @@ class PreemptionGrants:
         for per_node in self._by_preemptor.values():
             yield from per_node.values()
 
-    def record(self, preemptor: str, job: str, node: str, victims: Iterable[str]) -> None:
-        grant = Grant(preemptor, job, node, tuple(victims), self.clock() + self.ttl)
+    def held_by(self, preemptor: str) -> dict[str, Grant]:
+        """The grants ``preemptor`` holds, by node (empty when it holds none)."""
+        return dict(self._by_preemptor.get(preemptor, {}))
+
+    def victims_handed_out(self) -> set[str]:
+        """Victim UIDs of the grants held now and of those that ended within the last
+        ``ttl`` seconds: what the verb approved, even when its grant ended before anyone
+        looked (the preemptor bound at once)."""
+        now = self.clock()
+        self._ended = {uid: until for uid, until in self._ended.items() if until > now}
+        return {uid for grant in self.grants() for uid in grant.victims} | set(self._ended)
+
+    def _end(self, grants: Iterable[Grant], now: float) -> None:
+        for grant in grants:
+            for uid in grant.victims:
+                self._ended[uid] = now + self.ttl
+
+    def record(
+        self,
+        preemptor: str,
+        job: str,
+        node: str,
+        victims: Iterable[str],
+        *,
+        num_pdb_violations: int = 0,
+        mode: Literal["preempt", "reclaim"] | None = None,
+    ) -> None:
+        grant = Grant(
+            preemptor,
+            job,
+            node,
+            tuple(victims),
+            self.clock() + self.ttl,
+            num_pdb_violations,
+            mode,
+        )
         self._by_preemptor.setdefault(preemptor, {})[node] = grant
 
     def prune(self, state: ClusterState) -> None:
@@ -60,16 +106,18 @@ class PreemptionGrants:
             task = state.task(key)
             if task is None or task.status != TaskStatus.PENDING:
                 log.log(v(4), "Preemptor <%s> is bound or gone: its grants end", key)
+                self._end(per_node.values(), now)
                 del self._by_preemptor[key]
                 continue
             for node, grant in list(per_node.items()):
                 if grant.expires <= now:
                     log.log(v(3), "Grant of node <%s> to <%s> expired", node, key)
+                    self._end([grant], now)
                     del per_node[node]
             chosen = task.nominated_node_name or self._node_with_victims_gone(state, per_node)
             if chosen and chosen in per_node:
                 for node in [n for n in per_node if n != chosen]:
-                    del per_node[node]
+                    self._end([per_node.pop(node)], now)
             if not per_node:
                 del self._by_preemptor[key]
 

@@ -32,7 +32,6 @@ from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter
 
-from scheduler_core.accounting.grants import Grant
 from scheduler_core.api.display import dims
 from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
 from scheduler_core.api.resource import ZERO, Resource
@@ -175,8 +174,9 @@ class GangPreemptionWatch:
         interval: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``approved`` gives the pod UIDs the preempt verb hands out as victims now;
-        ``record`` is the event recorder's."""
+        """``approved`` gives the pod UIDs the preempt verb hands out as victims now or
+        handed out lately (``PreemptionGrants.victims_handed_out``); ``record`` is the
+        event recorder's."""
         self._state = state
         self._conf = conf
         self._approved_now = approved
@@ -266,8 +266,3 @@ class GangPreemptionWatch:
             refs.append(ObjectRef("Queue", bypass.victim_job.queue, api_version=QUEUE_API))
         for ref in dict.fromkeys(refs):
             self._record(ref, WARNING, REASON, note)
-
-
-def grant_victims(grants: Iterable[Grant]) -> set[str]:
-    """The victim UIDs of the preempt verb's grants (``PreemptionGrants.grants()``)."""
-    return {uid for grant in grants for uid in grant.victims}

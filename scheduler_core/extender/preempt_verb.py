@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from scheduler_core.accounting.grants import Grant
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.node import NodeError, NodeInfo
 from scheduler_core.api.resource import ZERO
@@ -38,7 +39,8 @@ def preempt_pod(
     minMember) and only when the whole job can then be placed: a gang that would still be
     short after the evictions gets none, so nothing is evicted in vain. What it hands out is
     remembered (``acct.grants``) until the cluster shows the outcome, so back-to-back calls
-    never promise the same room twice.
+    never promise the same room twice, and a preemptor that asks again before its victims
+    are gone is answered from its own grant only (``_answer_from_own_grant``).
     """
     ctx = PodContext(acct, pod, as_stored=True)  # kube-scheduler's pod, as stored
     if ctx.job is None or ctx.queue is None or not ctx.queue.is_open():
@@ -50,6 +52,9 @@ def preempt_pod(
         log.log(v(3), "Job <%s> Queue <%s> skip preemption, reason: %s", job.uid, job.queue, reason)
         return {}
     acct.grants.prune(acct.state)
+    own = acct.grants.held_by(ctx.task.key)
+    if own:
+        return _answer_from_own_grant(ctx.task.key, own, candidates)
     placed = acct.placed_members(job, exclude=ctx.task.key)
     if placed >= job.min_available:
         log.log(
@@ -68,7 +73,7 @@ def preempt_pod(
         chosen = _one_domain_victims(acct, ctx, search, preemptor, candidates, held)
         if chosen is not None:
             for node_name, granted in chosen.items():
-                acct.grants.record(ctx.task.key, job.uid, node_name, granted.uids)
+                _record_grant(acct, ctx.task.key, job.uid, node_name, granted)
             return chosen
     tracing = log.isEnabledFor(v(3))  # asked once: a line per victim per node otherwise
     result: dict[str, NodeVictims] = {}
@@ -99,8 +104,56 @@ def preempt_pod(
                 victim = ctx.ssn.nodes[node_name].tasks[uid]
                 log.log(v(3), "Try to preempt Task <%s> for Task <%s>", victim.key, ctx.task.key)
         result[node_name] = choice
-        acct.grants.record(ctx.task.key, job.uid, node_name, choice.uids)
+        _record_grant(acct, ctx.task.key, job.uid, node_name, choice)
     return result
+
+
+def _answer_from_own_grant(
+    key: str, own: dict[str, Grant], candidates: dict[str, list[str]]
+) -> dict[str, NodeVictims]:
+    """The answer to a preemptor that holds a grant: kube-scheduler preempts asynchronously
+    and may try the same pod again before the evictions it started show. Its victims are
+    already on their way out, so the only answer that evicts nothing in vain is the same
+    node with the same victims (evicting a pod twice is a no-op), and only when that node
+    is the one the grant names: a preemptor holding grants on several nodes, kube-scheduler's
+    choice among them not shown yet, gets none until it shows (the grants end when the
+    preemptor binds or after their timeout)."""
+    if len(own) > 1:
+        log.log(
+            v(3),
+            "Pod <%s> asks again while kube-scheduler's choice among its granted nodes %s "
+            "has not shown: no new victims",
+            key,
+            sorted(own),
+        )
+        return {}
+    ((node_name, grant),) = own.items()
+    proposed = candidates.get(node_name)
+    if proposed is None or not set(grant.victims) <= set(proposed):
+        log.log(
+            v(3),
+            "Pod <%s> asks again while its victims %s on Node <%s> are being evicted: no "
+            "victims elsewhere",
+            key,
+            list(grant.victims),
+            node_name,
+        )
+        return {}
+    log.log(v(3), "Pod <%s> asks again: the same victims on Node <%s>", key, node_name)
+    return {node_name: NodeVictims(list(grant.victims), grant.num_pdb_violations, grant.mode)}
+
+
+def _record_grant(
+    acct: QueueAccounting, key: str, job: str, node_name: str, choice: NodeVictims
+) -> None:
+    acct.grants.record(
+        key,
+        job,
+        node_name,
+        choice.uids,
+        num_pdb_violations=choice.num_pdb_violations,
+        mode=choice.mode,
+    )
 
 
 def _one_domain_victims(

@@ -129,3 +129,46 @@ def test_filter_passes_a_nominated_gang_member_offered_only_its_freed_node() -> 
     acct, _ = accounting(objs + members)
     assert filter_pod(acct, members[0], ["n0"]).passed == ["n0"]
     assert filter_pod(acct, members[1], ["n1"]).passed == ["n1"]
+
+
+def test_a_preemptor_asking_again_before_its_victims_go_gets_no_victims_elsewhere() -> None:
+    """kube-scheduler preempts asynchronously and may try the same pod again before the
+    evictions it started show: the first answer's victim is on its way out, and a victim
+    on another node would be evicted in vain."""
+    objs = cluster(4, {f"v{i}": f"n{i}" for i in range(4)}, gang=2, members=4)
+    acct, _ = accounting(objs)
+    assert preempt_pod(acct, high("m0", "job"), {"n0": ["ns-v0"]})["n0"].uids == ["ns-v0"]
+    assert preempt_pod(acct, high("m0", "job"), {"n1": ["ns-v1"]}) == {}
+    both = preempt_pod(acct, high("m0", "job"), {"n0": ["ns-v0"], "n1": ["ns-v1"]})
+    assert {n: c.uids for n, c in both.items()} == {"n0": ["ns-v0"]}
+    # another member still gets its own victim: the gang needs two
+    assert preempt_pod(acct, high("m1", "job"), {"n1": ["ns-v1"]})["n1"].uids == ["ns-v1"]
+
+
+def test_a_preemptor_granted_several_nodes_waits_for_kube_schedulers_choice_to_show() -> None:
+    objs = cluster(4, {f"v{i}": f"n{i}" for i in range(4)}, gang=1, members=1)
+    acct, _ = accounting(objs)
+    first = preempt_pod(acct, high("m0", "job"), {"n0": ["ns-v0"], "n1": ["ns-v1"]})
+    assert sorted(first) == ["n0", "n1"]
+    again = {"n0": ["ns-v0"], "n1": ["ns-v1"], "n2": ["ns-v2"]}
+    assert preempt_pod(acct, high("m0", "job"), again) == {}
+    nominated = high("m0", "job")
+    nominated["status"]["nominatedNodeName"] = "n1"
+    acct.state.upsert("Pod", nominated)
+    assert {n: c.uids for n, c in preempt_pod(acct, nominated, again).items()} == {"n1": ["ns-v1"]}
+
+
+def test_the_victims_of_a_grant_that_ended_still_count_as_handed_out_for_a_while() -> None:
+    """A preemptor that binds at once ends its grant before the watch of kube-scheduler's
+    preemption looks: its victims were still approved by the verb."""
+    acct, clock = accounting(one_victim_and_lone_preemptors("a"))
+    preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})
+    acct.state.delete("Pod", "ns/v")
+    bound = high("a1", "a")
+    bound["spec"]["nodeName"] = "n1"
+    acct.state.upsert("Pod", bound)
+    acct.grants.prune(acct.state)
+    assert len(acct.grants) == 0
+    assert acct.grants.victims_handed_out() == {"ns-v"}
+    clock.now += acct.grants.ttl + 1
+    assert acct.grants.victims_handed_out() == set()
