@@ -41,7 +41,7 @@ from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
 from scheduler_core.api.snapshot import ClusterSnapshot
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.api.usage import JobUsage, job_usage
+from scheduler_core.api.usage import JobUsage, swap_job_usage
 from scheduler_core.cache.state import ClusterState
 from scheduler_core.conf import SchedulerConfiguration
 from scheduler_core.engine import close_session, open_session
@@ -103,20 +103,6 @@ class Assumption:
     charged_in: int = -1
 
 
-@dataclass(slots=True)
-class _Overlay:
-    """The job of a pod the cache has not shown, as a verb judges it, in the accounting
-    session in place of the cache's (``QueueAccounting.take_in_unseen``)."""
-
-    uid: str
-    #: The cache's job it stands in for; None for a job the cache lacks (a new pod's group
-    #: of one).
-    cached: JobInfo | None
-    queue: str
-    #: The queue's sums with the job as judged in place of the cache's.
-    usage: JobUsage
-
-
 class QueueAccounting:
     def __init__(
         self,
@@ -157,17 +143,18 @@ class QueueAccounting:
         #: What the plugins remember from one of this accounting's sessions to the next.
         self.memos = SessionMemos()
         self._session: Session | None = None
-        #: The session put aside when a pod the cache had not shown was assumed (it does not
-        #: count that pod's job): taken up again and followed once the cache shows every
-        #: such pod (``_resume``), else closed. With it, the assumptions whose queues it
-        #: must derive again then: the one that put it aside (never charged to it) and
-        #: those that ended meanwhile (still charged to it).
-        self._suspended: Session | None = None
-        self._resume_queues: set[str] = set()
-        self._resume_jobs: set[str] = set()
-        #: The job a verb took into the accounting session for a pod the cache has not shown
-        #: (``take_in_unseen``), until the next ``session()``, which sets the session aside.
-        self._overlay: _Overlay | None = None
+        #: Jobs of pods the cache has not shown yet, in the session in place of the cache's job
+        #: of their uid (the value) or after the session's jobs (None), as a new session adds
+        #: them for the assumptions of such pods (``add_unseen_jobs``); and the per-queue
+        #: sums with them in place of the cache's. Put back and made again on every follow.
+        self._overlays: dict[str, JobInfo | None] = {}
+        self._overlay_usage: dict[str, JobUsage] = {}
+        #: The jobs of unseen pods in the session are not those a new session would add now
+        #: (one was assumed, judged or ended since): the next ``session()`` follows.
+        self._overlays_stale = False
+        #: A verb is judging a pod the cache has not shown in the session, its job taken in
+        #: (``take_in_unseen``): until the next ``session()``, which puts it right.
+        self._judging_unseen = False
         #: The session every plugin said it can follow (asked once a session, see
         #: ``_can_follow``); None until asked, and again once that session is replaced.
         self._follows_session: Session | None = None
@@ -176,12 +163,6 @@ class QueueAccounting:
         #: The usage history's epoch when the session opened (``_usage_moved``).
         self._usage_epoch = 0
         self._reconfigured = False
-        #: The session counts only the cache's jobs, with the cache's own sums (no job of an
-        #: assumed pod the cache has not shown yet): only then can it follow changes in place.
-        self._followable = False
-        #: An assumption counted through a job added for its unseen pod ended: the job is
-        #: still in the session, so the next verb gets a new one.
-        self._unseen_ended = False
         #: Sessions opened over every job (the first, and each rebuild).
         self.refreshes = 0
         #: Cluster changes the session followed in place instead of being rebuilt.
@@ -206,16 +187,14 @@ class QueueAccounting:
 
     def session(self) -> Session:
         """The current read-only session, kept current with the cluster's decisions-relevant
-        changes (rate-limited): followed in place where it can be, else rebuilt."""
+        changes (rate-limited): followed in place where it can be, else rebuilt. The jobs of
+        pods the cache has not shown are brought right whatever the refresh interval."""
         now = self.clock()
-        if self._overlay is not None:
-            self._end_overlay()
-        if self._suspended is not None:
-            self._resume(now)
+        self._judging_unseen = False
         usage_moved = self._usage_moved() and now - self._built_at >= self.min_refresh_interval
-        if self._session is None or self._reconfigured or self._unseen_ended or usage_moved:
+        if self._session is None or self._reconfigured or usage_moved:
             self._rebuild(now)
-        elif (
+        elif self._overlays_stale or (
             self.state.decision_version != self._version
             and now - self._built_at >= self.min_refresh_interval
         ):
@@ -223,7 +202,7 @@ class QueueAccounting:
                 self._rebuild(now)
         else:
             self._expire(now)
-            if self._unseen_ended:
+            if self._overlays_stale and not self._follow(now):
                 self._rebuild(now)
         assert self._session is not None
         return self._session
@@ -238,141 +217,95 @@ class QueueAccounting:
             return False
         return history.epoch() != self._usage_epoch
 
-    def _suspend(self, ssn: Session, queues: Collection[str], jobs: Collection[str]) -> None:
-        """Put ``ssn`` aside, with the ``queues`` and ``jobs`` it must derive again from the
-        cache when taken up: a pod the cache has not shown was just judged or assumed, and
-        ``ssn`` does not count its job as a new session would (it counts it as judged, or
-        not at all). kube-scheduler mostly asks about a new pod a moment before the watch
-        delivers it; once delivered, the pod's job is the cache's again, and following the
-        session costs a fraction of opening a new one over every job."""
-        self._session = None
-        self._suspended = ssn
-        self._resume_queues = set(queues)
-        self._resume_jobs = set(jobs)
-
-    def _resume(self, now: float) -> None:
-        """Take the suspended session up again, followed to now, when a new one would count
-        only the cache's jobs (the cache shows every pod assumed unseen, in the job it was
-        judged in: ``add_unseen_jobs`` would add none); else close it, and the caller opens
-        a new one. Followed whatever the refresh interval: it lacks an assumption's
-        charge, which the follow puts back (the pod's job changed, so its queue is derived
-        again and its open assumptions charged)."""
-        ssn, self._suspended = self._suspended, None
-        queues, self._resume_queues = self._resume_queues, set()
-        jobs, self._resume_jobs = self._resume_jobs, set()
-        assert ssn is not None
-        if not self._reconfigured and not self._unseen_ended:
-            self._session = ssn
-            if self._follow(now, queues, jobs):
-                return
-            self._session = None
-        close_session(ssn, update_phases=False)
-
     def take_in_unseen(self, job: JobInfo, task: TaskInfo) -> tuple[Session, JobInfo] | None:
         """The accounting session with ``job`` as judged with ``task`` in it (a pod the
         cache has not shown yet), and that job; None when only a one-off session will do
         (the session is not current with the cache, or cannot follow in place).
 
         Opening a one-off session for such a pod walks every job (~6 ms at 50,000 pods);
-        here the job is put in place of the cache's (or after the session's jobs, as a new
-        session takes a new one) and its queue derived again with the job's sums in place
-        of the cache's, as a session opened on the cache with that job would have it. The
-        session keeps the job until the next ``session()``, which puts the cache's back and
-        sets it aside (``_end_overlay``). Call with the cluster state's lock held, for one
-        verb's judgement (the verb charges its assumption to this session)."""
+        here the job is put where that session has it (in place of the session's job of its
+        uid, or after the session's jobs and before the jobs added for other unseen pods)
+        and its queue derived again with the job's sums in place of the one it replaces, as
+        a session opened on the cache with that job would have it. The next ``session()``
+        puts right the jobs of unseen pods (this one's stays if its pod was assumed). Call
+        with the cluster state's lock held, for one verb's judgement (the verb charges its
+        assumption to this session, ``assume``)."""
         ssn = self._session
         if (
             ssn is None
-            or self._overlay is not None
-            or not self._followable
+            or self._overlays_stale
             or self.state.decision_version != self._version
             or job.queue not in ssn.queues
             or not self._can_follow(ssn)
         ):
             return None
-        uid, jobs = job.uid, ssn.jobs
         with self.state.locked():
-            cached = self.state.job(uid)
-            if jobs.get(uid) is not cached:
-                return None  # (the session leaves the cache's job out: a queue it lacks)
+            uid, jobs = job.uid, ssn.jobs
+            current = jobs.get(uid)
+            if current is not None and current is not job:
+                return None  # (not the session's job of that uid: judged elsewhere)
             own = job.clone()
             if task.uid not in own.tasks:
                 own.add_task_info(task.clone())
-            live = self.state.queue_usage_view().get(job.queue)
-            total = live.clone() if live is not None else JobUsage.empty()
-            if cached is not None:
-                job_usage(cached).take_from(total)
-            job_usage(own).add_to(total)
+            overlays, overlay_usage = dict(self._overlays), dict(self._overlay_usage)
+            # After the session's jobs, before those of other unseen pods (a one-off session
+            # puts this one first, then adds the others).
+            after = [u for u, old in overlays.items() if old is None and u != uid]
+            later = [jobs.pop(u) for u in after]
+            sums: dict[str, JobUsage] = {}
+            swap_job_usage(self._queue_usage(), current, own, sums)
             jobs[uid] = own
-            self._overlay = _Overlay(uid, cached, job.queue, total)
-            if not self._recount_in_place(ssn, {job.queue}, set(), {uid}):
-                self._overlay = None  # (the follow changed nothing)
-                self._put_back(ssn, uid, cached)
+            for moved in later:
+                jobs[moved.uid] = moved
+            if uid not in self._overlays:
+                self._overlays[uid] = current
+            self._overlay_usage.update(sums)
+            if not self._recount_in_place(ssn, set(sums), set(), {uid}):
+                # (The follow changed nothing.)
+                self._overlays, self._overlay_usage = overlays, overlay_usage
+                for u in after:
+                    del jobs[u]
+                if current is not None:
+                    jobs[uid] = current
+                else:
+                    del jobs[uid]
+                for moved in later:
+                    jobs[moved.uid] = moved
                 return None
+        self._overlays_stale = self._judging_unseen = True
         self.taken_in += 1
         return ssn, own
 
-    def _end_overlay(self) -> None:
-        """The cache's job back in place of the one a verb took in, and the session set
-        aside: its queue's and the job's records were derived with the job as judged."""
-        overlay, self._overlay = self._overlay, None
-        ssn = self._session
-        assert overlay is not None and ssn is not None
-        self._put_back(ssn, overlay.uid, overlay.cached)
-        self._suspend(ssn, {overlay.queue}, {overlay.uid})
-
-    @staticmethod
-    def _put_back(ssn: Session, uid: str, cached: JobInfo | None) -> None:
-        if cached is not None:
-            ssn.jobs[uid] = cached  # (in its place: an existing key keeps it)
-        else:
-            del ssn.jobs[uid]
-
     def _queue_usage(self) -> Mapping[str, JobUsage]:
-        """The per-queue sums the session is derived from: the cache's, but for the queue of
-        a job taken in for a verb (``take_in_unseen``)."""
+        """The per-queue sums the session is derived from: the cache's, but for the queues of
+        jobs of pods the cache has not shown yet (``_overlays``)."""
         usage = self.state.queue_usage_view()
-        overlay = self._overlay
-        if overlay is None:
+        if not self._overlay_usage:
             return usage
-        return ChainMap({overlay.queue: overlay.usage}, dict(usage))
-
-    def _unseen_all_shown(self) -> bool:
-        """Whether the cache shows every pod assumed while unseen in the job it was judged
-        in (a new session would then add no job for one: ``add_unseen_jobs``)."""
-        with self.state.locked():
-            for assumption in self.assumed.values():
-                if assumption.job is None:
-                    continue
-                job = self.state.job(assumption.task.job)
-                if job is None or assumption.task.uid not in job.tasks:
-                    return False
-        return True
+        return ChainMap(self._overlay_usage, dict(usage))
 
     def _rebuild(self, now: float) -> None:
         if self._session is not None:
             close_session(self._session, update_phases=False)
             self._session = None
-        if self._suspended is not None:
-            close_session(self._suspended, update_phases=False)
-            self._suspended = None
-            self._resume_queues, self._resume_jobs = set(), set()
         self._follows_session = None
         with self.state.locked():
             version = self.state.decision_version
             snapshot = self.state.shared_snapshot()
+            live = dict(snapshot.queue_usage or {})  # (put_job replaces entries it touches)
             # Assumptions the cluster has caught up with go first: their pods' jobs must not
             # be added for them below.
             self._reconcile(now)
-            # Jobs added for unseen pods are copies with sums of their own: such a session
-            # is not the cache's, and cannot follow the cache's changes in place.
-            self._followable = not self.add_unseen_jobs(snapshot)
+            self._overlays = self.add_unseen_jobs(snapshot)
+            usage = snapshot.queue_usage or {}
+            # (Sums the jobs added touched are the snapshot's own copies.)
+            self._overlay_usage = {q: u for q, u in usage.items() if u is not live.get(q)}
             ssn = open_session(snapshot, self.conf, clone=False, read_only=True, memos=self.memos)
             self.replay_assumptions(ssn, accounting=True)
         self._session, self._version, self._built_at = ssn, version, now
         history = self.state.usage_history
         self._usage_epoch = history.epoch() if history is not None else 0
-        self._reconfigured = self._unseen_ended = False
+        self._reconfigured = self._overlays_stale = False
         self.refreshes += 1
         log.log(
             v(5),
@@ -382,48 +315,50 @@ class QueueAccounting:
             len(self.assumed),
         )
 
-    def _follow(
-        self, now: float, recount_queues: Collection[str] = (), recount_jobs: Collection[str] = ()
-    ) -> bool:
+    def _follow(self, now: float) -> bool:
         """Bring the session up to date in place with the changes since it was last current:
         the plugins re-derive the queues of the jobs whose usage changed (and of assumptions
-        that ended), then those queues' assumptions are charged again, as replaying them in
-        a new session would. ``recount_queues``, ``recount_jobs``: derived again too
-        (``_resume``). False when only a new session will do (a structural change)."""
+        that ended, and of the jobs of pods the cache has not shown), then those queues'
+        assumptions are charged again, as replaying them in a new session would. False when
+        only a new session will do (a structural change)."""
         ssn = self._session
         assert ssn is not None
         with self.state.locked():
             changes = self.state.changes.since(self._version)
-            if changes is None or not self._followable or not self._can_follow(ssn):
+            if changes is None or not self._can_follow(ssn):
                 return False
-            if not self._unseen_all_shown():
-                # A pod assumed unseen is not (or no longer) in the job it was judged in: a
-                # new session adds that job for it (``add_unseen_jobs``).
+            if changes.gone and changes.gone.keys() & changes.appeared.keys():
+                return False  # came and went, or went and came back: where it is, unsaid
+            # The cache's jobs back where jobs of unseen pods stood: the changes are its.
+            put_back = self._put_back_cache_jobs(ssn)
+            if put_back is None:
                 return False
-            gone: list[JobInfo] = []
-            if changes.gone:
-                if changes.gone.keys() & changes.appeared.keys():
-                    return False  # came and went, or went and came back: where it is, unsaid
-                gone = self._let_go(ssn, changes.gone)
+            gone = self._let_go(ssn, changes.gone) if changes.gone else []
             if changes.appeared and not self._take_in(ssn, changes.appeared):
                 return False
             version = self.state.decision_version
             ended = self._reconcile(now)
+            added = self._put_unseen_jobs(ssn)
             jobs = ssn.jobs
             queues = {jobs[uid].queue for uid in changes.jobs if uid in jobs}
             if gone:
                 queues.update(job.queue for job in gone)
             queues |= _queues_of(ssn, ended)
-            queues.update(recount_queues)
-            moved = {*changes.jobs, *(a.task.job for a in ended), *recount_jobs}
+            for touched in (put_back, added):
+                for job_queues in touched.values():
+                    queues |= job_queues
+            moved = {*changes.jobs, *(a.task.job for a in ended), *put_back, *added}
+            left = {job.uid for job in gone}
+            left.update(uid for uid in put_back if uid not in jobs)
             # (Checked just above that the session can follow; ending assumptions does
             # not change that.)
-            if not self._recount_in_place(ssn, queues, changes.nodes, moved, gone):
+            if not self._recount_in_place(ssn, queues, changes.nodes, moved, left):
                 # Nothing was changed, but the ended assumptions are gone: only a new
                 # session counts the rest right now.
                 self._rebuild(now)
                 return True
         self._version, self._built_at = version, now
+        self._overlays_stale = False
         self.follows += 1
         if log.isEnabledFor(_V5):  # followed before most verb calls: no call below -v 5
             log.log(
@@ -435,6 +370,44 @@ class QueueAccounting:
                 len(changes.nodes),
             )
         return True
+
+    def _put_back_cache_jobs(self, ssn: Session) -> dict[str, set[str]] | None:
+        """The cache's jobs back in ``ssn`` where jobs of pods it had not shown stood (those
+        added after them taken out), and the overlays forgotten; returns each such job's
+        uid with the queues it touched. None when the cache no longer holds a job one stood
+        in for as it did (only a new session will do)."""
+        jobs = ssn.jobs
+        put_back: dict[str, set[str]] = {}
+        for uid, old in self._overlays.items():
+            overlay = jobs.get(uid)
+            touched = {overlay.queue} if overlay is not None else set()
+            if old is not None:
+                if self.state.job(uid) is not old:
+                    return None
+                touched.add(old.queue)
+                jobs[uid] = old  # (in its place: an existing key keeps it)
+            else:
+                jobs.pop(uid, None)
+            put_back[uid] = touched
+        self._overlays, self._overlay_usage = {}, {}
+        return put_back
+
+    def _put_unseen_jobs(self, ssn: Session) -> dict[str, set[str]]:
+        """Put into ``ssn``, holding the cache's jobs, the jobs a new session adds for the
+        assumed pods the cache has not shown (``_unseen_jobs``), where it puts them, with
+        their queues' sums as it makes them (``ClusterSnapshot.put_job``); returns each
+        job's uid with the queues it touched."""
+        jobs = ssn.jobs
+        live = self.state.queue_usage_view()
+        sums: dict[str, JobUsage] = {}
+        added: dict[str, set[str]] = {}
+        for uid, job in self._unseen_jobs(jobs.get, ssn.queues).items():
+            old = jobs.get(uid)
+            self._overlays[uid] = old
+            jobs[uid] = job
+            added[uid] = swap_job_usage(live, old, job, sums)
+        self._overlay_usage = sums
+        return added
 
     def _take_in(self, ssn: Session, appeared: Iterable[str]) -> bool:
         """Put the jobs that appeared since ``ssn`` was current (plain pods' groups of one,
@@ -473,7 +446,7 @@ class QueueAccounting:
         session opened now would have them, and charge those queues' assumptions again.
         False, changing nothing, when the session cannot be brought up to date in place.
         Call with the cluster state's lock held."""
-        if not self._followable or not self._can_follow(ssn):
+        if not self._can_follow(ssn):
             return False
         return self._recount_in_place(ssn, queues, nodes, jobs)
 
@@ -494,14 +467,13 @@ class QueueAccounting:
         queues: set[str],
         nodes: set[str],
         jobs: set[str],
-        gone: Collection[JobInfo] = (),
+        left: Collection[str] = (),
     ) -> bool:
         """``_recount`` of a session already known to be followable: following a bind
-        asked every plugin twice whether it can follow, once is enough. ``gone``: the jobs
-        just let go of (``_let_go``)."""
+        asked every plugin twice whether it can follow, once is enough. ``left``: the uids
+        of the jobs just taken out of it (``_let_go``, a job of an unseen pod put back)."""
         if not queues and not nodes:
             return True
-        left = {job.uid for job in gone} if gone else ()
         if not follow(ssn, self._queue_usage(), queues, nodes, jobs, left):
             return False
         session_jobs = ssn.jobs
@@ -522,16 +494,13 @@ class QueueAccounting:
         current with the cluster, their queues are counted again from the cache (exactly
         what a new session would hold); else each charged to it is uncharged through the
         plugins' deallocate events (a rate-limited session catches up at its next
-        refresh)."""
+        refresh). One of a pod the cache had not shown leaves its job to be put right at
+        the next ``session()``."""
         ssn = self._session
-        suspended = self._suspended
-        if ssn is None and suspended is not None:
-            # Charged there: derived again when it is taken up.
-            self._resume_queues |= _queues_of(suspended, ended)
-            self._resume_jobs.update(a.task.job for a in ended)
-            return
         if ssn is None or not ended:
             return
+        if any(a.job is not None for a in ended):
+            self._overlays_stale = True
         with self.state.locked():
             if self.state.decision_version == self._version and self._recount(
                 ssn, _queues_of(ssn, ended), set(), {a.task.job for a in ended}
@@ -541,8 +510,6 @@ class QueueAccounting:
             if assumption.charged_in == ssn.uid:
                 self._fire(ssn, assumption, allocate=False)
                 assumption.charged_in = -1
-        if not self._followable:
-            self._unseen_ended = self._unseen_ended or any(a.job is not None for a in ended)
 
     def _reconcile(self, now: float) -> list[Assumption]:
         """Drop assumptions the cluster has caught up with (bound, deleted) or that expired,
@@ -666,7 +633,7 @@ class QueueAccounting:
                 if assumption.task.job in jobs:
                     assumption.charged_in = ssn.uid
 
-    def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> int:
+    def add_unseen_jobs(self, snapshot: ClusterSnapshot) -> dict[str, JobInfo | None]:
         """Adds to ``snapshot`` the assumed pods the cache has not shown yet, with their jobs.
 
         kube-scheduler may ask about pods the extender's watch has not delivered (by a
@@ -674,14 +641,27 @@ class QueueAccounting:
         alone would not know their jobs, so their assumptions could not be counted and every
         such pod would be judged against a queue without the others: a capped queue overrun.
         Jobs of the cache are cloned before a task is added; the cache is never touched.
-        Returns how many jobs were added or replaced. Call with the cluster state's lock
-        held."""
+        Returns the uid of each job added with the snapshot's job it replaced (None: added
+        after the others). Call with the cluster state's lock held."""
+        replaced: dict[str, JobInfo | None] = {}
+        for uid, job in self._unseen_jobs(snapshot.jobs.get, snapshot.queues).items():
+            replaced[uid] = snapshot.jobs.get(uid)
+            snapshot.put_job(job)  # and into its queue's sum, which the cache's lacks
+        return replaced
+
+    def _unseen_jobs(
+        self, lookup: Callable[[str], JobInfo | None], queues: Collection[str]
+    ) -> dict[str, JobInfo]:
+        """The jobs a session adds for the assumed pods the cache has not shown: each a copy
+        of the job ``lookup`` finds for its uid (the cache's, as a session holds it), or of
+        the job the pod was judged in, with those pods added; in the order of their first
+        assumptions. Call with the cluster state's lock held."""
         added: dict[str, JobInfo] = {}
         for assumption in self.assumed.values():
             task = assumption.task
-            if assumption.job is None or assumption.job.queue not in snapshot.queues:
+            if assumption.job is None or assumption.job.queue not in queues:
                 continue
-            job = added.get(task.job) or snapshot.jobs.get(task.job)
+            job = added.get(task.job) or lookup(task.job)
             if job is not None and task.uid in job.tasks:
                 continue
             if task.job not in added:
@@ -690,9 +670,7 @@ class QueueAccounting:
             assert job is not None
             if task.uid not in job.tasks:
                 job.add_task_info(task.clone())
-        for job in added.values():
-            snapshot.put_job(job)  # and into its queue's sum, which the cache's lacks
-        return len(added)
+        return added
 
     @staticmethod
     def _fire(ssn: Session, assumption: Assumption, *, allocate: bool) -> None:
@@ -739,8 +717,8 @@ class QueueAccounting:
         whether it was assumed. A pod the cache has not shown is assumed only if it could be
         a real pod and its queue holds fewer than ``max_unseen_per_queue`` such assumptions."""
         # (A session holding the job of an unseen pod for the verb judging it is the one to
-        # charge: asking for the session would set it aside.)
-        ssn = self._session if self._overlay is not None else None
+        # charge: asking for the session would put that job right first.)
+        ssn = self._session if self._judging_unseen else None
         if ssn is None:
             ssn = self.session()
         key = task.key
@@ -766,14 +744,9 @@ class QueueAccounting:
             self.domains.extend(task.job, assumption.expires)
         counted = ssn.jobs.get(task.job)
         if counted is None or task.uid not in counted.tasks:
-            # Not in the cache yet: the session is set aside until the cache shows the pod
-            # (else the next one is opened with its job added).
+            # Not in the cache yet: the next session() adds its job (``_put_unseen_jobs``).
             assumption.job = job.clone()
-            if self._followable:
-                self._suspend(ssn, {assumption.queue}, {task.job})
-            else:
-                self._session = self._follows_session = None
-                close_session(ssn, update_phases=False)
+            self._overlays_stale = True
             return True
         if cached is None:
             # Judged again in a session that counts it only through the job added for it

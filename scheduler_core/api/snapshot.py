@@ -12,7 +12,7 @@ from scheduler_core.api.resource import Resource
 from scheduler_core.api.storage import StorageCatalog
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.topology import EMPTY_TOPOLOGY, Topology
-from scheduler_core.api.usage import JobUsage, job_usage
+from scheduler_core.api.usage import JobUsage, swap_job_usage
 from scheduler_core.api.usage_history import UsageHistory
 
 
@@ -92,18 +92,8 @@ class ClusterSnapshot:
         if usage is None:
             return
         copied: dict[str, JobUsage] = {}
-
-        def own_sum(queue: str) -> JobUsage:
-            total = copied.get(queue)
-            if total is None:
-                shared = usage.get(queue)
-                total = copied[queue] = shared.clone() if shared is not None else JobUsage.empty()
-                usage[queue] = total
-            return total
-
-        if old is not None and usage.get(old.queue) is not None:  # else it was in no sum
-            job_usage(old).take_from(own_sum(old.queue))
-        job_usage(job).add_to(own_sum(job.queue))
+        swap_job_usage(usage, old, job, copied)
+        usage.update(copied)
 
     def around(self, jobs: dict[str, JobInfo], nodes: dict[str, NodeInfo]) -> ClusterSnapshot:
         """A snapshot of ``jobs`` and ``nodes`` with this one's queues, budgets and priority

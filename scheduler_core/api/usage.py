@@ -9,6 +9,7 @@ rules are Volcano's (``GetInqueueResource``, ``CalculateAllocatedTaskNum``,
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -137,3 +138,31 @@ def job_usage(job: JobInfo) -> JobUsage:
     ):
         inqueue.add(deduct_sch_gated_resources(job, inqueue_resource(job, job.allocated)))
     return JobUsage(allocated, request, inqueue, job.get_elastic_resources())
+
+
+def swap_job_usage(
+    sums: Mapping[str, JobUsage],
+    old: JobInfo | None,
+    new: JobInfo,
+    copies: dict[str, JobUsage],
+) -> set[str]:
+    """The per-queue sums with ``new`` in place of ``old`` (the job of its uid it replaces,
+    or None), kept right without a walk over every job: each sum touched is copied into
+    ``copies`` first (``sums`` may be the live cache's own objects, never changed here; a
+    sum already in ``copies`` is changed there), ``old``'s usage taken from its queue's and
+    ``new``'s added to its queue's. A queue with no sum had ``old`` in none. Returns the
+    queues touched."""
+
+    def own(queue: str) -> JobUsage:
+        total = copies.get(queue)
+        if total is None:
+            shared = sums.get(queue)
+            total = copies[queue] = shared.clone() if shared is not None else JobUsage.empty()
+        return total
+
+    touched = {new.queue}
+    if old is not None and (old.queue in copies or sums.get(old.queue) is not None):
+        job_usage(old).take_from(own(old.queue))
+        touched.add(old.queue)
+    job_usage(new).add_to(own(new.queue))
+    return touched
