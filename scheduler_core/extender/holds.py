@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler_core.accounting.grants import Grant
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.display import dims
 from scheduler_core.api.job import JobInfo
@@ -61,8 +62,10 @@ def hold_reason(
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    """A victim kube-scheduler proposed that the queue rules protect: the event's reason
-    (``NotReclaimable``, ``QueueNotOverused``, ``GangProtected``, ...) and its sentence."""
+    """A victim kube-scheduler proposed that the queue rules protect, or a preemptor asking
+    again while its earlier victims go: the event's reason (``NotReclaimable``,
+    ``QueueNotOverused``, ``GangProtected``, ``PreemptionInProgress``, ...) and its
+    sentence."""
 
     reason: str
     message: str
@@ -82,6 +85,11 @@ def preempt_refusals(
     ssn, job = ctx.ssn, ctx.job
     if job is None or ctx.queue is None:
         return []
+    own = acct.grants.held_by(ctx.task.key)
+    if own and not chosen:
+        # Asked again while victims handed out before are on their way out (a first call
+        # that hands out none records no grant): no rule protects the others.
+        return [_in_progress(own)]
     preemptor = job.tasks.get(ctx.task.uid, ctx.task)
     attrs = queue_attrs(ssn)
     found: dict[tuple[str, str], Refusal] = {}
@@ -102,6 +110,23 @@ def preempt_refusals(
             if refusal is not None:
                 found.setdefault((refusal.reason, refusal.message), refusal)
     return list(found.values())
+
+
+#: The event reason for a preemptor that asked again while its earlier victims go.
+IN_PROGRESS_REASON = "PreemptionInProgress"
+
+
+def _in_progress(own: Mapping[str, Grant]) -> Refusal:
+    nodes = ", ".join(
+        f"{node} ({len(grant.victims)} victim{'s' if len(grant.victims) != 1 else ''})"
+        for node, grant in sorted(own.items())
+    )
+    return Refusal(
+        IN_PROGRESS_REASON,
+        f"victims chosen for this pod earlier are being evicted on {nodes}: no victims "
+        "elsewhere until kube-scheduler's choice shows (the pod binds, or the grant ends "
+        "after --assume-ttl)",
+    )
 
 
 def _why_protected(

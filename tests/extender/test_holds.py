@@ -5,7 +5,7 @@ filter rule holding a cached pending task, as the status pass asks it."""
 
 from __future__ import annotations
 
-from scheduler_core.extender.holds import hold_reason, preempt_refusals
+from scheduler_core.extender.holds import IN_PROGRESS_REASON, hold_reason, preempt_refusals
 from scheduler_core.extender.preempt_verb import preempt_pod
 from scheduler_core.framework.cannot_help import CANNOT_HELP_REASON
 from tests.builders import (
@@ -77,3 +77,18 @@ def test_a_native_gang_member_is_held_by_the_gang_rule_as_a_volcano_one_is() -> 
         task = next(iter(job.tasks.values()))
         found[uid] = hold_reason(acct, ssn, job, task)
     assert {code for code, _ in found.values() if code} == {"gang-unsatisfiable"}
+
+
+def test_a_preemptor_asking_again_is_told_its_earlier_victims_are_on_their_way_out() -> None:
+    objs, claim = cluster("1")
+    acct, _ = accounting([*objs, claim])
+    assert list(preempt_pod(acct, claim, {"n1": ["ns-hog"]})) == ["n1"]
+    # kube-scheduler tries the pod again before the eviction shows, proposing nothing the
+    # grant names: no victims, and a sentence saying why
+    again = preempt_pod(acct, claim, {"n2": []})
+    assert again == {}
+    [refusal] = preempt_refusals(acct, claim, {"n2": []}, again)
+    assert refusal.reason == IN_PROGRESS_REASON
+    assert refusal.message.startswith(
+        "victims chosen for this pod earlier are being evicted on n1 (1 victim)"
+    )
