@@ -21,6 +21,7 @@ kube-scheduler always writes them in their canonical camelCase form.
 
 from __future__ import annotations
 
+import json
 import operator
 import zlib
 from collections import OrderedDict
@@ -475,15 +476,25 @@ def encode_filter_result(args: DecodedArgs, result: FilterResult) -> bytes:
     names: Any = passed
     if passed is args.node_names and args.names_json is not None:
         names = orjson.Fragment(args.names_json)  # every name passed: the list as it came
-    return orjson.dumps(
-        {
-            "Nodes": nodes,
-            "NodeNames": names if args.names_given or nodes is None else None,
-            "FailedNodes": failed,
-            "FailedAndUnresolvableNodes": unresolvable,
-            "Error": "",
-        }
-    )
+    answer = {
+        "Nodes": nodes,
+        "NodeNames": names if args.names_given or nodes is None else None,
+        "FailedNodes": failed,
+        "FailedAndUnresolvableNodes": unresolvable,
+        "Error": "",
+    }
+    try:
+        return orjson.dumps(answer)
+    except orjson.JSONEncodeError:
+        if nodes is None:
+            raise
+    # A Node object sent back as it came may hold a JSON integer beyond 64 bits, which
+    # Python decoded and orjson will not write (kube-scheduler never sends one; a hand-made
+    # request may). The standard library writes any integer: the objects go back unchanged.
+    if isinstance(names, orjson.Fragment):
+        names = list(passed)
+        answer["NodeNames"] = names if args.names_given else None
+    return json.dumps(answer, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def encode_filter_error(message: str) -> bytes:

@@ -201,6 +201,20 @@ def test_an_answer_passing_every_name_sends_the_list_back_as_it_came() -> None:
     assert b'"NodeNames":["a","b"]' in narrowed
 
 
+def test_a_node_object_holding_an_integer_beyond_64_bits_goes_back_unchanged() -> None:
+    """Python decodes any JSON integer and orjson writes none beyond 64 bits: a passing Node
+    object holding one (kube-scheduler never sends it; a hand-made request may) still goes
+    back as it came, not as a server error."""
+    huge = -9223372036854775809
+    body = json.dumps(
+        {"Pod": {}, "Nodes": {"items": [{"x": huge, "metadata": {"name": "n0"}}]}}
+    ).encode()
+    args = parse_extender_args(body)
+    out = json.loads(encode_filter_result(args, FilterResult(["n0"], {})))
+    assert out["Nodes"]["items"] == [{"x": huge, "metadata": {"name": "n0"}}]
+    assert out["NodeNames"] is None and out["Error"] == ""
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     names=st.lists(st.text(max_size=6), max_size=5),
