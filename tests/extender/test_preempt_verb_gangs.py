@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.extender.filter_verb import filter_pod
 from scheduler_core.extender.preempt_verb import preempt_pod
 from tests.builders import accounting, node, pod, podgroup, priority_class, queue
@@ -98,15 +99,21 @@ def test_a_node_promised_to_one_preemptor_is_not_promised_to_another() -> None:
     assert preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})["n1"].uids == ["ns-v"]
 
 
-def test_a_grant_ends_when_its_preemptor_binds() -> None:
-    acct, _ = accounting(one_victim_and_lone_preemptors("a"))
-    preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})
-    assert len(acct.grants) == 1
+def victim_gone_and_preemptor_bound(acct: QueueAccounting) -> None:
+    """After ``one_victim_and_lone_preemptors("a")``'s ``a1`` was granted ``v``: the cluster
+    shows the eviction and the bind, and the grants are pruned."""
     acct.state.delete("Pod", "ns/v")
     bound = high("a1", "a")
     bound["spec"]["nodeName"] = "n1"
     acct.state.upsert("Pod", bound)
     acct.grants.prune(acct.state)
+
+
+def test_a_grant_ends_when_its_preemptor_binds() -> None:
+    acct, _ = accounting(one_victim_and_lone_preemptors("a"))
+    preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})
+    assert len(acct.grants) == 1
+    victim_gone_and_preemptor_bound(acct)
     assert len(acct.grants) == 0
 
 
@@ -163,11 +170,7 @@ def test_the_victims_of_a_grant_that_ended_still_count_as_handed_out_for_a_while
     preemption looks: its victims were still approved by the verb."""
     acct, clock = accounting(one_victim_and_lone_preemptors("a"))
     preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})
-    acct.state.delete("Pod", "ns/v")
-    bound = high("a1", "a")
-    bound["spec"]["nodeName"] = "n1"
-    acct.state.upsert("Pod", bound)
-    acct.grants.prune(acct.state)
+    victim_gone_and_preemptor_bound(acct)
     assert len(acct.grants) == 0
     assert acct.grants.victims_handed_out() == {"ns-v"}
     clock.now += acct.grants.ttl + 1
