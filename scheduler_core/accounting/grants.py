@@ -68,14 +68,19 @@ class PreemptionGrants:
         """Victim UIDs of the grants held now and of those that ended within the last
         ``ttl`` seconds: what the verb approved, even when its grant ended before anyone
         looked (the preemptor bound at once)."""
-        now = self.clock()
-        self._ended = {uid: until for uid, until in self._ended.items() if until > now}
+        self._forget_ended(self.clock())
         return {uid for grant in self.grants() for uid in grant.victims} | set(self._ended)
 
     def _end(self, grants: Iterable[Grant], now: float) -> None:
         for grant in grants:
             for uid in grant.victims:
                 self._ended[uid] = now + self.ttl
+
+    def _forget_ended(self, now: float) -> None:
+        """Drop the ended grants' victims older than ``ttl`` (also where nothing asks for
+        them: without the gang preemption watch they would pile up)."""
+        if self._ended:
+            self._ended = {uid: until for uid, until in self._ended.items() if until > now}
 
     def record(
         self,
@@ -101,6 +106,7 @@ class PreemptionGrants:
     def prune(self, state: ClusterState) -> None:
         """Drops grants the cluster has caught up with. Call with the state's lock held."""
         now = self.clock()
+        self._forget_ended(now)
         for key in list(self._by_preemptor):
             per_node = self._by_preemptor[key]
             task = state.task(key)

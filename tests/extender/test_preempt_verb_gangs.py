@@ -175,3 +175,14 @@ def test_the_victims_of_a_grant_that_ended_still_count_as_handed_out_for_a_while
     assert acct.grants.victims_handed_out() == {"ns-v"}
     clock.now += acct.grants.ttl + 1
     assert acct.grants.victims_handed_out() == set()
+
+
+def test_the_victims_of_ended_grants_are_forgotten_by_prune_alone() -> None:
+    """Where no watch asks for them (no native PodGroups), pruning still lets them go."""
+    acct, clock = accounting(one_victim_and_lone_preemptors("a"))
+    preempt_pod(acct, high("a1", "a"), {"n1": ["ns-v"]})
+    victim_gone_and_preemptor_bound(acct)
+    assert acct.grants._ended
+    clock.now += acct.grants.ttl + 1
+    acct.grants.prune(acct.state)
+    assert not acct.grants._ended
