@@ -52,6 +52,9 @@ class PreemptionGrants:
         #: Victim UID -> until when it is still reported as handed out after its grant
         #: ended (the preemptor bound before a watcher of evictions looked).
         self._ended: dict[str, float] = {}
+        #: Preemptors holding grants that the cache has shown: one that then disappears
+        #: is gone (deleted), one never shown is only not delivered yet.
+        self._seen: set[str] = set()
 
     def __len__(self) -> int:
         return sum(len(g) for g in self._by_preemptor.values())
@@ -110,22 +113,31 @@ class PreemptionGrants:
         for key in list(self._by_preemptor):
             per_node = self._by_preemptor[key]
             task = state.task(key)
-            if task is None or task.status != TaskStatus.PENDING:
+            if task is not None:
+                self._seen.add(key)
+            if (task is None and key in self._seen) or (
+                task is not None and task.status != TaskStatus.PENDING
+            ):
                 log.log(v(4), "Preemptor <%s> is bound or gone: its grants end", key)
                 self._end(per_node.values(), now)
                 del self._by_preemptor[key]
+                self._seen.discard(key)
                 continue
             for node, grant in list(per_node.items()):
                 if grant.expires <= now:
                     log.log(v(3), "Grant of node <%s> to <%s> expired", node, key)
                     self._end([grant], now)
                     del per_node[node]
-            chosen = task.nominated_node_name or self._node_with_victims_gone(state, per_node)
+            # (A preemptor the cache has not shown yet keeps its grants until it shows, or
+            # until they expire: not shown is not gone.)
+            nominated = task.nominated_node_name if task is not None else ""
+            chosen = nominated or self._node_with_victims_gone(state, per_node)
             if chosen and chosen in per_node:
                 for node in [n for n in per_node if n != chosen]:
                     self._end([per_node.pop(node)], now)
             if not per_node:
                 del self._by_preemptor[key]
+                self._seen.discard(key)
 
     @staticmethod
     def _node_with_victims_gone(state: ClusterState, per_node: dict[str, Grant]) -> str:

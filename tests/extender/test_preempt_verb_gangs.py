@@ -186,3 +186,24 @@ def test_the_victims_of_ended_grants_are_forgotten_by_prune_alone() -> None:
     clock.now += acct.grants.ttl + 1
     acct.grants.prune(acct.state)
     assert not acct.grants._ended
+
+
+def test_a_preemptor_the_cache_has_not_shown_keeps_its_grant_until_it_shows_or_expires() -> None:
+    """kube-scheduler may ask before our watch delivers the pod: not shown is not gone, so
+    its grant holds (no victims elsewhere, the node not promised to another)."""
+    acct, clock = accounting(one_victim_and_lone_preemptors("b"))
+    unseen = high("a1", "b")
+    unseen["metadata"]["name"] = "late"
+    unseen["metadata"]["uid"] = "ns-late"
+    assert preempt_pod(acct, unseen, {"n1": ["ns-v"]})["n1"].uids == ["ns-v"]
+    assert preempt_pod(acct, high("b1", "b"), {"n1": ["ns-v"]}) == {}  # promised to late
+    assert len(acct.grants) == 1
+    acct.state.upsert("Pod", unseen)  # delivered, then deleted: gone
+    acct.grants.prune(acct.state)
+    acct.state.delete("Pod", "ns/late")
+    acct.grants.prune(acct.state)
+    assert len(acct.grants) == 0
+    assert preempt_pod(acct, unseen, {"n1": ["ns-v"]})["n1"].uids == ["ns-v"]
+    clock.now += acct.grants.ttl + 1
+    acct.grants.prune(acct.state)
+    assert len(acct.grants) == 0

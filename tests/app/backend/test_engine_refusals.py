@@ -99,3 +99,43 @@ def test_write_status_false_tells_nothing() -> None:
     backend.preempt(pod("claim", cpu="2", queue="q1", priority=100), {"n1": ["ns-hog"]})
     assert recorder.flush(timeout=1.0)
     assert rest.posts == []
+
+
+def test_a_preemptor_tried_again_before_its_victim_goes_is_told_why_it_gets_none() -> None:
+    """kube-scheduler retried the pod while the victim chosen for it is still terminating:
+    no victim elsewhere, and an event on the pod saying so."""
+    objects = [
+        priority_class("low", 1),
+        priority_class("high", 100),
+        node("n1", cpu="2", memory="4Gi"),
+        node("n2", cpu="2", memory="4Gi"),
+        queue("q1"),
+        pod("v1", cpu="2", memory="1Gi", node_name="n1", queue="q1", priority_class="low"),
+        pod("v2", cpu="2", memory="1Gi", node_name="n2", queue="q1", priority_class="low"),
+    ]
+    state = ClusterState()
+    state.apply_objects(collect(objects))
+    rest = FakeRest()
+    recorder = EventRecorder(rest, "r", lambda: True, registry=CollectorRegistry()).start()  # type: ignore[arg-type]
+    backend = EngineBackend(
+        state,
+        default_configuration(),
+        BackendOptions(scheduler_names=("queue-scheduler",)),
+        controller=StandInController(recorder),  # type: ignore[arg-type]
+    )
+    claim = pod("claim", cpu="2", memory="1Gi", queue="q1", priority_class="high", priority=100)
+    try:
+        first = backend.preempt(claim, {"n1": ["ns-v1"]})
+        again = backend.preempt(claim, {"n2": ["ns-v2"]})
+        assert recorder.flush()
+    finally:
+        recorder.stop()
+    assert {n: v.uids for n, v in first.items()} == {"n1": ["ns-v1"]}
+    assert again == {}
+    [event] = rest.posts
+    assert (event["reason"], event["action"], event["type"]) == (
+        "PreemptionInProgress",
+        "Preempt",
+        "Warning",
+    )
+    assert "being evicted on n1 (1 victim)" in event["note"]
