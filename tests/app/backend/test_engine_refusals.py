@@ -54,22 +54,32 @@ def full_cluster_of_an_unreclaimable_queue() -> ClusterState:
     return state
 
 
+def telling_backend(
+    state: ClusterState, rest: FakeRest, instance: str = "r", leader: bool = True
+) -> tuple[EngineBackend, EventRecorder]:
+    """A backend whose preempt refusals go, as events, to ``rest`` (started recorder)."""
+    recorder = EventRecorder(
+        rest,  # type: ignore[arg-type]
+        instance,
+        lambda: leader,
+        registry=CollectorRegistry(),
+    ).start()
+    backend = EngineBackend(
+        state,
+        default_configuration(),
+        BackendOptions(scheduler_names=("queue-scheduler",)),
+        controller=StandInController(recorder),  # type: ignore[arg-type]
+    )
+    return backend, recorder
+
+
 @pytest.mark.parametrize("leader", [True, False])
 def test_a_refused_preemption_is_an_event_from_the_answering_replica_leader_or_not(
     leader: bool,
 ) -> None:
     rest = FakeRest()
-    recorder = EventRecorder(
-        rest,  # type: ignore[arg-type]
-        "replica-b",
-        lambda: leader,
-        registry=CollectorRegistry(),
-    ).start()
-    backend = EngineBackend(
-        full_cluster_of_an_unreclaimable_queue(),
-        default_configuration(),
-        BackendOptions(scheduler_names=("queue-scheduler",)),
-        controller=StandInController(recorder),  # type: ignore[arg-type]
+    backend, recorder = telling_backend(
+        full_cluster_of_an_unreclaimable_queue(), rest, "replica-b", leader
     )
     claim = pod("claim", cpu="2", memory="1Gi", queue="q1", priority_class="high", priority=100)
     try:
@@ -116,13 +126,7 @@ def test_a_preemptor_tried_again_before_its_victim_goes_is_told_why_it_gets_none
     state = ClusterState()
     state.apply_objects(collect(objects))
     rest = FakeRest()
-    recorder = EventRecorder(rest, "r", lambda: True, registry=CollectorRegistry()).start()  # type: ignore[arg-type]
-    backend = EngineBackend(
-        state,
-        default_configuration(),
-        BackendOptions(scheduler_names=("queue-scheduler",)),
-        controller=StandInController(recorder),  # type: ignore[arg-type]
-    )
+    backend, recorder = telling_backend(state, rest)
     claim = pod("claim", cpu="2", memory="1Gi", queue="q1", priority_class="high", priority=100)
     try:
         first = backend.preempt(claim, {"n1": ["ns-v1"]})
