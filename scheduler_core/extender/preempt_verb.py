@@ -114,8 +114,9 @@ def _answer_from_own_grant(
     """The answer to a preemptor that holds a grant: kube-scheduler preempts asynchronously
     and may try the same pod again before the evictions it started show. Its victims are
     already on their way out, so the only answer that evicts nothing in vain is the same
-    node with the same victims (evicting a pod twice is a no-op), and only when that node
-    is the one the grant names: a preemptor holding grants on several nodes, kube-scheduler's
+    node with the same victims (evicting a pod twice is a no-op), and only when
+    kube-scheduler proposes that node again (with those victims among its own, or none, to
+    let the extender choose): a preemptor holding grants on several nodes, kube-scheduler's
     choice among them not shown yet, gets none until it shows (the grants end when the
     preemptor binds or after their timeout)."""
     if len(own) > 1:
@@ -129,7 +130,8 @@ def _answer_from_own_grant(
         return {}
     ((node_name, grant),) = own.items()
     proposed = candidates.get(node_name)
-    if proposed is None or not set(grant.victims) <= set(proposed):
+    # (An empty list asks the extender to choose, as the first answer did.)
+    if proposed is None or (proposed and not set(grant.victims) <= set(proposed)):
         log.log(
             v(3),
             "Pod <%s> asks again while its victims %s on Node <%s> are being evicted: no "

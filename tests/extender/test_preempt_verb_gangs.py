@@ -148,6 +148,8 @@ def test_a_preemptor_asking_again_before_its_victims_go_gets_no_victims_elsewher
     assert preempt_pod(acct, high("m0", "job"), {"n1": ["ns-v1"]}) == {}
     both = preempt_pod(acct, high("m0", "job"), {"n0": ["ns-v0"], "n1": ["ns-v1"]})
     assert {n: c.uids for n, c in both.items()} == {"n0": ["ns-v0"]}
+    # a candidate with no proposed victims asks the extender to choose: the same answer
+    assert preempt_pod(acct, high("m0", "job"), {"n0": []})["n0"].uids == ["ns-v0"]
     # another member still gets its own victim: the gang needs two
     assert preempt_pod(acct, high("m1", "job"), {"n1": ["ns-v1"]})["n1"].uids == ["ns-v1"]
 
