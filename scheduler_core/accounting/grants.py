@@ -113,11 +113,12 @@ class PreemptionGrants:
         for key in list(self._by_preemptor):
             per_node = self._by_preemptor[key]
             task = state.task(key)
-            if task is not None:
+            if task is None:
+                gone = key in self._seen
+            else:
                 self._seen.add(key)
-            if (task is None and key in self._seen) or (
-                task is not None and task.status != TaskStatus.PENDING
-            ):
+                gone = task.status != TaskStatus.PENDING
+            if gone:
                 log.log(v(4), "Preemptor <%s> is bound or gone: its grants end", key)
                 self._end(per_node.values(), now)
                 del self._by_preemptor[key]
