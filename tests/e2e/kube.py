@@ -433,6 +433,10 @@ class FakeKubelet:
         self.core = client.CoreV1Api(api)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="fake-kubelet", daemon=True)
+        #: The watch being read, so that ``stop`` can shut its socket: a read blocks until the
+        #: next pod event or the watch's 30 s timeout, and while it is open kube-apiserver
+        #: waits for it when asked to stop.
+        self._open_watch: watch.Watch | None = None
         self.started: int = 0
 
     def start(self) -> FakeKubelet:
@@ -441,6 +445,8 @@ class FakeKubelet:
 
     def stop(self) -> None:
         self._stop.set()
+        if (open_watch := self._open_watch) is not None:
+            open_watch.stop()
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
@@ -455,7 +461,9 @@ class FakeKubelet:
                 self._stop.wait(0.5)
 
     def _watch(self, resource_version: str) -> None:
-        w = watch.Watch()
+        w = self._open_watch = watch.Watch()
+        if self._stop.is_set():  # stopped between the list and now: ``stop`` saw no watch
+            return
         for event in self._events(w, resource_version):
             if self._stop.is_set():
                 w.stop()
