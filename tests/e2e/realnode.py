@@ -26,7 +26,9 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tarfile
 import time
 from collections.abc import Iterator
@@ -334,6 +336,40 @@ def build_project_image(docker: Docker, base: str, out: Path) -> Path:
     )
     run([*docker.cli(), "image", "prune", "--force"])
     return out
+
+
+def project_image(cache: Path, logs: Path) -> Path:
+    """The project's image as a docker archive for containerd: `make image` on the Debian 12
+    base, by a private dockerd whose storage (and so its build cache) stays in ``cache``."""
+    docker = Docker(cache, logs).start()
+    try:
+        base = debian_base(docker, cache)
+        return build_project_image(docker, base, cache / "images" / "kube-queue-extender.tar")
+    finally:
+        docker.stop()
+
+
+def prepare(logs: Path) -> int:
+    """Fills the cache ahead of the real-node tests (`make test` runs this in the background
+    while the unit tier runs): the Debian base, the Docker build cache and the image. The
+    tests build the image again, from this cache, so nothing here decides what they see.
+    Without the node's parts (no root, a missing package) there is nothing to prepare."""
+    missing = missing_parts()
+    if missing:
+        print("real-node images: nothing prepared, this machine lacks " + ", ".join(missing))
+        return 0
+
+    def stop(signum: int, _frame: Any) -> None:
+        # Killed because the suite stopped early: leave through the finally clauses, which
+        # stop the private dockerd.
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    started = time.monotonic()
+    logs.mkdir(parents=True, exist_ok=True)
+    image = project_image(CACHE, logs)
+    print(f"real-node images: {image} prepared in {time.monotonic() - started:.0f} s")
+    return 0
 
 
 # --- the node --------------------------------------------------------------------------
@@ -671,3 +707,9 @@ def real_cluster(kube_bin: Path, workdir: Path) -> Iterator[tuple[ControlPlane, 
         node.stop()
         cp.stop()
         network.delete()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["prepare"] or len(sys.argv) != 3:
+        sys.exit("usage: python -m tests.e2e.realnode prepare LOG_DIRECTORY")
+    sys.exit(prepare(Path(sys.argv[2])))

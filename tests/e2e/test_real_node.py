@@ -90,15 +90,7 @@ def real_bin() -> Path:
 @pytest.fixture(scope="module")
 def project_image(real_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`make image` on a Debian 12 base made by debootstrap, by a private dockerd."""
-    logs = tmp_path_factory.mktemp("docker")
-    docker = realnode.Docker(realnode.CACHE, logs).start()
-    try:
-        base = realnode.debian_base(docker, realnode.CACHE)
-        return realnode.build_project_image(
-            docker, base, realnode.CACHE / "images" / "kube-queue-extender.tar"
-        )
-    finally:
-        docker.stop()
+    return realnode.project_image(realnode.CACHE, tmp_path_factory.mktemp("docker"))
 
 
 @dataclass
