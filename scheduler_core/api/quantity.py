@@ -143,7 +143,7 @@ def _parse_text(text: str) -> Decimal | None:
     return amount
 
 
-def parse_quantity(value: str | int | float, where: str = "") -> Decimal:
+def parse_quantity(value: object, where: str = "") -> Decimal:
     """Parse a Kubernetes quantity exactly as the API server would.
 
     ``value`` may be an int or float because YAML hands ``cpu: 2`` or ``cpu: 0.5`` over
@@ -167,7 +167,7 @@ def parse_quantity(value: str | int | float, where: str = "") -> Decimal:
     return parsed
 
 
-def parse_amount(value: str | int | float, where: str = "") -> Decimal:
+def parse_amount(value: object, where: str = "") -> Decimal:
     """``parse_quantity`` for an amount of a resource (a request, a limit, an allocatable,
     a queue's capability): the API server refuses a negative one on a pod ("must be greater
     than or equal to 0") and nothing can hold less than nothing, yet a negative amount added

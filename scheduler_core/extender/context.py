@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler_core.accounting.keeper import QueueAccounting
 from scheduler_core.api.job import JobInfo
@@ -25,6 +25,28 @@ from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
 log = logging.getLogger("scheduler_core.extender.context")
+
+
+class PodView(Protocol):
+    """What the filter rules read of a pod (``check_pod``): a requesting pod's
+    ``PodContext``, or a pending task of the cache seen as one (``holds.hold_reason``)."""
+
+    @property
+    def acct(self) -> QueueAccounting: ...
+    @property
+    def ssn(self) -> Session: ...
+    @property
+    def job(self) -> JobInfo | None: ...
+    @property
+    def task(self) -> TaskInfo: ...
+    @property
+    def job_id(self) -> str: ...
+    @property
+    def queue_name(self) -> str: ...
+    @property
+    def two_groups(self) -> str: ...
+    @property
+    def queue(self) -> QueueInfo | None: ...
 
 
 class PodContext:

@@ -20,7 +20,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.types import TaskStatus
-from scheduler_core.extender.context import PodContext
+from scheduler_core.extender.context import PodContext, PodView
 from scheduler_core.extender.decisions import FilterResult
 from scheduler_core.framework.status import Status, unschedulable
 from scheduler_core.framework.topology_fit import DomainChoice
@@ -46,7 +46,7 @@ def over_share(queue: QueueInfo) -> str:
 
 
 def check_pod(
-    ctx: PodContext, node_names: Sequence[str] | None = None, *, keep_choice: bool = True
+    ctx: PodView, node_names: Sequence[str] | None = None, *, keep_choice: bool = True
 ) -> Status | None:
     """The queue and gang checks, in the order a person would debug them. ``keep_choice``:
     a topology gang's domain chosen here is kept for its other members (the verbs); off
@@ -92,7 +92,7 @@ def check_pod(
     return None
 
 
-def topology_choice(ctx: PodContext, *, keep: bool = True) -> DomainChoice | None:
+def topology_choice(ctx: PodView, *, keep: bool = True) -> DomainChoice | None:
     """The network domain the pod's gang goes to: kept per gang by the session keeper
     (``keep``), or only looked at (the kept one if it holds, else chosen and forgotten)."""
     job = ctx.job
@@ -158,7 +158,7 @@ def within_domain(
     return passed, refused
 
 
-def gang_shortfall(ctx: PodContext, node_names: Sequence[str] | None) -> str | None:
+def gang_shortfall(ctx: PodView, node_names: Sequence[str] | None) -> str | None:
     """A gang is held back rather than placed in part: unless there is room, right now, for
     every member still missing, none of them starts.
 

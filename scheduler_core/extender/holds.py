@@ -55,8 +55,7 @@ def hold_reason(
     acct: QueueAccounting, ssn: Session, job: JobInfo, task: TaskInfo
 ) -> tuple[str, str] | None:
     """(rule code, sentence) of the filter rule holding ``task``, or None if none does."""
-    ctx: Any = _TaskContext(acct, ssn, job, task)
-    rejection = check_pod(ctx, keep_choice=False)
+    rejection = check_pod(_TaskContext(acct, ssn, job, task), keep_choice=False)
     return None if rejection is None else (rejection.reason_code, rejection.message)
 
 
