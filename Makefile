@@ -51,10 +51,10 @@ $(WHEELS)/locked/.complete: requirements.lock | $(RUN_STAMP)
 # The project's wheel is reproducible: its files are dated at the last commit
 # (SOURCE_DATE_EPOCH), so the same sources make the same wheel byte for byte and Docker's build
 # cache holds from one `make image` to the next.
+wheelhouse: export SOURCE_DATE_EPOCH = $(shell git log -1 --format=%ct 2>/dev/null || echo 315532800)
 wheelhouse: $(WHEELS)/locked/.complete $(RUN_STAMP)
 	rm -rf $(WHEELS)/project
-	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 315532800) \
-	  $(BIN)/pip wheel --quiet --no-deps --wheel-dir $(WHEELS)/project .
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir $(WHEELS)/project .
 
 image: wheelhouse
 	$(DOCKER) build -t $(IMAGE) --build-arg BASE_IMAGE=$(BASE_IMAGE) \
