@@ -109,7 +109,8 @@ real-node: $(STAMP) real-node-deps
 # waiting on the network and the disk: it is made in the background while the checks and the
 # unit tier run, into the cache the real-node tests build from. Those tests still build it
 # (from the warm cache now), so the background build decides nothing they see; if it fails,
-# they fail on the same step and say why (its own output: build/real-node-prepare.log).
+# they take the same steps again and say why if those fail too (the background build's own
+# output: build/real-node-prepare.log, printed before the end-to-end tier).
 PREPARE_LOG := build/real-node-prepare.log
 test: $(STAMP) real-node-deps
 	@mkdir -p build
