@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from scheduler_core.framework import registry
-from scheduler_core.framework.registry import Plugin
+from scheduler_core.framework.registry import AnyPlugin
 from tests.fakeapi import FakeApiServer
 
-RegisterPlugin = Callable[[type[Plugin]], None]
+RegisterPlugin = Callable[[type[AnyPlugin]], None]
 
 
 @pytest.fixture
@@ -30,7 +30,7 @@ def register_plugin() -> Iterator[RegisterPlugin]:
     sees another's plugins and no test plugin can shadow a real one."""
     added: list[str] = []
 
-    def register(cls: type[Plugin]) -> None:
+    def register(cls: type[AnyPlugin]) -> None:
         assert registry.plugin_builder(cls.name) is None, f"plugin {cls.name} already exists"
         registry.register_plugin(cls)
         added.append(cls.name)

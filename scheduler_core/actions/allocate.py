@@ -17,7 +17,7 @@ from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PodGroupPhase, TaskStatus, allocated_status
 from scheduler_core.framework.priority_queue import PriorityQueue
-from scheduler_core.framework.registry import Action, register_action
+from scheduler_core.framework.registry import Action
 from scheduler_core.framework.resource_fit import resource_fit_error
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Statement, StatementError
@@ -52,7 +52,6 @@ def need_continue_allocating(job: JobInfo, failed_roles: set[str]) -> bool:
     return True
 
 
-@register_action
 class Allocate(Action):
     name = "allocate"
 

@@ -14,7 +14,7 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.types import PodGroupPhase
 from scheduler_core.framework.priority_queue import PriorityQueue
-from scheduler_core.framework.registry import Action, register_action
+from scheduler_core.framework.registry import Action
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
@@ -25,7 +25,6 @@ log = logging.getLogger("scheduler_core.actions.enqueue")
 AdmitGate = Callable[[Session, JobInfo], bool]
 
 
-@register_action
 class Enqueue(Action):
     """``also`` (none in a scheduling cycle) is a further condition on admission, asked only
     when the plugins permit a job, in the same turn, so a job it refuses reserves nothing

@@ -51,7 +51,7 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import PREEMPTION_POLICY_NEVER, TaskStatus, preemptable_status
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.priority_queue import PriorityQueue
-from scheduler_core.framework.registry import Action, register_action
+from scheduler_core.framework.registry import Action
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.statement import Op, Statement, StatementError
 from scheduler_core.framework.status import Code
@@ -132,7 +132,6 @@ def _pending_tasks(ssn: Session, job: JobInfo) -> PriorityQueue[TaskInfo]:
     )
 
 
-@register_action
 class PreemptAction(Action):
     name = "preempt"
 

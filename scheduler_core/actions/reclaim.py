@@ -58,7 +58,7 @@ from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.cannot_help import note_if_unhelpable
 from scheduler_core.framework.cannot_help_alike import AlikeRefusals
 from scheduler_core.framework.priority_queue import PriorityQueue
-from scheduler_core.framework.registry import Action, register_action
+from scheduler_core.framework.registry import Action
 from scheduler_core.framework.session import QueueShare, Session
 from scheduler_core.framework.statement import Op, Statement, StatementError
 from scheduler_core.framework.topology_fit import (
@@ -75,7 +75,6 @@ from scheduler_core.logutil import v
 log = logging.getLogger("scheduler_core.actions.reclaim")
 
 
-@register_action
 class ReclaimAction(Action):
     name = "reclaim"
 

@@ -1,8 +1,9 @@
 """Plugin and action base classes and their registries.
 
-Plugins and actions register themselves by name when their package is imported; the
-framework only ever reaches them through these registries and the session's hooks, so
-actions never import plugins (the layering of Volcano's scheduler).
+The plugins' and the actions' packages register each of theirs by name when imported (their
+``__init__``, as Volcano's ``factory.go`` files); the framework only ever reaches them
+through these registries and the session's hooks, so actions never import plugins (the
+layering of Volcano's scheduler).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from scheduler_core.api.usage import JobUsage
 from scheduler_core.conf import SchedulerConfiguration
@@ -48,19 +49,28 @@ def follows_nothing() -> None:
     """The step of a plugin that keeps nothing a change of usage makes stale."""
 
 
-class Plugin(ABC):
+#: A plugin's arguments record (``Plugin.args``).
+ArgsT = TypeVar("ArgsT", bound=PluginArgs)
+
+
+class Plugin(ABC, Generic[ArgsT]):
     """A plugin reads its arguments through ``args``, its ``args_type`` record: parsed once
     when the configuration is loaded (a value it refuses refuses the configuration there)
     and handed to every session's instance, so no session reads the raw map again. A
     plugin that reads no arguments keeps the default, ``NoArgs``. ``arguments`` (the raw
-    map) stays for a plugin not yet written with a record."""
+    map) stays for a plugin not yet written with a record.
+
+    The record's type is the class's parameter (``class BinpackPlugin(Plugin[BinpackArgs])``
+    with ``args_type = BinpackArgs``): a subclass states it once in its bases instead of
+    narrowing the attribute's type, which a compiled class may not do."""
 
     name: ClassVar[str]
     args_type: ClassVar[type[PluginArgs]] = NoArgs
 
     def __init__(self, arguments: Arguments) -> None:
         self.arguments = arguments
-        self.args: PluginArgs = arguments.typed(self.args_type)
+        # ``args_type`` is the class's ``ArgsT`` (a class variable cannot be typed by it).
+        self.args: ArgsT = cast(ArgsT, arguments.typed(self.args_type))
 
     @classmethod
     def conf_problems(cls, arguments: Arguments, conf: SchedulerConfiguration) -> list[str]:
@@ -75,7 +85,7 @@ class Plugin(ABC):
     def on_session_open(self, ssn: Session) -> None:
         """Register hooks and build per-session state."""
 
-    def on_session_close(self, ssn: Session) -> None:  # noqa: B027 - optional hook
+    def on_session_close(self, ssn: Session) -> None:
         """Drop per-session state; most plugins have nothing to do."""
 
     def can_follow(self, ssn: Session) -> bool:
@@ -94,6 +104,10 @@ class Plugin(ABC):
         return None
 
 
+#: A plugin of any arguments record: what the registry, the session and the framework hold.
+AnyPlugin = Plugin[Any]
+
+
 class Action(ABC):
     name: ClassVar[str]
 
@@ -104,24 +118,19 @@ class Action(ABC):
     def execute(self, ssn: Session) -> None: ...
 
 
-_PLUGINS: dict[str, Callable[[Arguments], Plugin]] = {}
+_PLUGINS: dict[str, Callable[[Arguments], AnyPlugin]] = {}
 _ACTIONS: dict[str, Callable[[], Action]] = {}
 
-P = TypeVar("P", bound=type[Plugin])
-A = TypeVar("A", bound=type[Action])
 
-
-def register_plugin(cls: P) -> P:
+def register_plugin(cls: type[AnyPlugin]) -> None:
     _PLUGINS[cls.name] = cls
-    return cls
 
 
-def register_action(cls: A) -> A:
+def register_action(cls: type[Action]) -> None:
     _ACTIONS[cls.name] = cls
-    return cls
 
 
-def plugin_builder(name: str) -> Callable[[Arguments], Plugin] | None:
+def plugin_builder(name: str) -> Callable[[Arguments], AnyPlugin] | None:
     return _PLUGINS.get(name)
 
 

@@ -67,7 +67,7 @@ from scheduler_core.framework.hooks import QueueShare as QueueShare
 from scheduler_core.framework.memo import SessionMemos
 from scheduler_core.framework.node_scores import FloatArray, NodeScoreArray
 from scheduler_core.framework.priority_queue import PriorityQueue
-from scheduler_core.framework.registry import Plugin
+from scheduler_core.framework.registry import AnyPlugin
 from scheduler_core.framework.status import Status
 
 log = logging.getLogger("scheduler_core.session")
@@ -112,7 +112,7 @@ class Session:
     snapshot: ClusterSnapshot
     conf: SchedulerConfiguration
     uid: int = 0
-    plugins: dict[str, Plugin] = field(default_factory=dict)
+    plugins: dict[str, AnyPlugin] = field(default_factory=dict)
     event_handlers: list[EventHandler] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
     bound: list[TaskInfo] = field(default_factory=list)

@@ -11,7 +11,6 @@ from collections.abc import Hashable
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.fit import PERMIT
 from scheduler_core.framework.hooks import PREEMPTABLE, PREEMPTOR_KEY, RECLAIMABLE
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.util.live_jobs import ReadsLive
 
@@ -35,7 +34,6 @@ def reads_no_preemptor(_preemptor: TaskInfo) -> Hashable:
     return ()
 
 
-@register_plugin
 class ConformancePlugin(ReadsLive):
     name = "conformance"
 

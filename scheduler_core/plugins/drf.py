@@ -15,10 +15,10 @@ from types import MappingProxyType
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.resource import Resource
 from scheduler_core.api.task import TaskInfo
-from scheduler_core.framework.arguments import Arguments
+from scheduler_core.framework.arguments import Arguments, NoArgs
 from scheduler_core.framework.fit import PERMIT
 from scheduler_core.framework.hooks import JOB_ORDER, JOB_ORDER_KEY, PREEMPTABLE, PREEMPTOR_KEY
-from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
+from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
 
@@ -67,8 +67,7 @@ def calculate_share(
     return dominant, result
 
 
-@register_plugin
-class DrfPlugin(Plugin):
+class DrfPlugin(Plugin[NoArgs]):
     name = "drf"
 
     def __init__(self, arguments: Arguments) -> None:

@@ -15,7 +15,6 @@ from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework import hooks
 from scheduler_core.framework.fit import PERMIT, PERMITTED, REJECT, Vote
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
@@ -135,7 +134,6 @@ def gang_victims(jobs: Mapping[str, JobInfo], preemptees: list[TaskInfo]) -> lis
     return victims
 
 
-@register_plugin
 class GangPlugin(ReadsLive):
     name = "gang"
 

@@ -22,7 +22,6 @@ from scheduler_core.framework.hooks import (
     PREEMPTOR_KEY,
     TASK_ORDER,
 )
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.util.live_jobs import ReadsLive, with_known_jobs
@@ -120,7 +119,6 @@ def priority_victims(
     return victims
 
 
-@register_plugin
 class PriorityPlugin(ReadsLive):
     name = "priority"
 

@@ -45,16 +45,15 @@ class LimitArgs:
         return cls(limit=limit)
 
 
-class LimitedPlugin(Plugin):
+class LimitedPlugin(Plugin[LimitArgs]):
     name = "test-limited"
     args_type: ClassVar[type[LimitArgs]] = LimitArgs
-    args: LimitArgs
 
     def on_session_open(self, ssn: Session) -> None:
         pass
 
 
-class PlainPlugin(Plugin):
+class PlainPlugin(Plugin[NoArgs]):
     """Written without a record: the raw map is still its to read."""
 
     name = "test-plain"

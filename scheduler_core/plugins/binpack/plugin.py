@@ -29,7 +29,6 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.node_scores import NodeScoreArray
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.binpack.args import BinpackArgs
@@ -116,14 +115,12 @@ def _node_score(
     return 0.0 if overflowed else score * MAX_NODE_SCORE * factor
 
 
-@register_plugin
-class BinpackPlugin(TableScoredPlugin):
+class BinpackPlugin(TableScoredPlugin[BinpackArgs]):
     """Registered as a batch hook computed over the session's ``NodeTable``; the per-node
     path serves at V(4) (to log per node) and for nodes outside the table."""
 
     name = "binpack"
     args_type: ClassVar[type[BinpackArgs]] = BinpackArgs
-    args: BinpackArgs
     score_log = log
     score_line = "Binpack score for Task %s/%s on node %s is: %s"
 

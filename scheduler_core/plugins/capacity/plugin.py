@@ -14,7 +14,6 @@ from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.fit import PERMITTED, REJECT, Vote
 from scheduler_core.framework.hooks import QUEUE_ORDER, VICTIM_QUEUE_ORDER
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.capacity.args import CapacityArgs
@@ -37,7 +36,6 @@ from scheduler_core.plugins.fairshare.spec import hierarchy_enabled, total_guara
 log = logging.getLogger("scheduler_core.plugins.capacity")
 
 
-@register_plugin
 class CapacityPlugin(CapacityReclaim):
     """Queues with a deserved share written in their spec; ``queue_opts`` (queue name ->
     its record, with ``ancestors``/``children`` in a hierarchy) stays readable after the
@@ -48,7 +46,6 @@ class CapacityPlugin(CapacityReclaim):
     job_not_found = "[capacity] job <%s> of task <%s/%s> not found in session"
     queue_not_found = "[capacity] queue <%s> of task <%s/%s> not found in queueOpts"
     args_type: ClassVar[type[CapacityArgs]] = CapacityArgs
-    args: CapacityArgs
 
     def _share(self, attr: QueueAttr) -> float:
         return capacity_share(attr)

@@ -29,11 +29,10 @@ _DISJOINT = (
 NOT_READY = "Capacity plugin failed to check queue's hierarchical structure!"
 
 
-class CapacityReclaim(FairSharePlugin):
+class CapacityReclaim(FairSharePlugin[CapacityArgs]):
     """The reclaim half of capacity's rules, over the records its session built."""
 
     log = log
-    args: CapacityArgs
     #: whether the queues form a tree (``enableHierarchy``)
     hierarchy: bool
     #: false when the tree is unusable: every queue decision is then refused

@@ -30,7 +30,7 @@ from scheduler_core.framework.hooks import (
     RECLAIMABLE,
     SIMULATE_ALLOCATABLE,
 )
-from scheduler_core.framework.registry import Plugin
+from scheduler_core.framework.registry import ArgsT, Plugin
 from scheduler_core.framework.session import CycleState, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare import charging
@@ -40,7 +40,7 @@ from scheduler_core.plugins.fairshare.refusals import over_real_capability, queu
 from scheduler_core.plugins.fairshare.spec import format_resource_names
 
 
-class FairSharePlugin(QueueCharging, Plugin):
+class FairSharePlugin(QueueCharging, Plugin[ArgsT]):
     """``queue_opts`` (queue name -> its record) stays readable after the session closes, so
     reporting (simulate, /metrics, explain) can show what the session decided from."""
 

@@ -37,7 +37,6 @@ from scheduler_core.api.task import NodeSelectorRequirement, TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import BATCH_NODE_ORDER
 from scheduler_core.framework.node_scores import NodeScoreArray
-from scheduler_core.framework.registry import register_plugin
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.nodeorder.args import IMAGE_LOCALITY_WEIGHT, NodeOrderArgs
@@ -82,14 +81,12 @@ def _requirement(req: NodeSelectorRequirement) -> tuple[str, str, tuple[str, ...
     return (req.key, req.operator, req.values)
 
 
-@register_plugin
-class NodeOrderPlugin(TableScoredPlugin):
+class NodeOrderPlugin(TableScoredPlugin[NodeOrderArgs]):
     """All of nodeorder as one batch hook: the per-node scores and the taint-toleration
     normalisation summed per node, vectorised over the session's ``NodeTable``."""
 
     name = "nodeorder"
     args_type: ClassVar[type[NodeOrderArgs]] = NodeOrderArgs
-    args: NodeOrderArgs
     score_log = log
     score_line = "Total Score for task %s/%s on node %s is: %f"
 

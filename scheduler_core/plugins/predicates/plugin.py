@@ -29,7 +29,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import PRE_PREDICATE, PREDICATE
-from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, register_plugin
+from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange
 from scheduler_core.framework.session import EventHandler, Session
 from scheduler_core.framework.status import Code, Status
 from scheduler_core.logutil import v
@@ -61,11 +61,9 @@ def _signature_memo() -> dict[str, tuple[TaskInfo, Hashable]]:
     return {}
 
 
-@register_plugin
-class PredicatesPlugin(Plugin):
+class PredicatesPlugin(Plugin[PredicatesArgs]):
     name = "predicates"
     args_type: ClassVar[type[PredicatesArgs]] = PredicatesArgs
-    args: PredicatesArgs
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

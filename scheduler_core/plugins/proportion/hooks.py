@@ -15,11 +15,12 @@ from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare.attrs import QueueAttr, proportion_share, trace
 from scheduler_core.plugins.fairshare.plugin import FairSharePlugin
 from scheduler_core.plugins.fairshare.refusals import cannot_take_more, not_open, over_limit
+from scheduler_core.plugins.proportion.args import ProportionArgs
 
 log = logging.getLogger("scheduler_core.plugins.proportion")
 
 
-class ProportionRules(FairSharePlugin):
+class ProportionRules(FairSharePlugin[ProportionArgs]):
     """The hooks proportion fills, over the queue records its session derived."""
 
     log = log

@@ -14,7 +14,7 @@ from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.usage import JobUsage, job_usage
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.hooks import OVERUSED, QUEUE_ORDER, WeightAdjustment
-from scheduler_core.framework.registry import FollowStep, UsageChange, register_plugin
+from scheduler_core.framework.registry import FollowStep, UsageChange
 from scheduler_core.framework.session import QueueShare, Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.fairshare.attrs import FillRound, QueueAttr, proportion_share, trace
@@ -36,7 +36,6 @@ from scheduler_core.plugins.proportion.memo import (
 log = logging.getLogger("scheduler_core.plugins.proportion")
 
 
-@register_plugin
 class ProportionPlugin(ProportionRules):
     """Weighted fair share between flat queues; ``queue_opts`` stays readable after the
     session closes, so reporting (simulate, /metrics) can show what it decided from."""
@@ -44,7 +43,6 @@ class ProportionPlugin(ProportionRules):
     name = "proportion"
     log_label = "Proportion"
     args_type: ClassVar[type[ProportionArgs]] = ProportionArgs
-    args: ProportionArgs
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

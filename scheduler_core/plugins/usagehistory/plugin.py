@@ -45,7 +45,6 @@ from scheduler_core.framework.registry import (
     Plugin,
     UsageChange,
     follows_nothing,
-    register_plugin,
 )
 from scheduler_core.framework.session import Session
 from scheduler_core.plugins.usagehistory.args import UsageHistoryArgs
@@ -139,15 +138,13 @@ class AdjustmentMemo:
     ) = None
 
 
-@register_plugin
-class UsageHistoryPlugin(Plugin):
+class UsageHistoryPlugin(Plugin[UsageHistoryArgs]):
     """Fills ``adjustWeights`` from the usage the live cache measures (see the module
     docstring). Keeps nothing per session that a change of usage makes stale: the reading
     it answers from is the history's at the session's opening."""
 
     name = PLUGIN_NAME
     args_type: ClassVar[type[UsageHistoryArgs]] = UsageHistoryArgs
-    args: UsageHistoryArgs
 
     def __init__(self, arguments: Arguments) -> None:
         super().__init__(arguments)

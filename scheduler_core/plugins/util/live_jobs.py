@@ -9,12 +9,13 @@ from collections.abc import Iterator, Mapping
 
 from scheduler_core.api.job import JobInfo
 from scheduler_core.api.task import TaskInfo
+from scheduler_core.framework.arguments import NoArgs
 from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange, follows_nothing
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 
 
-class ReadsLive(Plugin):
+class ReadsLive(Plugin[NoArgs]):
     """A plugin whose hooks read the session's jobs and tasks as they are at each call: it is
     always followed in place, with nothing to bring up to date."""
 

@@ -29,7 +29,7 @@ from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.arguments import Arguments
 from scheduler_core.framework.node_scores import NodeScoreArray
-from scheduler_core.framework.registry import FollowStep, Plugin, UsageChange
+from scheduler_core.framework.registry import ArgsT, FollowStep, Plugin, UsageChange
 from scheduler_core.framework.session import Session
 from scheduler_core.logutil import v
 from scheduler_core.plugins.util.node_table import (
@@ -85,7 +85,7 @@ def _score_again(table: NodeTable, scorer: RowScorer, kept: KeptScores, changed:
     return True
 
 
-class TableScoredPlugin(Plugin):
+class TableScoredPlugin(Plugin[ArgsT]):
     """A scoring plugin whose batch node-order hook runs over the session's ``NodeTable``.
 
     A subclass opens the table in ``on_session_open`` (``open_table``) when it scores at
