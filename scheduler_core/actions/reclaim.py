@@ -47,8 +47,9 @@ from scheduler_core.actions.util.victims import (
     sort_by_importance,
     validate_victims,
 )
+from scheduler_core.api.errors import NodeError
 from scheduler_core.api.job import JobInfo
-from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo

@@ -23,7 +23,8 @@ from scheduler_core.actions.util.victims import (
     select_victims_on_node,
     sort_by_importance,
 )
-from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.errors import NodeError
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.framework.session import CycleState, Session

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import count
 
+from scheduler_core.api.errors import NodeError
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
@@ -12,10 +13,6 @@ from scheduler_core.api.types import TaskStatus
 #: One counter for every node of the process, so that equal stamps mean the same node object
 #: in the same state (see ``NodeInfo.stamp``).
 _stamps = count(1)
-
-
-class NodeError(RuntimeError):
-    """A task cannot be placed on a node (e.g. Binding beyond idle)."""
 
 
 @dataclass(slots=True)

@@ -208,9 +208,7 @@ class Resource:
         return cls(_MAX_FLOAT, _MAX_FLOAT, None, _MAX_INT)
 
     @classmethod
-    def from_resource_list(
-        cls, rl: Mapping[str, str | int | float] | None, where: str = ""
-    ) -> Resource:
+    def from_resource_list(cls, rl: Mapping[str, object] | None, where: str = "") -> Resource:
         """``NewResource(v1.ResourceList)``.
 
         Every value is validated, even of names Volcano drops, so a typo in a manifest

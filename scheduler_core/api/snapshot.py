@@ -16,6 +16,12 @@ from scheduler_core.api.usage import JobUsage, swap_job_usage
 from scheduler_core.api.usage_history import UsageHistory
 
 
+class Lineage:
+    """One cluster's identity, compared by ``is`` (``PlacementEpoch.lineage``)."""
+
+    __slots__ = ()
+
+
 @dataclass(slots=True)
 class PlacementEpoch:
     """Moved by the live cache whenever a pod is placed on a node, leaves it, or changes
@@ -29,7 +35,7 @@ class PlacementEpoch:
     are never taken for the same placements."""
 
     value: int = 0
-    lineage: object = field(default_factory=object)
+    lineage: Lineage = field(default_factory=Lineage)
 
     def same_placements(self, other: PlacementEpoch) -> bool:
         """Whether ``other`` stands where this one does, in the same cluster."""

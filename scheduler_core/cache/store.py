@@ -13,8 +13,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from scheduler_core.api.errors import NodeError
 from scheduler_core.api.job import NATIVE_SOURCE, JobInfo
-from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import DEFAULT_QUEUE, QueueInfo
 from scheduler_core.api.resource import Resource

@@ -15,7 +15,8 @@ from typing import Any
 
 from scheduler_core.accounting.grants import Grant
 from scheduler_core.accounting.keeper import QueueAccounting
-from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.errors import NodeError
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import ZERO
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus

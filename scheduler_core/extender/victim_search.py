@@ -24,7 +24,8 @@ from scheduler_core.actions.util.victims import (
     reclaimee_filter,
     select_victims_on_node,
 )
-from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.errors import NodeError
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.pdb import PodDisruptionBudget
 from scheduler_core.api.queue import QueueInfo
 from scheduler_core.api.resource import ZERO

@@ -12,7 +12,8 @@ import enum
 import logging
 from dataclasses import dataclass
 
-from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.errors import NodeError
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import TaskStatus
 from scheduler_core.framework.session import Eviction, Session

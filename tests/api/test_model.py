@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from scheduler_core.api.errors import NodeError
 from scheduler_core.api.job import JobInfo
-from scheduler_core.api.node import NodeError, NodeInfo
+from scheduler_core.api.node import NodeInfo
 from scheduler_core.api.resource import ZERO, Resource
 from scheduler_core.api.task import TaskInfo
 from scheduler_core.api.types import (
