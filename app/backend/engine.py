@@ -17,7 +17,6 @@ from typing import Any
 
 from app.api import models
 from app.api.port import RecentEviction
-from app.backend.forked import run_forked
 from app.telemetry.metrics import AssumptionCounts, QueueMetrics
 from app.verbs.ports import BadPodError
 from scheduler_core.accounting.keeper import QueueAccounting
@@ -32,6 +31,7 @@ from scheduler_core.conf import (
 )
 from scheduler_core.controller.events import WARNING, ObjectRef
 from scheduler_core.controller.eviction import EvictionResult
+from scheduler_core.controller.forked import run_forked
 from scheduler_core.controller.reclaim import ReclaimLoop
 from scheduler_core.controller.runtime import Controller
 from scheduler_core.extender.decisions import FilterResult, NodeVictims
@@ -327,10 +327,14 @@ class EngineBackend:
 
     def whatif(self, request: WhatIfRequest) -> Callable[[], WhatIfResult]:
         """The dry run to call off the event loop; it runs in a forked child (see
-        ``app.backend.forked``), so it never competes with the verbs for the GIL."""
+        ``scheduler_core.controller.forked``), so it never competes with the verbs for the GIL."""
         with self.state.locked():
             prepared = prepare(self.accounting, self.conf, request)
-        return partial(run_forked, partial(run_prepared, prepared))
+            history = self.state.usage_history
+        # The fork shares the live usage history, which informer threads record under its
+        # lock: held across the fork, the child never finds it taken.
+        hold = [history.locked()] if history is not None else []
+        return partial(run_forked, partial(run_prepared, prepared), hold=hold)
 
     def debug_state(self) -> dict[str, Any]:
         with self.state.locked():

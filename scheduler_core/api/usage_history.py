@@ -27,6 +27,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -180,6 +181,11 @@ class UsageHistory:
 
     def _refresh(self) -> float:
         return min(MAX_REFRESH, max(MIN_REFRESH, self._half_life / 100.0))
+
+    def locked(self) -> AbstractContextManager[object]:
+        """The lock the records are changed under: held, they are whole and stay so (a
+        caller forking a child that reads them holds it across the fork)."""
+        return self._lock
 
     def epoch(self) -> int:
         """Moves once per refresh interval: a session that read the history in an earlier
