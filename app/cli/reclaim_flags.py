@@ -59,6 +59,12 @@ def add_reclaim_group(p: argparse.ArgumentParser) -> None:
         f"at least {MIN_EVICTION_DEADLINE:g}); shortened to what is left of the leader lease",
     )
     group.add_argument(
+        "--reclaim-in-process",
+        action="store_true",
+        help="decide each cycle on the loop's thread instead of in a forked child (the "
+        "default keeps a cycle over a long backlog off the interpreter the verbs answer on)",
+    )
+    group.add_argument(
         "--reclaim-max-evictions-per-queue",
         type=count,
         default=0,
@@ -82,4 +88,5 @@ def reclaim_options_from_args(args: argparse.Namespace) -> ReclaimOptions | None
         max_evictions_per_queue=args.reclaim_max_evictions_per_queue,
         max_evictions_per_minute=args.reclaim_max_evictions_per_minute,
         eviction_timeout=args.reclaim_eviction_timeout,
+        fork=not args.reclaim_in_process,
     )

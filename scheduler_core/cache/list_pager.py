@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Final
 
 import orjson
@@ -53,6 +53,11 @@ class _GcPause:
                 self._depth -= 1
                 if self._depth == 0 and self._restore:
                     gc.enable()
+
+    def locked(self) -> AbstractContextManager[object]:
+        """The lock the count is changed under (a caller forking a child that pauses the
+        collector too holds it across the fork, so the child never finds it taken)."""
+        return self._lock
 
 
 GC_PAUSE: Final = _GcPause()

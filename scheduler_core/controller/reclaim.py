@@ -59,6 +59,7 @@ from .decision import (
 )
 from .events import NORMAL, WARNING, EventRecorder, ObjectRef
 from .eviction import EvictionResult, evict
+from .forked_decision import decide_forked
 from .periodic import BACKGROUND_SHARE, Periodic
 from .rest import RestClient
 
@@ -107,6 +108,9 @@ class ReclaimOptions:
     max_evictions_per_queue: int = 0
     max_evictions_per_minute: int = DEFAULT_MAX_EVICTIONS_PER_MINUTE
     eviction_timeout: float = DEFAULT_EVICTION_TIMEOUT
+    #: Decide in a forked child (``forked_decision``), off the verbs' interpreter; False
+    #: decides on the loop's thread (where no fork is possible, or to debug one process).
+    fork: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_evictions", "max_evictions_per_queue", "max_evictions_per_minute"):
@@ -331,7 +335,9 @@ class ReclaimLoop:
         # job and node copied is garbage once the decision is taken, and freed then by
         # reference counting, before a collection could walk them.
         with GC_PAUSE.paused():
-            decision = decide(self.cluster.snapshot(), self.conf, memos=self.memos, now=now)
+            decision = (decide_forked if self.options.fork else decide)(
+                self.cluster.snapshot(), self.conf, memos=self.memos, now=now
+            )
         quiet = not decision.evictions and not decision.time_sensitive
         self._quiet_at = version if quiet else None
         for action, ms in decision.latency_ms.items():

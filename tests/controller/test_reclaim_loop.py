@@ -221,6 +221,17 @@ def test_the_leader_evicts_through_the_eviction_api_and_explains_both_sides() ->
     assert h.count("ok") == 1
 
 
+def test_a_cycle_decided_in_a_forked_child_evicts_and_explains_as_one_on_the_thread() -> None:
+    on_thread, in_child = Harness(), Harness(options=ReclaimOptions(fork=True))
+    for h in (on_thread, in_child):
+        decision = h.loop.run_once()
+        assert decision is not None and len(decision.evictions) == 1
+    assert in_child.rest.posts == on_thread.rest.posts
+    assert in_child.recorder.events == on_thread.recorder.events
+    assert in_child.reserved == on_thread.reserved == ["b0"]
+    assert in_child.count("ok") == 1
+
+
 def test_a_follower_or_an_unsynced_cache_does_nothing() -> None:
     h = Harness()
     h.leader = False

@@ -36,8 +36,18 @@ def test_every_brake_can_be_set_and_zero_lifts_a_cap() -> None:
         "2.5",
     )
     assert opts == ReclaimOptions(
-        max_evictions=0, max_evictions_per_minute=7, max_evictions_per_queue=2, eviction_timeout=2.5
+        max_evictions=0,
+        max_evictions_per_minute=7,
+        max_evictions_per_queue=2,
+        eviction_timeout=2.5,
+        fork=True,
     )
+
+
+def test_a_cycle_is_decided_in_a_forked_child_unless_asked_in_process() -> None:
+    forked, in_process = options("--reclaim"), options("--reclaim", "--reclaim-in-process")
+    assert forked is not None and forked.fork
+    assert in_process is not None and not in_process.fork
 
 
 @pytest.mark.parametrize(
