@@ -22,6 +22,7 @@ from bench import (
     Budget,
     Measurement,
     backlog_bench,
+    beside_reclaim_bench,
     cycle_bench,
     engine_bench,
     format_number,
@@ -86,6 +87,8 @@ BUDGETS: dict[str, Budget] = {
     "topology-filter-5000": Budget(n=200, seconds=30, warmup=10),
     "reclaim-backlog-1000": Budget(n=10, seconds=30, warmup=1),
     "reclaim-backlog-5000": Budget(n=5, seconds=60, warmup=1),
+    # One sample is a batch of filter calls (``beside_reclaim_bench.CALLS_PER_SAMPLE``).
+    "filter-beside-reclaim": Budget(n=15, seconds=60, warmup=1),
 }
 # The fit variant's rows measure as their plain rows do, with the same budget.
 BUDGETS |= {name: BUDGETS[plain] for name, (plain, _) in engine_bench.FIT_BENCHES.items()}
@@ -99,6 +102,7 @@ GROUPS: tuple[tuple[str, dict[str, str]], ...] = (
     ("verbs-engine", verbs_engine_bench.BENCHES),
     ("watch", watch_bench.BENCHES),
     ("backlog", backlog_bench.BENCHES),
+    ("beside-reclaim", beside_reclaim_bench.BENCHES),
     ("insight", insight_bench.BENCHES),
     ("topology", topology_bench.BENCHES),
     ("http", http_bench.BENCHES),
@@ -227,6 +231,10 @@ def run(scale: float, quick: bool, selected: set[str]) -> tuple[dict[str, Any], 
     if backlog:
         log(f"running {', '.join(backlog)} (their own clusters)")
         results += backlog_bench.run(set(backlog), budgets)
+        gc.collect()
+    if beside_reclaim_bench.NAME in selected:
+        log(f"running {beside_reclaim_bench.NAME} (bench-e2e's 1,000 nodes beside the backlog)")
+        results += beside_reclaim_bench.run(selected, budgets)
         gc.collect()
     http = [n for n in http_bench.BENCHES if n in selected]
     if http:
