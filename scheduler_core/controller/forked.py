@@ -4,10 +4,10 @@ Why: a what-if schedules up to hundreds of pods over every node, and a reclaim c
 thousand waiting pods orders and tries every one of them: a second or more of pure Python.
 On a thread of the serving process either holds the GIL that the verbs' event loop needs
 between every read and write, and kube-scheduler's calls waited behind it (a what-if doubled
-their p99; a reclaim cycle doubled their p50). A forked child has its own interpreter and
-GIL, so it also runs on another core; it reads the parent's memory copy on write (a private
-copy prepared for it, nothing the parent changes meanwhile), and at a low priority it takes a
-CPU mostly when the verbs leave one idle.
+their p99; a reclaim cycle made them up to twice as long). A forked child has its own
+interpreter and GIL, so it also runs on another core; it reads the parent's memory copy on
+write (a private copy prepared for it, nothing the parent changes meanwhile), and at a low
+priority it takes a CPU mostly when the verbs leave one idle.
 
 The child touches nothing but the function's own objects, writes one pickle to a pipe and
 leaves with ``os._exit`` (no atexit handlers, no flushing of the parent's buffers). It first

@@ -2,10 +2,9 @@
 
 A cycle over ten thousand waiting pods is a second or more of pure Python. On the loop's
 thread it held the GIL that the verbs' event loop needs between every read and write: while
-it ran, kube-scheduler's filter calls took twice as long (measured: ``bench/contention``
-in docs/performance.md), and the cycle itself took twice as long sharing one interpreter
-with them. In a child it runs on its own interpreter, and on the other core when there is
-one; the loop's thread only waits for the answer with the GIL let go.
+it ran, kube-scheduler's filter calls took up to twice as long (the bench row
+``filter-beside-reclaim``). In a child it runs on its own interpreter, and on the other core
+when there is one; the loop's thread only waits for the answer with the GIL let go.
 
 The answer crosses back as a pickle. Most of what it names are the snapshot's own waiting
 pods (every pod told that no eviction can help it, ten thousand in a backlog), and the parent
@@ -14,8 +13,8 @@ objects, not as copies. A pod the session changed (a victim, a preemptor placed)
 session's own copy, so it crosses whole, as it would have been handed over on a thread.
 
 What the child learns for the next cycle (the plugins' memos) dies with it: each cycle in a
-child starts from what the parent's memos held, which costs a child a tenth more than the
-same cycle on a warm thread, spent on another core.
+child starts from what the parent's memos held. With the fork and the pages it copies, that
+makes a cycle a tenth to a quarter longer than on a warm thread, spent on another core.
 """
 
 from __future__ import annotations
